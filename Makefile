@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make demo   install deps, build, run the main job
+#   make test   install deps, build, run every test (release, then the unit tests under ASan+UBSan)
+# Long runs live behind their own targets: make bench, make fuzz.
+JOBS  ?= $(shell nproc)
+BUILD ?= build
+SAN   ?= build-sanitize
+CMAKE_FLAGS ?=
+
+.PHONY: deps build demo test test-release test-sanitize bench fuzz clean
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/tools/strata/strata devices
+
+test: test-release test-sanitize
+
+test-release: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-sanitize: deps
+	@cmake -S . -B $(SAN) -DCMAKE_BUILD_TYPE=Sanitize $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(SAN) -j $(JOBS)
+	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L unit
+
+bench: build
+	bench/run_all.sh $(BUILD)
+
+# libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(SAN) build-fuzz

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Strata needs. Idempotent and silent when all are present.
+# Every package is listed once, with the reason it is here.
+set -euo pipefail
+
+PACKAGES=(
+  "build-essential      compiler and make"
+  "cmake                the build system (3.25 on Debian 12)"
+  "pkg-config           locates libraries for CMake"
+  "clang                libFuzzer targets (make fuzz)"
+  "libclang-rt-14-dev   libFuzzer and sanitizer runtimes for clang"
+  "libgtest-dev         unit and end-to-end tests (GoogleTest)"
+  "libbenchmark-dev     micro-benchmarks in bench/ (Google Benchmark)"
+  "zlib1g-dev           GZIP and ZLIB TFRecord compression"
+  "libprotobuf-dev      oracle for the Example/Event codec in tests and benchmarks"
+  "protobuf-compiler    generates the oracle's protobuf classes"
+  "nlohmann-json3-dev   JSON for --json output, model specs and records write"
+  "libdnnl-dev          oneDNN: convolution, matmul, pooling, batch-norm kernels"
+)
+
+missing=()
+for line in "${PACKAGES[@]}"; do
+  pkg=${line%% *}
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

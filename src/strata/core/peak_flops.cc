@@ -1,0 +1,182 @@
+#include "strata/core/peak_flops.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "strata/core/clock.h"
+#include "strata/core/cpu.h"
+#include "strata/core/file.h"
+
+namespace strata {
+namespace {
+
+// Each kernel runs `iters` rounds of kChains independent multiply-adds and returns the
+// FLOPs done. Chains are independent so that the FMA latency (4 cycles) is hidden behind
+// the two FMA pipes: 2 pipes x 4 cycles needs >= 8 chains; 16 leaves room.
+constexpr int kChains = 16;
+
+__attribute__((target("avx512f"))) double Avx512FmaKernel(int64_t iters, float* sink) {
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(0.001f * c);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  }
+  __m512 s = acc[0];
+  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, s);
+  *sink = out[0];
+  return static_cast<double>(iters) * kChains * 16 * 2;
+}
+
+__attribute__((target("avx2,fma"))) double Avx2FmaKernel(int64_t iters, float* sink) {
+  __m256 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(0.001f * c);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+  }
+  float out[8];
+  __m256 s = acc[0];
+  for (int c = 1; c < kChains; ++c) s = _mm256_add_ps(s, acc[c]);
+  _mm256_storeu_ps(out, s);
+  *sink = out[0];
+  return static_cast<double>(iters) * kChains * 8 * 2;
+}
+
+double ScalarKernel(int64_t iters, float* sink) {
+  float acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = 0.001f * c;
+  for (int64_t i = 0; i < iters; ++i)
+    for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * 0.999999f + 1e-7f;
+  float s = 0;
+  for (float v : acc) s += v;
+  *sink = s;
+  return static_cast<double>(iters) * kChains * 2;
+}
+
+// vdpbf16ps: for each of 16 f32 lanes, acc += a[2i]*b[2i] + a[2i+1]*b[2i+1]: 64 FLOPs.
+__attribute__((target("avx512f,avx512bf16"))) double Avx512Bf16Kernel(int64_t iters, float* sink) {
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(0.001f * c);
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80);  // bf16 1.0
+  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3380);  // bf16 ~6e-8
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  }
+  __m512 s = acc[0];
+  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, s);
+  *sink = out[0];
+  return static_cast<double>(iters) * kChains * 16 * 4;
+}
+
+// Best GFLOP/s over `repeats` runs of about `seconds` each.
+double BestGflops(const std::function<double(int64_t, float*)>& kernel, int repeats, double seconds) {
+  float sink = 0;
+  // Size the iteration count from a short probe so each repeat lasts about `seconds`.
+  int64_t iters = 1 << 14;
+  for (;;) {
+    Stopwatch sw;
+    kernel(iters, &sink);
+    double t = sw.ElapsedSeconds();
+    if (t > 0.01) {
+      iters = static_cast<int64_t>(static_cast<double>(iters) * seconds / t) + 1;
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    Stopwatch sw;
+    double flops = kernel(iters, &sink);
+    best = std::max(best, flops / sw.ElapsedSeconds() * 1e-9);
+  }
+  volatile float keep = sink;  // the results are used, so the chains cannot be dropped
+  (void)keep;
+  return best;
+}
+
+}  // namespace
+
+PeakFlops MeasurePeakFlops() {
+  const CpuIsa& isa = HostIsa();
+  PeakFlops p;
+  constexpr int kRepeats = 5;
+  constexpr double kSeconds = 0.05;
+  if (isa.avx512f) {
+    p.f32_kernel = "avx512-fma";
+    p.f32_gflops_per_core = BestGflops(Avx512FmaKernel, kRepeats, kSeconds);
+  } else if (isa.avx2) {
+    p.f32_kernel = "avx2-fma";
+    p.f32_gflops_per_core = BestGflops(Avx2FmaKernel, kRepeats, kSeconds);
+  } else {
+    p.f32_kernel = "scalar";
+    p.f32_gflops_per_core = BestGflops(ScalarKernel, kRepeats, kSeconds);
+  }
+  if (isa.avx512_bf16) {
+    p.bf16_kernel = "avx512-bf16-dp";
+    p.bf16_gflops_per_core = BestGflops(Avx512Bf16Kernel, kRepeats, kSeconds);
+  }
+  return p;
+}
+
+std::string UserCacheDir() {
+  if (const char* d = std::getenv("STRATA_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/strata";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/strata";
+  return "/tmp/strata-cache";
+}
+
+std::string MachineKey() {
+  std::string id = CpuModelName();
+  for (const auto& n : HostIsa().Names()) id += "," + n;
+  // FNV-1a: stable across runs and builds (std::hash is not guaranteed to be).
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
+  const std::string path = UserCacheDir() + "/peak-flops-" + MachineKey() + ".json";
+  if (!recalibrate) {
+    auto text = ReadFileToString(path);
+    if (text.ok()) {
+      auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("f32_gflops_per_core") && j["f32_gflops_per_core"].is_number() &&
+          j.contains("bf16_gflops_per_core") && j["bf16_gflops_per_core"].is_number()) {
+        PeakFlops p;
+        p.f32_gflops_per_core = j["f32_gflops_per_core"].get<double>();
+        p.bf16_gflops_per_core = j["bf16_gflops_per_core"].get<double>();
+        p.f32_kernel = j.value("f32_kernel", "");
+        p.bf16_kernel = j.value("bf16_kernel", "");
+        p.from_cache = true;
+        if (p.f32_gflops_per_core > 0) return p;
+      }
+    }
+  }
+  PeakFlops p = MeasurePeakFlops();
+  nlohmann::json j = {{"cpu_model", CpuModelName()},
+                      {"f32_gflops_per_core", p.f32_gflops_per_core},
+                      {"bf16_gflops_per_core", p.bf16_gflops_per_core},
+                      {"f32_kernel", p.f32_kernel},
+                      {"bf16_kernel", p.bf16_kernel}};
+  std::error_code ec;
+  std::filesystem::create_directories(UserCacheDir(), ec);
+  (void)WriteFileAtomic(path, j.dump(2) + "\n");  // a read-only cache only costs a re-measure
+  return p;
+}
+
+}  // namespace strata

@@ -1,0 +1,102 @@
+#include "strata/core/cpu.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "strata/core/file.h"
+#include "strata/core/log.h"
+#include "strata/core/peak_flops.h"
+
+namespace strata {
+namespace {
+
+TEST(Cpu, CgroupCpuMaxParsing) {
+  EXPECT_FALSE(ParseCgroupCpuMax("max 100000").has_value());
+  EXPECT_DOUBLE_EQ(*ParseCgroupCpuMax("150000 100000\n"), 1.5);
+  EXPECT_DOUBLE_EQ(*ParseCgroupCpuMax("200000 100000"), 2.0);
+  EXPECT_FALSE(ParseCgroupCpuMax("").has_value());
+  EXPECT_FALSE(ParseCgroupCpuMax("garbage").has_value());
+}
+
+TEST(Cpu, UsableCoresFollowsAffinity) {
+  cpu_set_t old;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(old), &old), 0);
+  int all = UsableCores();
+  EXPECT_GE(all, 1);
+  EXPECT_LE(all, static_cast<int>(std::thread::hardware_concurrency()));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(UsableCpuList().front(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(UsableCores(), 1);
+  EXPECT_EQ(UsableCpuList().size(), 1u);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(old), &old), 0);
+  EXPECT_EQ(UsableCores(), all);
+}
+
+TEST(Cpu, IsaAndMemoryAreSane) {
+  const CpuIsa& isa = HostIsa();
+  if (isa.avx512f) {
+    EXPECT_TRUE(isa.avx2);
+  }
+  if (isa.avx512_bf16) {
+    EXPECT_TRUE(isa.avx512f);
+  }
+  EXPECT_GT(UsableMemoryBytes(), int64_t{64} << 20);
+  EXPECT_FALSE(CpuModelName().empty());
+}
+
+TEST(PeakFlops, MeasuresAndCaches) {
+  std::string dir = ::testing::TempDir() + "/strata-cache-test";
+  std::filesystem::remove_all(dir);
+  setenv("STRATA_CACHE_DIR", dir.c_str(), 1);
+  auto first = CalibratedPeakFlops();
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->from_cache);
+  EXPECT_GT(first->f32_gflops_per_core, 0.1);
+  if (HostIsa().avx512_bf16) {
+    EXPECT_GT(first->bf16_gflops_per_core, 0.1);
+  }
+  auto second = CalibratedPeakFlops();
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_DOUBLE_EQ(second->f32_gflops_per_core, first->f32_gflops_per_core);
+  // A damaged cache file is measured over, not trusted.
+  std::string path = dir + "/peak-flops-" + MachineKey() + ".json";
+  ASSERT_TRUE(WriteFileAtomic(path, "{not json").ok());
+  auto third = CalibratedPeakFlops();
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->from_cache);
+  auto re = CalibratedPeakFlops(/*recalibrate=*/true);
+  ASSERT_TRUE(re.ok());
+  EXPECT_FALSE(re->from_cache);
+  unsetenv("STRATA_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Log, LevelsParseAndFilter) {
+  LogLevel l;
+  EXPECT_TRUE(ParseLogLevel("debug", &l));
+  EXPECT_EQ(l, LogLevel::kDebug);
+  EXPECT_FALSE(ParseLogLevel("loud", &l));
+  LogLevel old = GetLogLevel();
+  SetLogLevel(LogLevel::kError);
+  int evaluated = 0;
+  auto count = [&] { return ++evaluated; };
+  STRATA_LOG(kInfo) << count();
+  EXPECT_EQ(evaluated, 0);  // below the level nothing is formatted
+  testing::internal::CaptureStderr();
+  STRATA_LOG(kError) << "disk on fire " << count();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(evaluated, 1);
+  EXPECT_NE(err.find("disk on fire 1"), std::string::npos);
+  EXPECT_NE(err.find("cpu_test.cc"), std::string::npos);
+  SetLogLevel(old);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,80 @@
+// `strata devices` and the command's front door, run as a user runs them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "strata/core/cpu.h"
+
+namespace strata::testing {
+namespace {
+
+class DevicesCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A private cache so the test measures once and then hits its own cache.
+    cache_ = ::testing::TempDir() + "/strata-devices-cache";
+    std::filesystem::create_directories(cache_);
+    env_ = "STRATA_CACHE_DIR=" + cache_ + " ";
+  }
+  std::string cache_, env_;
+};
+
+TEST_F(DevicesCli, JsonHasTheDocumentedFields) {
+  auto r = RunCommand(env_ + Strata() + " devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  for (const char* key : {"hosts", "replicas", "cores", "isa", "peak_gflops_f32_per_core",
+                          "peak_gflops_bf16_per_core", "memory_bytes"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["hosts"], 1);
+  EXPECT_EQ(j["cores"].get<int>(), UsableCores());
+  EXPECT_EQ(j["replicas"].get<int>(), UsableCores());
+  EXPECT_GT(j["peak_gflops_f32_per_core"].get<double>(), 0);
+  EXPECT_GT(j["memory_bytes"].get<int64_t>(), 0);
+  // The second run reads the cache written by the first.
+  auto again = RunCommand(env_ + Strata() + " devices --json");
+  EXPECT_TRUE(nlohmann::json::parse(again.output)["peak_from_cache"].get<bool>());
+}
+
+TEST_F(DevicesCli, TasksetOneCoreMeansOneReplica) {
+  int first_cpu = UsableCpuList().front();
+  auto r = RunCommand(env_ + "taskset -c " + std::to_string(first_cpu) + " " + Strata() + " devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["cores"], 1);
+  EXPECT_EQ(j["replicas"], 1);
+}
+
+TEST_F(DevicesCli, HumanOutputNamesCoresAndPeak) {
+  auto r = RunCommand(env_ + Strata() + " devices");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("cores"), std::string::npos);
+  EXPECT_NE(r.output.find("peak f32"), std::string::npos);
+  EXPECT_NE(r.output.find("GFLOP/s per core"), std::string::npos);
+}
+
+TEST(Cli, VersionHelpAndUsageErrors) {
+  auto v = RunCommand(Strata() + " --version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.output, std::string("strata ") + STRATA_VERSION + "\n");
+  auto h = RunCommand(Strata() + " help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.output.find("devices"), std::string::npos);
+  auto dh = RunCommand(Strata() + " devices --help");
+  EXPECT_EQ(dh.exit_code, 0);
+  EXPECT_NE(dh.output.find("--recalibrate"), std::string::npos);
+  EXPECT_EQ(RunCommand(Strata() + " help devices").output, dh.output);
+
+  auto unknown = RunCommand(Strata() + " frobnicate", /*merge_stderr=*/true);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.output, "strata: unknown command 'frobnicate' (see 'strata help')\n");
+  auto flag = RunCommand(Strata() + " devices --bogus", true);
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_EQ(std::count(flag.output.begin(), flag.output.end(), '\n'), 1) << flag.output;
+  EXPECT_NE(flag.output.find("--bogus"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::testing

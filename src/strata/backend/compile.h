@@ -1,0 +1,125 @@
+// backend::Compile: a Graph becomes a Program, an ordered list of kernels over planned buffers.
+//
+// Compile does all shape work, layout choice, primitive creation and memory planning once;
+// Program::Run() then only executes kernels: no allocation, no shape logic (tested with a
+// counting allocator). The program owns:
+//   - one input buffer per graph Input (write the batch there before Run),
+//   - one buffer per fetched value (read after Run),
+//   - the variables: parameters (trainable first, then state such as batch-norm moving
+//     statistics), gradients of the trainable ones (same order and offsets as the trainable
+//     parameters: one buffer to all-reduce) and optimizer slots, each ONE contiguous f32
+//     block with named views (one write to checkpoint),
+//   - one arena for every intermediate value, planned by liveness (graph/memory_plan.h).
+//
+//   graph::Graph g;  ... build model, loss, grads = Gradients(...), SgdUpdate(...) ...
+//   STRATA_ASSIGN_OR_RETURN(auto program, backend::Compile(g, {.fetches = {loss}}));
+//   std::memcpy(program->input(images).data<float>(), batch, bytes);
+//   STRATA_RETURN_IF_ERROR(program->Run());
+//   float l = *program->fetch(loss).data<float>();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/tensor.h"
+#include "strata/graph/graph.h"
+
+namespace strata::backend {
+
+enum class Precision : uint8_t {
+  kF32,
+  // TPU `mixed_bfloat16`: variables, losses and updates f32; convolution and matmul (and the
+  // batch-norm / activation / pooling kernels between them) in bf16 with f32 accumulation.
+  kBF16,
+};
+
+// The variables of one or more programs: three contiguous f32 blocks with named views.
+// Programs compiled from different graphs (train, eval) share one store when the second is
+// compiled with CompileOptions::variables = first->variables(); names and shapes must match.
+class VariableStore {
+ public:
+  struct Entry {
+    std::string name;
+    Shape shape;
+    graph::VariableRole role;
+    bool trainable;
+    int64_t offset;   // elements into the block of its role (params hold kParameter + kState)
+    int64_t size;     // elements
+    graph::VariableOptions init;
+  };
+
+  // Builds the layout from a graph's variables (parameters trainable first, then state;
+  // slots in their own block) and initializes values from each variable's initializer.
+  static Result<std::shared_ptr<VariableStore>> Create(const graph::Graph& g);
+  // Checks that every variable of `g` exists here with the same shape and role.
+  Status CheckCompatible(const graph::Graph& g) const;
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  const Entry* Find(const std::string& name) const;
+
+  Tensor& params() { return params_; }        // f32 [num_params]: trainable, then state
+  Tensor& grads() { return grads_; }          // f32 [num_trainable]: same offsets as params
+  Tensor& slots() { return slots_; }          // f32 [num_slot_elements]
+  int64_t num_trainable() const { return num_trainable_; }
+  // A view of the variable's values (params or slots block) in its own shape.
+  Result<Tensor> Value(const std::string& name) const;
+  // A view of the gradient of a trainable variable.
+  Result<Tensor> Gradient(const std::string& name) const;
+  // Re-runs every initializer (deterministic per variable seed).
+  void Initialize();
+
+ private:
+  std::vector<Entry> entries_;
+  Tensor params_, grads_, slots_;
+  int64_t num_trainable_ = 0;
+};
+
+struct CompileOptions {
+  std::vector<graph::Value> fetches;  // values readable after Run (losses, logits, grads)
+  int threads = 1;                    // oneDNN threads of this program (one per replica)
+  Precision precision = Precision::kF32;
+  std::shared_ptr<VariableStore> variables;  // null: a fresh store initialized from the graph
+  std::string backend = "cpu";        // "cpu" (oneDNN); the narrow Backend interface allows more
+  bool trace = false;                 // also enabled by STRATA_TRACE=1: one line per kernel run
+  bool fuse = true;                   // conv/matmul+bias+act, bn+relu (off: for tests)
+};
+
+// One kernel of a compiled program, for the monitor and `strata bench-step`.
+struct KernelInfo {
+  std::string name;     // the node(s): "conv2d_1 (Conv2D+BiasAdd+Relu)"
+  std::string op;       // "conv_fwd", "bn_bwd", "reorder", "sgd" ...
+  std::string impl;     // oneDNN implementation ("jit:avx512_core") or "strata:avx512"
+  std::string shapes;   // "f32[128,28,28,1] x f32[3,3,1,32] -> bf16[128,28,28,32]"
+  int64_t matrix_flops = 0;  // conv and matmul multiply-adds x 2
+  int64_t other_flops = 0;   // element-wise and reduction work (approximate: 1 per element op)
+};
+
+class Program {
+ public:
+  virtual ~Program() = default;
+  // Executes every kernel once: forward, loss, gradients and updates as the graph says.
+  virtual Status Run() = 0;
+  // The same as Run(): one training step of a training graph.
+  Status Step() { return Run(); }
+
+  // The preallocated buffer of an Input (contiguous, the Input's dtype and shape).
+  virtual Tensor& input(graph::Value v) = 0;
+  // The buffer of a fetched value, valid after Run (contiguous, plain layout, its dtype).
+  virtual const Tensor& fetch(graph::Value v) const = 0;
+  virtual VariableStore& variables() = 0;
+  virtual std::shared_ptr<VariableStore> shared_variables() = 0;
+
+  virtual const std::vector<KernelInfo>& kernels() const = 0;
+  // Sums over kernels(): the FLOPs of one Run().
+  int64_t matrix_flops_per_step() const;
+  int64_t flops_per_step() const;
+  // Bytes of the planned arena (intermediate values) and of all program-owned memory.
+  virtual int64_t arena_bytes() const = 0;
+  virtual int64_t total_bytes() const = 0;
+};
+
+Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options);
+
+}  // namespace strata::backend

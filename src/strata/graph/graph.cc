@@ -1,0 +1,669 @@
+#include "strata/graph/graph.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace strata::graph {
+
+const char* OpKindName(OpKind k) {
+  switch (k) {
+    case OpKind::kInput: return "Input";
+    case OpKind::kVariable: return "Variable";
+    case OpKind::kConstant: return "Constant";
+    case OpKind::kConv2D: return "Conv2D";
+    case OpKind::kMatMul: return "MatMul";
+    case OpKind::kBiasAdd: return "BiasAdd";
+    case OpKind::kBatchNorm: return "BatchNorm";
+    case OpKind::kBatchNormInference: return "BatchNormInference";
+    case OpKind::kActivation: return "Activation";
+    case OpKind::kSoftmax: return "Softmax";
+    case OpKind::kMaxPool: return "MaxPool";
+    case OpKind::kAvgPool: return "AvgPool";
+    case OpKind::kAdd: return "Add";
+    case OpKind::kSub: return "Sub";
+    case OpKind::kMultiply: return "Multiply";
+    case OpKind::kScale: return "Scale";
+    case OpKind::kConcat: return "Concat";
+    case OpKind::kSlice: return "Slice";
+    case OpKind::kReshape: return "Reshape";
+    case OpKind::kDropout: return "Dropout";
+    case OpKind::kCast: return "Cast";
+    case OpKind::kReduceSum: return "ReduceSum";
+    case OpKind::kReduceMean: return "ReduceMean";
+    case OpKind::kBroadcast: return "Broadcast";
+    case OpKind::kIdentity: return "Identity";
+    case OpKind::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
+    case OpKind::kMeanSquaredError: return "MeanSquaredError";
+    case OpKind::kConv2DBackpropInput: return "Conv2DBackpropInput";
+    case OpKind::kConv2DBackpropFilter: return "Conv2DBackpropFilter";
+    case OpKind::kBiasAddGrad: return "BiasAddGrad";
+    case OpKind::kBatchNormGrad: return "BatchNormGrad";
+    case OpKind::kActivationGrad: return "ActivationGrad";
+    case OpKind::kSoftmaxGrad: return "SoftmaxGrad";
+    case OpKind::kMaxPoolGrad: return "MaxPoolGrad";
+    case OpKind::kAvgPoolGrad: return "AvgPoolGrad";
+    case OpKind::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
+    case OpKind::kMeanSquaredErrorGrad: return "MeanSquaredErrorGrad";
+    case OpKind::kSgdUpdate: return "SgdUpdate";
+    case OpKind::kAdamUpdate: return "AdamUpdate";
+    case OpKind::kRmsPropUpdate: return "RmsPropUpdate";
+  }
+  return "?";
+}
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return "Relu";
+    case Activation::kRelu6: return "Relu6";
+    case Activation::kGelu: return "Gelu";
+    case Activation::kSwish: return "Swish";
+    case Activation::kSigmoid: return "Sigmoid";
+    case Activation::kTanh: return "Tanh";
+    case Activation::kLinear: return "Linear";
+  }
+  return "?";
+}
+
+const Shape& Value::shape() const { return graph->node(node).out_shapes[output]; }
+DType Value::dtype() const { return graph->node(node).out_dtypes[output]; }
+const std::string& Value::name() const { return graph->node(node).name; }
+
+std::string OpLabel(const std::string& name, OpKind kind) {
+  return name + " (" + OpKindName(kind) + "): ";
+}
+
+WindowDim ComputeWindow(int64_t in, int64_t window, int stride, int dilation, Padding padding) {
+  WindowDim d;
+  const int64_t eff = (window - 1) * dilation + 1;
+  if (padding == Padding::kValid) {
+    d.out = in >= eff ? (in - eff) / stride + 1 : 0;
+  } else {
+    d.out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((d.out - 1) * stride + eff - in, 0);
+    d.pad_before = total / 2;
+    d.pad_after = total - d.pad_before;
+  }
+  return d;
+}
+
+namespace {
+
+std::string S(const Shape& s) { return s.ToString(); }
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kBF16; }
+
+Status CheckFloat(const std::string& label, const char* what, Value v) {
+  if (!IsFloat(v.dtype()))
+    return InvalidArgument(label + what + " must be f32 or bf16, found " + std::string(DTypeName(v.dtype())));
+  return Status::OK();
+}
+
+Status CheckSameDType(const std::string& label, Value a, Value b) {
+  if (a.dtype() != b.dtype())
+    return InvalidArgument(label + "dtypes differ: " + std::string(DTypeName(a.dtype())) + " and " +
+                           std::string(DTypeName(b.dtype())));
+  return Status::OK();
+}
+
+Status CheckValid(const std::string& label, const std::vector<Value>& vs, const Graph* g) {
+  for (const Value& v : vs)
+    if (!v.valid() || v.graph != g || v.node >= g->num_nodes() ||
+        v.output >= static_cast<int>(g->node(v.node).out_shapes.size()))
+      return InvalidArgument(label + "an input is not a value of this graph");
+  return Status::OK();
+}
+
+Result<std::vector<int>> NormalizeAxes(const std::string& label, std::vector<int> axes, int rank) {
+  if (axes.empty())
+    for (int i = 0; i < rank; ++i) axes.push_back(i);
+  for (int& a : axes) {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return InvalidArgument(label + "axis out of range for rank " + std::to_string(rank));
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return InvalidArgument(label + "repeated axis");
+  return axes;
+}
+
+}  // namespace
+
+Value Graph::AddNode(Node n) {
+  nodes_.push_back(std::move(n));
+  return Value{this, static_cast<int32_t>(nodes_.size() - 1), 0};
+}
+
+std::string Graph::UniqueName(const std::string& name, OpKind kind) {
+  if (!name.empty()) return name;
+  std::string base = OpKindName(kind);
+  std::transform(base.begin(), base.end(), base.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  return base + "_" + std::to_string(unnamed_++);
+}
+
+Result<Value> Graph::Finish(Node n) { return AddNode(std::move(n)); }
+
+Value Graph::Input(const std::string& name, DType dtype, Shape shape) {
+  Node n{OpKind::kInput, UniqueName(name, OpKind::kInput), {}, {shape}, {dtype}, {}, false};
+  return AddNode(std::move(n));
+}
+
+Result<Value> Graph::Variable(const std::string& name, Shape shape, VariableOptions options, VariableRole role) {
+  if (name.empty()) return InvalidArgument("Variable: a variable needs a name");
+  if (FindVariable(name).valid()) return InvalidArgument(OpLabel(name, OpKind::kVariable) + "duplicate variable name");
+  for (int64_t d : shape.dims())
+    if (d <= 0) return InvalidArgument(OpLabel(name, OpKind::kVariable) + "non-positive extent in " + S(shape));
+  Node n{OpKind::kVariable, name, {}, {shape}, {DType::kF32}, {}, false};
+  n.attrs.var = options;
+  n.attrs.role = role;
+  if (role != VariableRole::kParameter) n.attrs.var.trainable = false;
+  Value v = AddNode(std::move(n));
+  variables_.push_back(v.node);
+  return v;
+}
+
+Value Graph::Constant(float value, Shape shape, const std::string& name) {
+  Node n{OpKind::kConstant, UniqueName(name, OpKind::kConstant), {}, {shape}, {DType::kF32}, {}, false};
+  n.attrs.scalar = value;
+  return AddNode(std::move(n));
+}
+
+Value Graph::FindVariable(const std::string& name) const {
+  for (int i : variables_)
+    if (nodes_[i].name == name) return Value{this, i, 0};
+  return Value{};
+}
+
+void Graph::SetGradientOf(Value grad, Value var) { grad_of_.push_back({grad, var.node}); }
+
+int Graph::GradientOf(Value v) const {
+  for (const auto& [g, var] : grad_of_)
+    if (g == v) return var;
+  return -1;
+}
+
+Result<Value> Graph::Conv2D(Value x, Value k, Conv2DOptions o, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kConv2D);
+  const std::string label = OpLabel(name, OpKind::kConv2D);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x, k}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(label, x, k));
+  const Shape& xs = x.shape();
+  const Shape& ks = k.shape();
+  if (xs.rank() != 4) return InvalidArgument(label + "expected input [N, H, W, C], found " + S(xs));
+  if (ks.rank() != 4) return InvalidArgument(label + "expected kernel [KH, KW, C / groups, O], found " + S(ks));
+  if (o.groups < 1 || o.stride_h < 1 || o.stride_w < 1 || o.dilation_h < 1 || o.dilation_w < 1)
+    return InvalidArgument(label + "groups, strides and dilations must be >= 1");
+  if (xs[3] % o.groups != 0 || ks[3] % o.groups != 0)
+    return InvalidArgument(label + "groups " + std::to_string(o.groups) + " must divide input channels " +
+                           std::to_string(xs[3]) + " and filters " + std::to_string(ks[3]));
+  if (ks[2] != xs[3] / o.groups)
+    return InvalidArgument(label + "input channels " + std::to_string(xs[3]) + " do not match kernel " + S(ks) +
+                           " (expects " + std::to_string(ks[2]) + " = C / groups)");
+  WindowDim h = ComputeWindow(xs[1], ks[0], o.stride_h, o.dilation_h, o.padding);
+  WindowDim w = ComputeWindow(xs[2], ks[1], o.stride_w, o.dilation_w, o.padding);
+  if (h.out <= 0 || w.out <= 0)
+    return InvalidArgument(label + "kernel " + S(ks) + " larger than input " + S(xs) + " with valid padding");
+  Node n{OpKind::kConv2D, name, {x, k}, {Shape{xs[0], h.out, w.out, ks[3]}}, {x.dtype()}, {}, false};
+  n.attrs.conv = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::MatMul(Value a, Value b, bool ta, bool tb, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kMatMul);
+  const std::string label = OpLabel(name, OpKind::kMatMul);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {a, b}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", a));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(label, a, b));
+  if (a.shape().rank() != 2 || b.shape().rank() != 2)
+    return InvalidArgument(label + "expected 2-D operands, found " + S(a.shape()) + " and " + S(b.shape()));
+  const int64_t m = ta ? a.shape()[1] : a.shape()[0];
+  const int64_t ka = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t kb = tb ? b.shape()[1] : b.shape()[0];
+  const int64_t nn = tb ? b.shape()[0] : b.shape()[1];
+  if (ka != kb)
+    return InvalidArgument(label + "inner dimensions differ: input " + S(a.shape()) + " has " + std::to_string(ka) +
+                           ", kernel " + S(b.shape()) + " expects " + std::to_string(kb));
+  Node n{OpKind::kMatMul, name, {a, b}, {Shape{m, nn}}, {a.dtype()}, {}, false};
+  n.attrs.transpose_a = ta;
+  n.attrs.transpose_b = tb;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::BiasAdd(Value x, Value bias, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kBiasAdd);
+  const std::string label = OpLabel(name, OpKind::kBiasAdd);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x, bias}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (bias.shape().rank() != 1 || x.shape().rank() < 1 || bias.shape()[0] != x.shape()[-1])
+    return InvalidArgument(label + "expected bias [" + std::to_string(x.shape().rank() ? x.shape()[-1] : 0) +
+                           "] for input " + S(x.shape()) + ", found " + S(bias.shape()));
+  Node n{OpKind::kBiasAdd, name, {x, bias}, {x.shape()}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
+static Status CheckBnParams(const std::string& label, const Graph* g, Value x, const std::vector<Value>& ps) {
+  STRATA_RETURN_IF_ERROR(CheckValid(label, ps, g));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() < 2) return InvalidArgument(label + "expected input of rank >= 2, found " + S(x.shape()));
+  const int64_t c = x.shape()[-1];
+  static const char* kNames[] = {"gamma", "beta", "moving_mean", "moving_variance"};
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i].shape() != Shape{c})
+      return InvalidArgument(label + kNames[i] + " expected [" + std::to_string(c) + "], found " + S(ps[i].shape()));
+    if (ps[i].dtype() != DType::kF32) return InvalidArgument(label + kNames[i] + " must be f32");
+  }
+  return Status::OK();
+}
+
+Result<Value> Graph::BatchNorm(Value x, Value gamma, Value beta, Value mm, Value mv, BatchNormOptions o,
+                               const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kBatchNorm);
+  const std::string label = OpLabel(name, OpKind::kBatchNorm);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckBnParams(label, this, x, {gamma, beta, mm, mv}));
+  if (nodes_[mm.node].kind != OpKind::kVariable || nodes_[mv.node].kind != OpKind::kVariable)
+    return InvalidArgument(label + "moving statistics must be variables (they are updated in place)");
+  const Shape c{x.shape()[-1]};
+  Node n{OpKind::kBatchNorm, name, {x, gamma, beta, mm, mv}, {x.shape(), c, c}, {x.dtype(), DType::kF32, DType::kF32},
+         {}, true};
+  n.attrs.bn = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::BatchNormInference(Value x, Value gamma, Value beta, Value mm, Value mv, BatchNormOptions o,
+                                        const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kBatchNormInference);
+  const std::string label = OpLabel(name, OpKind::kBatchNormInference);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckBnParams(label, this, x, {gamma, beta, mm, mv}));
+  Node n{OpKind::kBatchNormInference, name, {x, gamma, beta, mm, mv}, {x.shape()}, {x.dtype()}, {}, false};
+  n.attrs.bn = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Act(Activation a, Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in.empty() ? std::string() : name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  Node n{OpKind::kActivation, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  n.attrs.activation = a;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Softmax(Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kSoftmax);
+  const std::string label = OpLabel(name, OpKind::kSoftmax);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
+  Node n{OpKind::kSoftmax, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
+static Result<Shape> PoolShape(const std::string& label, Value x, PoolOptions& o) {
+  const Shape& xs = x.shape();
+  if (xs.rank() != 4) return InvalidArgument(label + "expected input [N, H, W, C], found " + S(xs));
+  if (o.stride_h == 0) o.stride_h = o.window_h;
+  if (o.stride_w == 0) o.stride_w = o.window_w;
+  if (o.window_h < 1 || o.window_w < 1 || o.stride_h < 1 || o.stride_w < 1)
+    return InvalidArgument(label + "window and strides must be >= 1");
+  WindowDim h = ComputeWindow(xs[1], o.window_h, o.stride_h, 1, o.padding);
+  WindowDim w = ComputeWindow(xs[2], o.window_w, o.stride_w, 1, o.padding);
+  if (h.out <= 0 || w.out <= 0)
+    return InvalidArgument(label + "window " + std::to_string(o.window_h) + "x" + std::to_string(o.window_w) +
+                           " larger than input " + S(xs));
+  return Shape{xs[0], h.out, w.out, xs[3]};
+}
+
+Result<Value> Graph::MaxPool(Value x, PoolOptions o, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kMaxPool);
+  const std::string label = OpLabel(name, OpKind::kMaxPool);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(label, x, o));
+  Node n{OpKind::kMaxPool, name, {x}, {out}, {x.dtype()}, {}, false};
+  n.attrs.pool = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::AvgPool(Value x, PoolOptions o, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kAvgPool);
+  const std::string label = OpLabel(name, OpKind::kAvgPool);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(label, x, o));
+  Node n{OpKind::kAvgPool, name, {x}, {out}, {x.dtype()}, {}, false};
+  n.attrs.pool = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::GlobalAvgPool(Value x, const std::string& name) {
+  if (!x.valid() || x.shape().rank() != 4)
+    return InvalidArgument(OpLabel(name.empty() ? "global_average_pooling" : name, OpKind::kAvgPool) +
+                           "expected input [N, H, W, C], found " + (x.valid() ? S(x.shape()) : "nothing"));
+  const Shape& s = x.shape();
+  STRATA_ASSIGN_OR_RETURN(Value p, AvgPool(x, {.window_h = static_cast<int>(s[1]), .window_w = static_cast<int>(s[2])},
+                                           name));
+  return Reshape(p, Shape{s[0], s[3]}, name.empty() ? "" : name + "/flatten");
+}
+
+Result<Value> Graph::GlobalMaxPool(Value x, const std::string& name) {
+  if (!x.valid() || x.shape().rank() != 4)
+    return InvalidArgument(OpLabel(name.empty() ? "global_max_pooling" : name, OpKind::kMaxPool) +
+                           "expected input [N, H, W, C], found " + (x.valid() ? S(x.shape()) : "nothing"));
+  const Shape& s = x.shape();
+  STRATA_ASSIGN_OR_RETURN(Value p, MaxPool(x, {.window_h = static_cast<int>(s[1]), .window_w = static_cast<int>(s[2])},
+                                           name));
+  return Reshape(p, Shape{s[0], s[3]}, name.empty() ? "" : name + "/flatten");
+}
+
+static Result<Value> Binary(Graph* g, OpKind kind, Value a, Value b, const std::string& name) {
+  const std::string label = OpLabel(name, kind);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {a, b}, g));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", a));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(label, a, b));
+  if (a.shape() != b.shape())
+    return InvalidArgument(label + "shapes differ: " + S(a.shape()) + " and " + S(b.shape()));
+  Node n{kind, name, {a, b}, {a.shape()}, {a.dtype()}, {}, false};
+  return g->AddNode(std::move(n));
+}
+
+Result<Value> Graph::Add(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kAdd, a, b, UniqueName(n, OpKind::kAdd)); }
+Result<Value> Graph::Sub(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kSub, a, b, UniqueName(n, OpKind::kSub)); }
+Result<Value> Graph::Multiply(Value a, Value b, const std::string& n) {
+  return Binary(this, OpKind::kMultiply, a, b, UniqueName(n, OpKind::kMultiply));
+}
+
+Result<Value> Graph::Scale(Value x, float factor, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kScale);
+  const std::string label = OpLabel(name, OpKind::kScale);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  Node n{OpKind::kScale, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  n.attrs.scalar = factor;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Concat(const std::vector<Value>& xs, int axis, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kConcat);
+  const std::string label = OpLabel(name, OpKind::kConcat);
+  if (xs.empty()) return InvalidArgument(label + "nothing to concatenate");
+  STRATA_RETURN_IF_ERROR(CheckValid(label, xs, this));
+  const int rank = xs[0].shape().rank();
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return InvalidArgument(label + "axis out of range for " + S(xs[0].shape()));
+  std::vector<int64_t> dims = xs[0].shape().dims();
+  dims[axis] = 0;
+  for (const Value& v : xs) {
+    STRATA_RETURN_IF_ERROR(CheckSameDType(label, xs[0], v));
+    bool ok = v.shape().rank() == rank;
+    for (int i = 0; ok && i < rank; ++i) ok = i == axis || v.shape()[i] == xs[0].shape()[i];
+    if (!ok)
+      return InvalidArgument(label + "shapes " + S(xs[0].shape()) + " and " + S(v.shape()) + " differ off axis " +
+                             std::to_string(axis));
+    dims[axis] += v.shape()[axis];
+  }
+  Node n{OpKind::kConcat, name, xs, {Shape(dims)}, {xs[0].dtype()}, {}, false};
+  n.attrs.axis = axis;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Slice(Value x, int axis, int64_t begin, int64_t end, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kSlice);
+  const std::string label = OpLabel(name, OpKind::kSlice);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  const int rank = x.shape().rank();
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return InvalidArgument(label + "axis out of range for " + S(x.shape()));
+  if (begin < 0 || end > x.shape()[axis] || begin >= end)
+    return InvalidArgument(label + "range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                           ") outside axis " + std::to_string(axis) + " of " + S(x.shape()));
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[axis] = end - begin;
+  Node n{OpKind::kSlice, name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
+  n.attrs.axis = axis;
+  n.attrs.begin = begin;
+  n.attrs.end = end;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Reshape(Value x, Shape shape, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kReshape);
+  const std::string label = OpLabel(name, OpKind::kReshape);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  std::vector<int64_t> dims = shape.dims();
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (infer >= 0) return InvalidArgument(label + "more than one -1 in " + S(shape));
+      infer = static_cast<int>(i);
+    } else if (dims[i] <= 0) {
+      return InvalidArgument(label + "non-positive extent in " + S(shape));
+    } else {
+      known *= dims[i];
+    }
+  }
+  const int64_t total = x.shape().num_elements();
+  if (infer >= 0) {
+    if (total % known != 0) return InvalidArgument(label + "cannot reshape " + S(x.shape()) + " to " + S(shape));
+    dims[infer] = total / known;
+  }
+  if (Shape(dims).num_elements() != total)
+    return InvalidArgument(label + "cannot reshape " + S(x.shape()) + " (" + std::to_string(total) +
+                           " elements) to " + S(Shape(dims)));
+  Node n{OpKind::kReshape, name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Flatten(Value x, const std::string& name) {
+  if (!x.valid() || x.shape().rank() < 1)
+    return InvalidArgument(OpLabel(name.empty() ? "flatten" : name, OpKind::kReshape) + "expected [N, ...]");
+  return Reshape(x, Shape{x.shape()[0], -1}, name);
+}
+
+Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kDropout);
+  const std::string label = OpLabel(name, OpKind::kDropout);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
+  if (!(rate >= 0 && rate < 1)) return InvalidArgument(label + "rate must be in [0, 1), found " + std::to_string(rate));
+  Node n{OpKind::kDropout, name, {x}, {x.shape(), x.shape()}, {x.dtype(), DType::kF32}, {}, true};
+  n.attrs.scalar = rate;
+  n.attrs.seed = seed;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Cast(Value x, DType to, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kCast);
+  const std::string label = OpLabel(name, OpKind::kCast);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (!IsFloat(to)) return InvalidArgument(label + "only f32 <-> bf16 casts are supported");
+  Node n{OpKind::kCast, name, {x}, {x.shape()}, {to}, {}, false};
+  n.attrs.dtype = to;
+  return Finish(std::move(n));
+}
+
+static Result<Value> Reduce(Graph* g, OpKind kind, Value x, std::vector<int> axes, const std::string& name) {
+  const std::string label = OpLabel(name, kind);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, g));
+  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(label, std::move(axes), x.shape().rank()));
+  std::vector<int64_t> dims;
+  for (int i = 0; i < x.shape().rank(); ++i)
+    if (!std::binary_search(ax.begin(), ax.end(), i)) dims.push_back(x.shape()[i]);
+  Node n{kind, name, {x}, {Shape(dims)}, {DType::kF32}, {}, false};
+  n.attrs.axes = ax;
+  return g->AddNode(std::move(n));
+}
+
+Result<Value> Graph::ReduceSum(Value x, std::vector<int> axes, const std::string& n) {
+  return Reduce(this, OpKind::kReduceSum, x, std::move(axes), UniqueName(n, OpKind::kReduceSum));
+}
+Result<Value> Graph::ReduceMean(Value x, std::vector<int> axes, const std::string& n) {
+  return Reduce(this, OpKind::kReduceMean, x, std::move(axes), UniqueName(n, OpKind::kReduceMean));
+}
+
+Result<Value> Graph::Broadcast(Value x, Shape shape, std::vector<int> axes, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
+  const std::string label = OpLabel(name, OpKind::kBroadcast);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(label, std::move(axes), shape.rank()));
+  std::vector<int64_t> kept;
+  for (int i = 0; i < shape.rank(); ++i)
+    if (!std::binary_search(ax.begin(), ax.end(), i)) kept.push_back(shape[i]);
+  if (Shape(kept) != x.shape())
+    return InvalidArgument(label + "input " + S(x.shape()) + " is not " + S(shape) + " reduced over the axes (" +
+                           S(Shape(kept)) + ")");
+  Node n{OpKind::kBroadcast, name, {x}, {shape}, {DType::kF32}, {}, false};
+  n.attrs.axes = ax;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Identity(Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kIdentity);
+  STRATA_RETURN_IF_ERROR(CheckValid(OpLabel(name, OpKind::kIdentity), {x}, this));
+  Node n{OpKind::kIdentity, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::SoftmaxCrossEntropy(Value logits, Value labels, float smoothing, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kSoftmaxCrossEntropy);
+  const std::string label = OpLabel(name, OpKind::kSoftmaxCrossEntropy);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {logits, labels}, this));
+  if (logits.dtype() != DType::kF32)
+    return InvalidArgument(label + "logits must be f32 (cast a bf16 model output first), found " +
+                           std::string(DTypeName(logits.dtype())));
+  if (logits.shape().rank() != 2) return InvalidArgument(label + "expected logits [N, K], found " + S(logits.shape()));
+  if (labels.dtype() != DType::kI32) return InvalidArgument(label + "labels must be i32");
+  if (labels.shape() != Shape{logits.shape()[0]})
+    return InvalidArgument(label + "expected labels [" + std::to_string(logits.shape()[0]) + "], found " +
+                           S(labels.shape()));
+  if (!(smoothing >= 0 && smoothing < 1)) return InvalidArgument(label + "label smoothing must be in [0, 1)");
+  Node n{OpKind::kSoftmaxCrossEntropy, name, {logits, labels}, {Shape{}, logits.shape()}, {DType::kF32, DType::kF32},
+         {}, false};
+  n.attrs.label_smoothing = smoothing;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::MeanSquaredError(Value p, Value t, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kMeanSquaredError);
+  const std::string label = OpLabel(name, OpKind::kMeanSquaredError);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {p, t}, this));
+  if (p.dtype() != DType::kF32 || t.dtype() != DType::kF32) return InvalidArgument(label + "inputs must be f32");
+  if (p.shape() != t.shape())
+    return InvalidArgument(label + "prediction " + S(p.shape()) + " and target " + S(t.shape()) + " differ");
+  Node n{OpKind::kMeanSquaredError, name, {p, t}, {Shape{}}, {DType::kF32}, {}, false};
+  return Finish(std::move(n));
+}
+
+static Status CheckUpdate(const std::string& label, const Graph* g, Value var, Value grad, Value lr) {
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {var, grad, lr}, g));
+  if (g->node(var.node).kind != OpKind::kVariable || !g->node(var.node).attrs.var.trainable)
+    return InvalidArgument(label + "the updated value must be a trainable variable");
+  if (grad.shape() != var.shape() || grad.dtype() != DType::kF32)
+    return InvalidArgument(label + "gradient " + S(grad.shape()) + " does not match variable " + S(var.shape()));
+  if (lr.shape() != Shape{} || lr.dtype() != DType::kF32)
+    return InvalidArgument(label + "learning rate must be a scalar f32, found " + S(lr.shape()));
+  return Status::OK();
+}
+
+static Status AddUpdate(Graph* g, OpKind kind, Value var, Value grad, Value lr, const std::vector<std::string>& slots,
+                        const Attrs& attrs) {
+  const std::string& vname = g->node(var.node).name;
+  Node n{kind, vname + "/" + OpKindName(kind), {var, grad, lr}, {}, {}, attrs, true};
+  STRATA_RETURN_IF_ERROR(CheckUpdate(OpLabel(n.name, kind), g, var, grad, lr));
+  for (const std::string& s : slots) {
+    const bool scalar = s == "iterations";
+    STRATA_ASSIGN_OR_RETURN(Value slot, g->Variable(vname + "/" + s, scalar ? Shape{} : var.shape(), {},
+                                                    VariableRole::kOptimizerSlot));
+    n.inputs.push_back(slot);
+  }
+  g->AddNode(std::move(n));
+  return Status::OK();
+}
+
+Status Graph::SgdUpdate(Value var, Value grad, Value lr, SgdOptions o) {
+  Attrs a;
+  a.sgd = o;
+  std::vector<std::string> slots;
+  if (o.momentum != 0) slots.push_back("momentum");
+  return AddUpdate(this, OpKind::kSgdUpdate, var, grad, lr, slots, a);
+}
+
+Status Graph::AdamUpdate(Value var, Value grad, Value lr, AdamOptions o) {
+  Attrs a;
+  a.adam = o;
+  return AddUpdate(this, OpKind::kAdamUpdate, var, grad, lr, {"m", "v", "iterations"}, a);
+}
+
+Status Graph::RmsPropUpdate(Value var, Value grad, Value lr, RmsPropOptions o) {
+  Attrs a;
+  a.rmsprop = o;
+  std::vector<std::string> slots{"rms"};
+  if (o.momentum != 0) slots.push_back("momentum");
+  return AddUpdate(this, OpKind::kRmsPropUpdate, var, grad, lr, slots, a);
+}
+
+int64_t Graph::MatrixFlops(int i) const {
+  const Node& n = nodes_[i];
+  switch (n.kind) {
+    case OpKind::kConv2D: {
+      const Shape& y = n.out_shapes[0];
+      const Shape& k = n.inputs[1].shape();
+      return 2 * y.num_elements() * k[0] * k[1] * k[2];
+    }
+    case OpKind::kConv2DBackpropInput: {  // inputs: dy, kernel
+      const Shape& dy = n.inputs[0].shape();
+      const Shape& k = n.inputs[1].shape();
+      return 2 * dy.num_elements() * k[0] * k[1] * k[2];
+    }
+    case OpKind::kConv2DBackpropFilter: {  // inputs: x, dy; output: kernel shape
+      const Shape& dy = n.inputs[1].shape();
+      const Shape& k = n.out_shapes[0];
+      return 2 * dy.num_elements() * k[0] * k[1] * k[2];
+    }
+    case OpKind::kMatMul: {
+      const Shape& a = n.inputs[0].shape();
+      const int64_t kk = n.attrs.transpose_a ? a[0] : a[1];
+      return 2 * n.out_shapes[0].num_elements() * kk;
+    }
+    default: return 0;
+  }
+}
+
+int64_t Graph::OtherFlops(int i) const {
+  const Node& n = nodes_[i];
+  if (MatrixFlops(i) > 0) return 0;
+  switch (n.kind) {
+    case OpKind::kInput: case OpKind::kVariable: case OpKind::kConstant: case OpKind::kReshape:
+    case OpKind::kIdentity: case OpKind::kCast: case OpKind::kConcat: case OpKind::kSlice:
+      return 0;
+    case OpKind::kBatchNorm: case OpKind::kBatchNormInference: return 4 * n.inputs[0].shape().num_elements();
+    case OpKind::kBatchNormGrad: return 6 * n.inputs[0].shape().num_elements();
+    case OpKind::kMaxPool: case OpKind::kAvgPool:
+      return n.out_shapes[0].num_elements() * n.attrs.pool.window_h * n.attrs.pool.window_w;
+    case OpKind::kMaxPoolGrad: case OpKind::kAvgPoolGrad: return n.out_shapes[0].num_elements();
+    case OpKind::kBiasAddGrad: case OpKind::kReduceSum: case OpKind::kReduceMean:
+      return n.inputs[0].shape().num_elements();
+    case OpKind::kSoftmaxCrossEntropy: case OpKind::kSoftmax: return 4 * n.inputs[0].shape().num_elements();
+    case OpKind::kSgdUpdate: return 4 * n.inputs[0].shape().num_elements();
+    case OpKind::kAdamUpdate: case OpKind::kRmsPropUpdate: return 10 * n.inputs[0].shape().num_elements();
+    default:
+      return n.out_shapes.empty() ? 0 : n.out_shapes[0].num_elements();
+  }
+}
+
+std::string Graph::Describe(Value v) const {
+  const Node& n = nodes_[v.node];
+  std::ostringstream os;
+  os << n.name << " (" << OpKindName(n.kind) << ")";
+  if (v.output < static_cast<int>(n.out_shapes.size()))
+    os << " " << DTypeName(n.out_dtypes[v.output]) << n.out_shapes[v.output].ToString();
+  return os.str();
+}
+
+}  // namespace strata::graph

@@ -1,0 +1,252 @@
+// graph::Graph: a symbolic graph of typed, shaped values, built once with static shapes.
+//
+// A model, its loss, gradients (graph/autodiff.h) and optimizer updates are traced into one
+// Graph; backend::Compile (backend/compile.h) turns it into a Program of kernels with every
+// buffer planned ahead. Nothing here computes numbers.
+//
+// Conventions (Keras's, channels_last):
+//   images       [N, H, W, C]
+//   conv kernels [KH, KW, C / groups, O]      (depthwise: groups == C, O == C * multiplier)
+//   dense kernel [K, M]                       (x [N, K] . w [K, M] -> [N, M])
+//   labels       i32 [N]                      (sparse categorical)
+//
+// Every builder checks shapes and dtypes and returns an error naming the op (its
+// user-visible name, e.g. the Keras layer "conv2d_1") with the expected and found shapes:
+//   "conv2d_1 (Conv2D): input channels 3 do not match kernel [3, 3, 1, 32] (expects 1 = C / groups)"
+//
+//   graph::Graph g;
+//   auto x = g.Input("images", DType::kF32, {128, 28, 28, 1});
+//   auto w = g.Variable("conv1/kernel", {3, 3, 1, 32}, {.init = Init::kGlorotUniform});
+//   STRATA_ASSIGN_OR_RETURN(auto y, g.Conv2D(*x, *w, {.padding = Padding::kSame}, "conv1"));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/core/dtype.h"
+#include "strata/core/shape.h"
+#include "strata/core/status.h"
+
+namespace strata::graph {
+
+class Graph;
+
+enum class OpKind : uint8_t {
+  // Leaves.
+  kInput, kVariable, kConstant,
+  // Forward compute.
+  kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kActivation, kSoftmax,
+  kMaxPool, kAvgPool, kAdd, kSub, kMultiply, kScale, kConcat, kSlice, kReshape, kDropout,
+  kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity,
+  kSoftmaxCrossEntropy, kMeanSquaredError,
+  // Gradients (emitted by autodiff; usable directly).
+  kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kActivationGrad,
+  kSoftmaxGrad, kMaxPoolGrad, kAvgPoolGrad, kSoftmaxCrossEntropyGrad, kMeanSquaredErrorGrad,
+  // Optimizer updates: mutate a variable and its slots in place; no outputs.
+  kSgdUpdate, kAdamUpdate, kRmsPropUpdate,
+};
+const char* OpKindName(OpKind kind);  // "Conv2D"
+
+enum class Activation : uint8_t { kRelu, kRelu6, kGelu, kSwish, kSigmoid, kTanh, kLinear };
+const char* ActivationName(Activation a);
+
+enum class Padding : uint8_t { kValid, kSame };  // TensorFlow's rules (same: extra pad at the end)
+
+// A typed, shaped handle to one output of one node. Cheap to copy; valid while its Graph lives.
+struct Value {
+  const Graph* graph = nullptr;
+  int32_t node = -1;
+  int32_t output = 0;
+
+  bool valid() const { return graph != nullptr && node >= 0; }
+  const Shape& shape() const;
+  DType dtype() const;
+  const std::string& name() const;  // the producing node's name, plus ":k" for outputs k > 0
+  bool operator==(const Value& o) const { return node == o.node && output == o.output; }
+  bool operator!=(const Value& o) const { return !(*this == o); }
+};
+
+enum class Init : uint8_t { kZeros, kOnes, kConstant, kGlorotUniform, kHeNormal, kUniform, kNormal };
+
+struct VariableOptions {
+  Init init = Init::kZeros;
+  float value = 0;         // kConstant: the value; kUniform: half-width; kNormal: stddev
+  bool trainable = true;   // false: batch-norm moving statistics and other state
+  uint64_t seed = 0;       // initializers are deterministic given the seed
+};
+
+// What a variable is for: parameters and state are checkpointed; slots belong to an optimizer.
+enum class VariableRole : uint8_t { kParameter, kState, kOptimizerSlot };
+
+struct Conv2DOptions {
+  int stride_h = 1, stride_w = 1;
+  Padding padding = Padding::kValid;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;  // groups == C: depthwise
+};
+
+struct PoolOptions {
+  int window_h = 2, window_w = 2;
+  int stride_h = 0, stride_w = 0;  // 0: the window
+  Padding padding = Padding::kValid;
+};
+
+struct BatchNormOptions {
+  float momentum = 0.99f;  // moving = moving * momentum + batch * (1 - momentum), as Keras
+  float epsilon = 1e-3f;
+};
+
+struct SgdOptions {
+  float momentum = 0.0f;
+  bool nesterov = false;
+};
+struct AdamOptions {
+  float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;
+  float weight_decay = 0.0f;  // > 0: AdamW (decoupled decay: w -= lr * wd * w)
+};
+struct RmsPropOptions {
+  float rho = 0.9f, momentum = 0.0f, epsilon = 1e-7f;
+};
+
+// Everything a node may carry; each op reads only its own fields.
+struct Attrs {
+  Conv2DOptions conv;
+  PoolOptions pool;
+  BatchNormOptions bn;
+  SgdOptions sgd;
+  AdamOptions adam;
+  RmsPropOptions rmsprop;
+  Activation activation = Activation::kLinear;
+  bool transpose_a = false, transpose_b = false;  // MatMul
+  int axis = 0;                                  // Concat, Slice
+  int64_t begin = 0, end = 0;                    // Slice along `axis`
+  std::vector<int> axes;                         // reductions (empty: all)
+  float scalar = 0;                              // Scale factor, Constant value, Dropout rate
+  float label_smoothing = 0;                     // SoftmaxCrossEntropy
+  uint64_t seed = 0;                             // Dropout
+  int forward_node = -1;                         // grad ops: the forward node they differentiate
+  Shape input_shape;                             // grads that rebuild an input's shape
+  DType dtype = DType::kF32;                     // Cast target
+  // Variables.
+  VariableOptions var;
+  VariableRole role = VariableRole::kParameter;
+};
+
+struct Node {
+  OpKind kind;
+  std::string name;           // user-visible (Keras layer name, variable name)
+  std::vector<Value> inputs;
+  std::vector<Shape> out_shapes;
+  std::vector<DType> out_dtypes;
+  Attrs attrs;
+  // Side-effecting nodes (optimizer updates, training batch norm's moving statistics) run
+  // on every step even when nothing consumes their outputs.
+  bool has_side_effects = false;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;  // Values point at their Graph
+  Graph& operator=(const Graph&) = delete;
+
+  // ---- leaves --------------------------------------------------------------------------
+  // A placeholder fed on every step (images, labels, a learning rate).
+  Value Input(const std::string& name, DType dtype, Shape shape);
+  // f32 state that persists across steps. Names must be unique; a duplicate is an error.
+  Result<Value> Variable(const std::string& name, Shape shape, VariableOptions options = {},
+                         VariableRole role = VariableRole::kParameter);
+  Value Constant(float value, Shape shape, const std::string& name = "");
+
+  // ---- layers --------------------------------------------------------------------------
+  Result<Value> Conv2D(Value x, Value kernel, Conv2DOptions o, const std::string& name = "");
+  Result<Value> MatMul(Value a, Value b, bool transpose_a = false, bool transpose_b = false,
+                       const std::string& name = "");
+  Result<Value> BiasAdd(Value x, Value bias, const std::string& name = "");  // bias [C] on the last axis
+  // Training mode: normalises with batch statistics over all axes but the last, updates the
+  // moving statistics in place (side effect). Outputs: y, batch mean [C], batch variance [C].
+  Result<Value> BatchNorm(Value x, Value gamma, Value beta, Value moving_mean, Value moving_var,
+                          BatchNormOptions o, const std::string& name = "");
+  Result<Value> BatchNormInference(Value x, Value gamma, Value beta, Value moving_mean,
+                                   Value moving_var, BatchNormOptions o, const std::string& name = "");
+  Result<Value> Act(Activation a, Value x, const std::string& name = "");
+  Result<Value> Relu(Value x, const std::string& name = "") { return Act(Activation::kRelu, x, name); }
+  Result<Value> Softmax(Value x, const std::string& name = "");  // over the last axis
+  Result<Value> MaxPool(Value x, PoolOptions o, const std::string& name = "");
+  Result<Value> AvgPool(Value x, PoolOptions o, const std::string& name = "");  // padding excluded
+  Result<Value> GlobalAvgPool(Value x, const std::string& name = "");  // [N,H,W,C] -> [N,C]
+  Result<Value> GlobalMaxPool(Value x, const std::string& name = "");  // [N,H,W,C] -> [N,C]
+  Result<Value> Add(Value a, Value b, const std::string& name = "");       // same shapes
+  Result<Value> Sub(Value a, Value b, const std::string& name = "");       // same shapes
+  Result<Value> Multiply(Value a, Value b, const std::string& name = "");  // same shapes
+  Result<Value> Scale(Value x, float factor, const std::string& name = "");
+  Result<Value> Concat(const std::vector<Value>& xs, int axis, const std::string& name = "");
+  Result<Value> Slice(Value x, int axis, int64_t begin, int64_t end, const std::string& name = "");
+  Result<Value> Reshape(Value x, Shape shape, const std::string& name = "");  // one -1 allowed
+  Result<Value> Flatten(Value x, const std::string& name = "");  // [N, ...] -> [N, prod]
+  // Inverted dropout: y = x * mask / (1 - rate), a fresh mask every step. Outputs: y, mask.
+  Result<Value> Dropout(Value x, float rate, uint64_t seed, const std::string& name = "");
+  Result<Value> Cast(Value x, DType to, const std::string& name = "");  // f32 <-> bf16
+  Result<Value> ReduceSum(Value x, std::vector<int> axes = {}, const std::string& name = "");
+  Result<Value> ReduceMean(Value x, std::vector<int> axes = {}, const std::string& name = "");
+  // y = x broadcast from the reduced shape back to `shape` along `axes` (reduction's gradient).
+  Result<Value> Broadcast(Value x, Shape shape, std::vector<int> axes, const std::string& name = "");
+  Result<Value> Identity(Value x, const std::string& name = "");
+
+  // ---- losses (scalar f32 mean over the batch) ------------------------------------------
+  // logits [N, K] f32, labels i32 [N] in [0, K). Outputs: loss [], probabilities [N, K].
+  Result<Value> SoftmaxCrossEntropy(Value logits, Value labels, float label_smoothing = 0,
+                                    const std::string& name = "");
+  Result<Value> MeanSquaredError(Value prediction, Value target, const std::string& name = "");
+
+  // ---- optimizer updates (side effects; slots are created as kOptimizerSlot variables) ----
+  // `lr` is a scalar f32 Value (an Input fed each step, so schedules need no recompile).
+  Status SgdUpdate(Value var, Value grad, Value lr, SgdOptions o);
+  Status AdamUpdate(Value var, Value grad, Value lr, AdamOptions o);
+  Status RmsPropUpdate(Value var, Value grad, Value lr, RmsPropOptions o);
+
+  // ---- introspection ---------------------------------------------------------------------
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int i) const { return nodes_[i]; }
+  Node& mutable_node(int i) { return nodes_[i]; }
+  Value output(int node, int index = 0) const { return Value{this, node, index}; }
+  // Variables in creation order.
+  const std::vector<int>& variable_nodes() const { return variables_; }
+  // The Value of the variable `name`, or an invalid Value.
+  Value FindVariable(const std::string& name) const;
+  // Marks `grad` as the gradient of variable `var` (autodiff does; the compiler places
+  // such values in the program's contiguous gradient block).
+  void SetGradientOf(Value grad, Value var);
+  // The variable node whose gradient `v` is, or -1.
+  int GradientOf(Value v) const;
+  // Matrix FLOPs (conv, matmul: 2 per multiply-add) and other FLOPs of one execution of node i.
+  int64_t MatrixFlops(int node) const;
+  int64_t OtherFlops(int node) const;
+  // "conv2d_1 (Conv2D) f32[128, 28, 28, 32]"
+  std::string Describe(Value v) const;
+
+  // Adds a node after checking nothing (autodiff and tests); prefer the builders.
+  Value AddNode(Node n);
+
+ private:
+  Result<Value> Finish(Node n);
+  std::string UniqueName(const std::string& name, OpKind kind);
+
+  std::vector<Node> nodes_;
+  std::vector<int> variables_;
+  std::vector<std::pair<Value, int>> grad_of_;  // gradient value -> variable node
+  int unnamed_ = 0;
+};
+
+// Output extent and padding of a sliding window along one dimension (TensorFlow's rules:
+// "same" puts the odd padding element at the end).
+struct WindowDim {
+  int64_t out = 0, pad_before = 0, pad_after = 0;
+};
+WindowDim ComputeWindow(int64_t in, int64_t window, int stride, int dilation, Padding padding);
+
+// "conv2d_1 (Conv2D): " : the prefix every shape error starts with.
+std::string OpLabel(const std::string& name, OpKind kind);
+
+}  // namespace strata::graph

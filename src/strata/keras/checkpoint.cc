@@ -1,0 +1,80 @@
+#include "strata/keras/checkpoint.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "strata/record/record_reader.h"
+#include "strata/record/record_writer.h"
+
+namespace strata::keras {
+
+namespace {
+std::string_view Bytes(const Tensor& t) { return {static_cast<const char*>(t.raw_data()), t.nbytes()}; }
+}  // namespace
+
+Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store_in, const CheckpointState& state) {
+  auto& store = const_cast<backend::VariableStore&>(store_in);  // views only; nothing is changed
+  nlohmann::json vars = nlohmann::json::array();
+  for (const auto& e : store.entries()) {
+    vars.push_back({{"name", e.name}, {"shape", e.shape.dims()}, {"role", static_cast<int>(e.role)},
+                    {"trainable", e.trainable}, {"offset", e.offset}, {"size", e.size}});
+  }
+  nlohmann::json header = {{"format", "strata-checkpoint"}, {"version", 1},
+                           {"global_step", state.global_step}, {"epoch", state.epoch},
+                           {"step_in_epoch", state.step_in_epoch},
+                           {"params", store.params().num_elements()}, {"slots", store.slots().num_elements()},
+                           {"variables", vars},
+                           {"extra", nlohmann::json::parse(state.extra_json, nullptr, false)}};
+  STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(path));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(header.dump()));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(store.params())));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(store.slots())));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(state.iterator_state));
+  return w->Close();
+}
+
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, CheckpointState* state) {
+  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  std::string header_bytes, params, slots, iter;
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
+  auto header = nlohmann::json::parse(header_bytes, nullptr, false);
+  if (!header.is_object() || header.value("format", "") != "strata-checkpoint")
+    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
+  if (header.value("version", 0) != 1)
+    return Unimplemented("checkpoint " + path + ": version " + std::to_string(header.value("version", 0)) + " is not supported");
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&params).WithContext("checkpoint " + path + " parameters"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&slots).WithContext("checkpoint " + path + " optimizer slots"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&iter).WithContext("checkpoint " + path + " iterator state"));
+
+  // Variables are matched by name, so a checkpoint survives a change of variable order.
+  const auto& vars = header["variables"];
+  if (!vars.is_array()) return Corruption("checkpoint " + path + ": no variable table");
+  std::vector<bool> seen(store->entries().size(), false);
+  for (const auto& v : vars) {
+    const std::string name = v.value("name", "");
+    const backend::VariableStore::Entry* e = store->Find(name);
+    if (!e) return NotFound("checkpoint " + path + ": variable " + name + " is not in this model");
+    std::vector<int64_t> dims = v.value("shape", std::vector<int64_t>{});
+    if (Shape(dims) != e->shape)
+      return InvalidArgument("checkpoint " + path + ": variable " + name + " has shape " + Shape(dims).ToString() +
+                             ", the model expects " + e->shape.ToString());
+    const int64_t off = v.value("offset", int64_t{-1}), size = v.value("size", int64_t{-1});
+    const bool slot = e->role == graph::VariableRole::kOptimizerSlot;
+    const std::string& src = slot ? slots : params;
+    if (off < 0 || size != e->size || static_cast<uint64_t>(off + size) * 4 > src.size())
+      return Corruption("checkpoint " + path + ": variable " + name + " lies outside its block");
+    Tensor& dst = slot ? store->slots() : store->params();
+    std::memcpy(dst.data<float>() + e->offset, src.data() + off * 4, static_cast<size_t>(size) * 4);
+    seen[static_cast<size_t>(e - store->entries().data())] = true;
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
+  state->global_step = header.value("global_step", int64_t{0});
+  state->epoch = header.value("epoch", int64_t{0});
+  state->step_in_epoch = header.value("step_in_epoch", int64_t{0});
+  state->iterator_state = std::move(iter);
+  state->extra_json = header.contains("extra") ? header["extra"].dump() : "{}";
+  return Status::OK();
+}
+
+}  // namespace strata::keras

@@ -1,0 +1,31 @@
+// Checkpoints: weights, optimizer state, step, epoch and the input iterator's position in
+// one file, written atomically. The file is a TFRecord file (CRC-checked framing for free)
+// of four records; docs/formats/checkpoint.md has the byte layout:
+//   0  header: JSON {"format": "strata-checkpoint", "version": 1, "global_step", "epoch",
+//      "params": n, "slots": m, "variables": [{name, shape, role, offset, size}, ...]}
+//   1  parameters: n little-endian f32 (trainable, then state such as moving statistics)
+//   2  optimizer slots: m little-endian f32
+//   3  iterator state: opaque bytes from data::Iterator::Save (may be empty)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "strata/backend/compile.h"
+#include "strata/core/status.h"
+
+namespace strata::keras {
+
+struct CheckpointState {
+  int64_t global_step = 0;
+  int64_t epoch = 0;        // the next epoch to run
+  int64_t step_in_epoch = 0;  // steps of `epoch` already done
+  std::string iterator_state;
+  std::string extra_json = "{}";  // callbacks' state (best metric so far, ...)
+};
+
+Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store, const CheckpointState& state);
+// Loads into `store`: every variable must exist with the same shape (errors name it).
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, CheckpointState* state);
+
+}  // namespace strata::keras

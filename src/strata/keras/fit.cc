@@ -1,0 +1,138 @@
+// Model::fit: the training loop, top to bottom.
+//
+// Per step: take the next global batch from the input pipeline (the time blocked there is
+// the monitor's idle time), copy it into the compiled step's input buffers, feed the
+// scheduled learning rate, run the program (forward, loss, gradients, update: one call),
+// read the loss and outputs for the metrics, and hand the logs to the callbacks.
+#include <cmath>
+#include <cstdio>
+
+#include "strata/core/clock.h"
+#include "strata/keras/callbacks.h"
+#include "strata/keras/checkpoint.h"
+#include "strata/keras/model.h"
+
+namespace strata::keras {
+
+Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
+  if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
+  if (options.epochs <= options.initial_epoch) return History{};
+
+  // Callbacks: the progress bar first, then the user's, in order.
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  if (options.verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>());
+  callbacks.insert(callbacks.end(), options.callbacks.begin(), options.callbacks.end());
+  for (auto& cb : callbacks) cb->set_model(this);
+
+  TrainInfo info;
+  info.epochs = options.epochs;
+  info.initial_epoch = options.initial_epoch;
+  info.steps_per_epoch = options.steps_per_epoch;
+  info.verbose = options.verbose;
+  info.replicas = 1;
+  stop_training = false;
+  epoch_ = options.initial_epoch;
+  for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBegin(info));  // may restore a backup
+  int first_epoch = epoch_;
+
+  STRATA_ASSIGN_OR_RETURN(auto iterator, train.make_iterator());
+  train_iterator_ = iterator.get();
+  int64_t skip_steps = 0;
+  if (resume_pending_) {
+    if (!resume_iterator_state_.empty())
+      STRATA_RETURN_IF_ERROR(iterator->Restore(resume_iterator_state_).WithContext("restoring the input position"));
+    skip_steps = resume_step_in_epoch_;
+    resume_pending_ = false;
+  }
+
+  auto metrics = MakeMetrics();
+  History history;
+  Logs logs;
+  for (int epoch = first_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+    epoch_ = epoch;
+    for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnEpochBegin(epoch));
+    Mean loss_mean;
+    for (auto& m : metrics) m->Reset();
+    int64_t step = skip_steps;  // > 0 only in the epoch a backup resumed inside
+    skip_steps = 0;
+
+    for (; options.steps_per_epoch < 0 || step < options.steps_per_epoch; ++step) {
+      // 1. The next global batch [B, ...] (x..., y).
+      data::Element batch;
+      bool end = false;
+      STRATA_RETURN_IF_ERROR(iterator->GetNext(&batch, &end).WithContext("input pipeline, epoch " + std::to_string(epoch + 1)));
+      if (end) {
+        if (options.steps_per_epoch > 0)
+          return OutOfRange("fit: the training data ran out after " + std::to_string(step) + " of " +
+                            std::to_string(options.steps_per_epoch) + " steps in epoch " + std::to_string(epoch + 1) +
+                            " (use repeat() on the dataset, or fewer steps_per_epoch)");
+        // No steps_per_epoch: an epoch is one pass; start the next pass.
+        STRATA_ASSIGN_OR_RETURN(iterator, train.make_iterator());
+        train_iterator_ = iterator.get();
+        break;
+      }
+      if (batch.size() < 2 || batch[0].rank() == 0)
+        return InvalidArgument("fit: elements must be batches (x, y); got " + batch.DebugString());
+      const int64_t rows = batch[0].shape()[0];
+
+      // 2. Compile the step on the first batch (static shapes), then feed it.
+      STRATA_RETURN_IF_ERROR(EnsureTrainProgram(rows));
+      STRATA_RETURN_IF_ERROR(FeedInputs(train_, batch, rows, /*with_labels=*/true));
+      *train_.program->input(train_.lr).data<float>() = static_cast<float>(learning_rate());
+
+      // 3. Forward, loss, gradients and update in one compiled program.
+      STRATA_RETURN_IF_ERROR(train_.program->Run().WithContext("training step " + std::to_string(global_step_)));
+      ++global_step_;
+
+      // 4. Loss and metrics of this batch.
+      const float loss = *train_.program->fetch(train_.loss).data<float>();
+      loss_mean.Update(loss);
+      const Tensor& out = train_.program->fetch(train_.outputs[0]);
+      MetricBatch mb{out.data<float>(), rows, out.num_elements() / rows, label_scratch_.data(), nullptr};
+      for (auto& m : metrics) m->Update(mb);
+      logs = {{"loss", loss_mean.Result()}};
+      for (auto& m : metrics) logs.emplace_back(m->name(), m->Result());
+      for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBatchEnd(step, logs));
+      if (stop_training) break;
+    }
+
+    // 5. Validation, then the epoch's logs go to the callbacks and the History.
+    if (options.validation_data) {
+      STRATA_ASSIGN_OR_RETURN(Logs val, RunEvaluation(*options.validation_data, options.validation_steps, nullptr));
+      for (const auto& [k, v] : val) logs.emplace_back("val_" + k, v);
+    }
+    for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnEpochEnd(epoch, logs));
+    history.epoch.push_back(epoch);
+    for (const auto& [k, v] : logs) history.history[k].push_back(v);
+  }
+  epoch_ = options.epochs;
+  for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainEnd(logs));
+  train_iterator_ = nullptr;
+  return history;
+}
+
+Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch) {
+  if (!store_) return InvalidArgument("SaveBackup: model " + name_ + " is not compiled");
+  CheckpointState st;
+  st.global_step = global_step_;
+  st.epoch = next_epoch;
+  st.step_in_epoch = step_in_epoch;
+  if (train_iterator_) {
+    STRATA_ASSIGN_OR_RETURN(st.iterator_state, train_iterator_->Save());
+  }
+  return WriteCheckpoint(path, *store_, st);
+}
+
+Status Model::RestoreBackup(const std::string& path) {
+  if (!store_) return InvalidArgument("RestoreBackup: compile model " + name_ + " first");
+  CheckpointState st;
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &st));
+  global_step_ = st.global_step;
+  epoch_ = static_cast<int>(st.epoch);
+  resume_pending_ = true;
+  resume_step_in_epoch_ = st.step_in_epoch;
+  resume_iterator_state_ = std::move(st.iterator_state);
+  return Status::OK();
+}
+
+}  // namespace strata::keras

@@ -1,0 +1,68 @@
+// keras::Layer: the small base class every Keras layer derives from.
+//
+// A layer is a description (its config) that emits graph ops when called on symbolic
+// values. The same layer object is called once per graph it appears in (the training graph,
+// the evaluation graph, the summary probe); its variables are named "<layer>/<var>" so every
+// graph of a model addresses the same weights in one VariableStore.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/status.h"
+#include "strata/graph/graph.h"
+
+namespace strata::keras {
+
+// What a layer sees while it emits ops into a graph.
+struct BuildContext {
+  graph::Graph* graph = nullptr;
+  bool training = false;   // dropout active, batch norm uses batch statistics
+  uint64_t seed = 0;       // the model's seed: initializers and dropout derive from it
+  // Variables created so far in this build, with their layer, for summary() and L2 losses.
+  struct VariableUse {
+    std::string layer;
+    graph::Value value;
+    bool trainable;
+    float l2 = 0;  // > 0: the layer asks for an L2 penalty on this variable
+  };
+  std::vector<VariableUse> variables;
+
+  // Creates "<layer>/<name>" (or returns it if this graph already has it).
+  Result<graph::Value> Variable(const std::string& layer, const std::string& name, Shape shape,
+                                graph::VariableOptions options, bool trainable = true, float l2 = 0);
+};
+
+// Keras initializer names: "glorot_uniform" (default for kernels), "he_normal", "zeros", "ones".
+Result<graph::Init> ParseInitializer(const std::string& name);
+// Keras activation names: "linear"/"" , "relu", "relu6", "gelu", "swish", "sigmoid", "tanh".
+// "softmax" is handled by the caller (it is not an element-wise activation).
+Result<graph::Activation> ParseActivation(const std::string& name);
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  // Keras's class name: "Conv2D", "Dense".
+  virtual std::string class_name() const = 0;
+  // Keras's default name prefix: "conv2d", "dense", "batch_normalization".
+  virtual std::string default_name() const = 0;
+  // Emits the layer's ops on `inputs` (most layers take one).
+  virtual Result<graph::Value> Call(BuildContext& ctx, const std::vector<graph::Value>& inputs) = 0;
+  virtual int num_inputs() const { return 1; }  // -1: any number >= 2 (Add, Concatenate)
+
+ protected:
+  // "conv2d_1 (Conv2D)": prefixes errors.
+  std::string Label() const { return name_ + " (" + class_name() + ")"; }
+  Status ExpectInputs(const std::vector<graph::Value>& inputs) const;
+
+ private:
+  std::string name_;
+};
+
+using LayerPtr = std::shared_ptr<Layer>;
+
+}  // namespace strata::keras

@@ -1,0 +1,412 @@
+#include "strata/keras/layers.h"
+
+namespace strata::keras {
+
+using graph::Value;
+
+Result<Value> BuildContext::Variable(const std::string& layer, const std::string& name, Shape shape,
+                                     graph::VariableOptions options, bool trainable, float l2) {
+  const std::string full = layer + "/" + name;
+  Value existing = graph->FindVariable(full);
+  if (existing.valid()) return existing;
+  options.trainable = trainable;
+  // Each variable's initializer seed comes from the model seed and its name, so weights do
+  // not depend on the order graphs are built in.
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : full) h = (h ^ c) * 1099511628211ull;
+  options.seed = h;
+  STRATA_ASSIGN_OR_RETURN(Value v, graph->Variable(full, std::move(shape), options,
+                                                   trainable ? graph::VariableRole::kParameter
+                                                             : graph::VariableRole::kState));
+  variables.push_back({layer, v, trainable, l2});
+  return v;
+}
+
+Result<graph::Init> ParseInitializer(const std::string& name) {
+  if (name == "glorot_uniform") return graph::Init::kGlorotUniform;
+  if (name == "he_normal") return graph::Init::kHeNormal;
+  if (name == "zeros") return graph::Init::kZeros;
+  if (name == "ones") return graph::Init::kOnes;
+  return InvalidArgument("unknown initializer '" + name + "' (glorot_uniform, he_normal, zeros, ones)");
+}
+
+Result<graph::Activation> ParseActivation(const std::string& name) {
+  using graph::Activation;
+  if (name.empty() || name == "linear") return Activation::kLinear;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "relu6") return Activation::kRelu6;
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "swish" || name == "silu") return Activation::kSwish;
+  if (name == "sigmoid") return Activation::kSigmoid;
+  if (name == "tanh") return Activation::kTanh;
+  return InvalidArgument("unknown activation '" + name + "' (linear, relu, relu6, gelu, swish, sigmoid, tanh, softmax)");
+}
+
+Status Layer::ExpectInputs(const std::vector<Value>& inputs) const {
+  const int n = num_inputs();
+  if (n >= 0 && static_cast<int>(inputs.size()) != n)
+    return InvalidArgument(Label() + ": expects " + std::to_string(n) + " input(s), got " + std::to_string(inputs.size()));
+  if (n < 0 && inputs.size() < 2)
+    return InvalidArgument(Label() + ": expects at least 2 inputs, got " + std::to_string(inputs.size()));
+  return Status::OK();
+}
+
+namespace layers {
+namespace {
+
+Result<graph::Padding> ParsePadding(const std::string& p, const std::string& label) {
+  if (p == "valid") return graph::Padding::kValid;
+  if (p == "same") return graph::Padding::kSame;
+  return InvalidArgument(label + ": padding must be \"valid\" or \"same\", got \"" + p + "\"");
+}
+
+// Applies a Keras activation by name ("softmax" included).
+Result<Value> ApplyActivation(graph::Graph& g, const std::string& activation, Value x, const std::string& name) {
+  if (activation == "softmax") return g.Softmax(x, name + "/softmax");
+  STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(activation));
+  if (a == graph::Activation::kLinear) return x;
+  return g.Act(a, x, name);
+}
+
+Result<graph::VariableOptions> InitOptions(const std::string& initializer) {
+  STRATA_ASSIGN_OR_RETURN(graph::Init init, ParseInitializer(initializer));
+  graph::VariableOptions o;
+  o.init = init;
+  return o;
+}
+
+
+class DenseLayer final : public Layer {
+ public:
+  DenseLayer(int units, DenseOptions o) : units_(units), o_(std::move(o)) {}
+  std::string class_name() const override { return "Dense"; }
+  std::string default_name() const override { return "dense"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value x = in[0];
+    if (x.shape().rank() != 2)
+      return InvalidArgument(Label() + ": expects a rank-2 input [batch, features], got " + x.shape().ToString() +
+                             " (add a Flatten layer before it)");
+    if (units_ <= 0) return InvalidArgument(Label() + ": units must be positive");
+    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer));
+    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {x.shape()[1], units_}, kinit, true,
+                                                  o_.kernel_regularizer_l2));
+    STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->MatMul(x, w, false, false, name()));
+    if (o_.use_bias) {
+      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer));
+      STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {units_}, binit));
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
+    }
+    return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+ private:
+  int64_t units_;
+  DenseOptions o_;
+};
+
+class Conv2DLayer final : public Layer {
+ public:
+  Conv2DLayer(int filters, int k, Conv2DOptions o) : filters_(filters), k_(k), o_(std::move(o)) {}
+  std::string class_name() const override { return "Conv2D"; }
+  std::string default_name() const override { return "conv2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value x = in[0];
+    if (x.shape().rank() != 4)
+      return InvalidArgument(Label() + ": expects [batch, height, width, channels], got " + x.shape().ToString());
+    if (o_.groups <= 0 || x.shape()[3] % o_.groups || filters_ % o_.groups)
+      return InvalidArgument(Label() + ": groups " + std::to_string(o_.groups) + " must divide input channels " +
+                             std::to_string(x.shape()[3]) + " and filters " + std::to_string(filters_));
+    STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(o_.padding, Label()));
+    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer));
+    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {k_, k_, x.shape()[3] / o_.groups, filters_},
+                                                  kinit, true, o_.kernel_regularizer_l2));
+    graph::Conv2DOptions co;
+    co.stride_h = co.stride_w = o_.strides;
+    co.padding = pad;
+    co.dilation_h = co.dilation_w = o_.dilation_rate;
+    co.groups = o_.groups;
+    STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Conv2D(x, w, co, name()));
+    if (o_.use_bias) {
+      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer));
+      STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {filters_}, binit));
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
+    }
+    return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+ private:
+  int64_t filters_, k_;
+  Conv2DOptions o_;
+};
+
+// Depthwise convolution as a grouped convolution with groups == channels.
+Result<Value> Depthwise(BuildContext& ctx, const std::string& layer, const std::string& label, Value x, int64_t k,
+                        int strides, const std::string& padding, int multiplier, int dilation,
+                        const std::string& initializer, float l2) {
+  if (x.shape().rank() != 4)
+    return InvalidArgument(label + ": expects [batch, height, width, channels], got " + x.shape().ToString());
+  STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(padding, label));
+  STRATA_ASSIGN_OR_RETURN(auto init, InitOptions(initializer));
+  const int64_t c = x.shape()[3];
+  STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(layer, "depthwise_kernel", {k, k, 1, c * multiplier}, init, true, l2));
+  graph::Conv2DOptions co;
+  co.stride_h = co.stride_w = strides;
+  co.padding = pad;
+  co.dilation_h = co.dilation_w = dilation;
+  co.groups = static_cast<int>(c);
+  return ctx.graph->Conv2D(x, w, co, layer + "/depthwise");
+}
+
+class DepthwiseConv2DLayer final : public Layer {
+ public:
+  DepthwiseConv2DLayer(int k, DepthwiseConv2DOptions o) : k_(k), o_(std::move(o)) {}
+  std::string class_name() const override { return "DepthwiseConv2D"; }
+  std::string default_name() const override { return "depthwise_conv2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    STRATA_ASSIGN_OR_RETURN(Value y, Depthwise(ctx, name(), Label(), in[0], k_, o_.strides, o_.padding,
+                                               o_.depth_multiplier, o_.dilation_rate, o_.depthwise_initializer,
+                                               o_.depthwise_regularizer_l2));
+    if (o_.use_bias) {
+      STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {y.shape()[3]}, {}));
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
+    }
+    return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+ private:
+  int64_t k_;
+  DepthwiseConv2DOptions o_;
+};
+
+class SeparableConv2DLayer final : public Layer {
+ public:
+  SeparableConv2DLayer(int filters, int k, SeparableConv2DOptions o) : filters_(filters), k_(k), o_(std::move(o)) {}
+  std::string class_name() const override { return "SeparableConv2D"; }
+  std::string default_name() const override { return "separable_conv2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    STRATA_ASSIGN_OR_RETURN(Value d, Depthwise(ctx, name(), Label(), in[0], k_, o_.strides, o_.padding,
+                                               o_.depth_multiplier, 1, o_.depthwise_initializer, 0));
+    STRATA_ASSIGN_OR_RETURN(auto pinit, InitOptions(o_.pointwise_initializer));
+    STRATA_ASSIGN_OR_RETURN(Value pw, ctx.Variable(name(), "pointwise_kernel", {1, 1, d.shape()[3], filters_}, pinit));
+    STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Conv2D(d, pw, {}, name() + "/pointwise"));
+    if (o_.use_bias) {
+      STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {filters_}, {}));
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
+    }
+    return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+ private:
+  int64_t filters_, k_;
+  SeparableConv2DOptions o_;
+};
+
+class BatchNormalizationLayer final : public Layer {
+ public:
+  explicit BatchNormalizationLayer(BatchNormalizationOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "BatchNormalization"; }
+  std::string default_name() const override { return "batch_normalization"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value x = in[0];
+    if (x.shape().rank() < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + x.shape().ToString());
+    const int64_t c = x.shape()[-1];
+    graph::VariableOptions ones, zeros;
+    ones.init = graph::Init::kOnes;
+    // gamma/beta always exist in the graph (the kernels want them); center/scale = false
+    // makes them non-trainable constants 1 and 0, as Keras's behaviour implies.
+    STRATA_ASSIGN_OR_RETURN(Value gamma, ctx.Variable(name(), "gamma", {c}, ones, o_.scale));
+    STRATA_ASSIGN_OR_RETURN(Value beta, ctx.Variable(name(), "beta", {c}, zeros, o_.center));
+    STRATA_ASSIGN_OR_RETURN(Value mean, ctx.Variable(name(), "moving_mean", {c}, zeros, false));
+    STRATA_ASSIGN_OR_RETURN(Value var, ctx.Variable(name(), "moving_variance", {c}, ones, false));
+    graph::BatchNormOptions bo;
+    bo.momentum = o_.momentum;
+    bo.epsilon = o_.epsilon;
+    if (ctx.training) return ctx.graph->BatchNorm(x, gamma, beta, mean, var, bo, name());
+    return ctx.graph->BatchNormInference(x, gamma, beta, mean, var, bo, name());
+  }
+
+ private:
+  BatchNormalizationOptions o_;
+};
+
+class ActivationLayer final : public Layer {
+ public:
+  ActivationLayer(std::string a, std::string cls, std::string prefix)
+      : a_(std::move(a)), cls_(std::move(cls)), prefix_(std::move(prefix)) {}
+  std::string class_name() const override { return cls_; }
+  std::string default_name() const override { return prefix_; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    if (a_ == "softmax") return ctx.graph->Softmax(in[0], name());
+    STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(a_));
+    if (a == graph::Activation::kLinear) return ctx.graph->Identity(in[0], name());
+    return ctx.graph->Act(a, in[0], name());
+  }
+
+ private:
+  std::string a_, cls_, prefix_;
+};
+
+class Pool2DLayer final : public Layer {
+ public:
+  Pool2DLayer(bool max, Pool2DOptions o) : max_(max), o_(std::move(o)) {}
+  std::string class_name() const override { return max_ ? "MaxPooling2D" : "AveragePooling2D"; }
+  std::string default_name() const override { return max_ ? "max_pooling2d" : "average_pooling2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(o_.padding, Label()));
+    graph::PoolOptions po;
+    po.window_h = po.window_w = o_.pool_size;
+    po.stride_h = po.stride_w = o_.strides > 0 ? o_.strides : o_.pool_size;
+    po.padding = pad;
+    return max_ ? ctx.graph->MaxPool(in[0], po, name()) : ctx.graph->AvgPool(in[0], po, name());
+  }
+
+ private:
+  bool max_;
+  Pool2DOptions o_;
+};
+
+class GlobalPoolLayer final : public Layer {
+ public:
+  explicit GlobalPoolLayer(bool max) : max_(max) {}
+  std::string class_name() const override { return max_ ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D"; }
+  std::string default_name() const override { return max_ ? "global_max_pooling2d" : "global_average_pooling2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    return max_ ? ctx.graph->GlobalMaxPool(in[0], name()) : ctx.graph->GlobalAvgPool(in[0], name());
+  }
+
+ private:
+  bool max_;
+};
+
+class FlattenLayer final : public Layer {
+ public:
+  std::string class_name() const override { return "Flatten"; }
+  std::string default_name() const override { return "flatten"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    return ctx.graph->Flatten(in[0], name());
+  }
+};
+
+class DropoutLayer final : public Layer {
+ public:
+  explicit DropoutLayer(float rate) : rate_(rate) {}
+  std::string class_name() const override { return "Dropout"; }
+  std::string default_name() const override { return "dropout"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    if (rate_ < 0 || rate_ >= 1) return InvalidArgument(Label() + ": rate must be in [0, 1), got " + std::to_string(rate_));
+    if (!ctx.training || rate_ == 0) return ctx.graph->Identity(in[0], name());
+    uint64_t seed = ctx.seed * 0x9e3779b97f4a7c15ull;
+    for (unsigned char c : name()) seed = (seed ^ c) * 1099511628211ull;
+    return ctx.graph->Dropout(in[0], rate_, seed, name());
+  }
+
+ private:
+  float rate_;
+};
+
+class AddLayer final : public Layer {
+ public:
+  std::string class_name() const override { return "Add"; }
+  std::string default_name() const override { return "add"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value y = in[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (in[i].shape() != y.shape())
+        return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " + in[i].shape().ToString() +
+                               ", expected " + y.shape().ToString());
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->Add(y, in[i], in.size() == 2 ? name() : name() + "/" + std::to_string(i)));
+    }
+    return y;
+  }
+};
+
+class ConcatenateLayer final : public Layer {
+ public:
+  explicit ConcatenateLayer(int axis) : axis_(axis) {}
+  std::string class_name() const override { return "Concatenate"; }
+  std::string default_name() const override { return "concatenate"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    int axis = axis_ < 0 ? axis_ + in[0].shape().rank() : axis_;
+    return ctx.graph->Concat(in, axis, name());
+  }
+
+ private:
+  int axis_;
+};
+
+class RescalingLayer final : public Layer {
+ public:
+  RescalingLayer(float scale, float offset) : scale_(scale), offset_(offset) {}
+  std::string class_name() const override { return "Rescaling"; }
+  std::string default_name() const override { return "rescaling"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Scale(in[0], scale_, name()));
+    if (offset_ == 0) return y;
+    Value c = ctx.graph->Constant(offset_, y.shape(), name() + "/offset");
+    return ctx.graph->Add(y, c, name() + "/add");
+  }
+
+ private:
+  float scale_, offset_;
+};
+
+class ReshapeLayer final : public Layer {
+ public:
+  explicit ReshapeLayer(std::vector<int64_t> target) : target_(std::move(target)) {}
+  std::string class_name() const override { return "Reshape"; }
+  std::string default_name() const override { return "reshape"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    std::vector<int64_t> dims = {in[0].shape()[0]};
+    dims.insert(dims.end(), target_.begin(), target_.end());
+    return ctx.graph->Reshape(in[0], Shape(std::move(dims)), name());
+  }
+
+ private:
+  std::vector<int64_t> target_;
+};
+
+template <typename T, typename... Args>
+LayerPtr Named(const std::string& name, Args&&... args) {
+  auto l = std::make_shared<T>(std::forward<Args>(args)...);
+  l->set_name(name);
+  return l;
+}
+
+}  // namespace
+
+LayerPtr Dense(int units, DenseOptions o) { std::string n = o.name; return Named<DenseLayer>(n, units, std::move(o)); }
+LayerPtr Conv2D(int filters, int k, Conv2DOptions o) { std::string n = o.name; return Named<Conv2DLayer>(n, filters, k, std::move(o)); }
+LayerPtr DepthwiseConv2D(int k, DepthwiseConv2DOptions o) { std::string n = o.name; return Named<DepthwiseConv2DLayer>(n, k, std::move(o)); }
+LayerPtr SeparableConv2D(int filters, int k, SeparableConv2DOptions o) { std::string n = o.name; return Named<SeparableConv2DLayer>(n, filters, k, std::move(o)); }
+LayerPtr BatchNormalization(BatchNormalizationOptions o) { std::string n = o.name; return Named<BatchNormalizationLayer>(n, std::move(o)); }
+LayerPtr Activation(const std::string& a, const std::string& name) { return Named<ActivationLayer>(name, a, "Activation", "activation"); }
+LayerPtr ReLU(const std::string& name) { return Named<ActivationLayer>(name, "relu", "ReLU", "re_lu"); }
+LayerPtr MaxPooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, true, std::move(o)); }
+LayerPtr AveragePooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, false, std::move(o)); }
+LayerPtr GlobalAveragePooling2D(const std::string& name) { return Named<GlobalPoolLayer>(name, false); }
+LayerPtr GlobalMaxPooling2D(const std::string& name) { return Named<GlobalPoolLayer>(name, true); }
+LayerPtr Flatten(const std::string& name) { return Named<FlattenLayer>(name); }
+LayerPtr Dropout(float rate, const std::string& name) { return Named<DropoutLayer>(name, rate); }
+LayerPtr Add(const std::string& name) { return Named<AddLayer>(name); }
+LayerPtr Concatenate(int axis, const std::string& name) { return Named<ConcatenateLayer>(name, axis); }
+LayerPtr Rescaling(float scale, float offset, const std::string& name) { return Named<RescalingLayer>(name, scale, offset); }
+LayerPtr Reshape(std::vector<int64_t> target, const std::string& name) { return Named<ReshapeLayer>(name, std::move(target)); }
+
+}  // namespace layers
+}  // namespace strata::keras

@@ -1,0 +1,95 @@
+// Keras layers, with Keras's argument names and defaults.
+//
+//   using namespace strata::keras::layers;
+//   Conv2D(32, 3, {.padding = "same", .use_bias = false}), BatchNormalization(), ReLU(),
+//   MaxPooling2D(), Flatten(), Dense(128, {.activation = "relu"}), Dropout(0.3), Dense(10)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strata/keras/layer.h"
+
+namespace strata::keras::layers {
+
+struct DenseOptions {
+  std::string activation = "linear";
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  float kernel_regularizer_l2 = 0;  // Keras's regularizers.l2(x)
+  std::string name;
+};
+LayerPtr Dense(int units, DenseOptions o = {});
+
+struct Conv2DOptions {
+  int strides = 1;
+  std::string padding = "valid";  // "valid" | "same"
+  int dilation_rate = 1;
+  int groups = 1;
+  std::string activation = "linear";
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  float kernel_regularizer_l2 = 0;
+  std::string name;
+};
+LayerPtr Conv2D(int filters, int kernel_size, Conv2DOptions o = {});
+
+struct DepthwiseConv2DOptions {
+  int strides = 1;
+  std::string padding = "valid";
+  int depth_multiplier = 1;
+  int dilation_rate = 1;
+  std::string activation = "linear";
+  bool use_bias = true;
+  std::string depthwise_initializer = "glorot_uniform";
+  float depthwise_regularizer_l2 = 0;
+  std::string name;
+};
+LayerPtr DepthwiseConv2D(int kernel_size, DepthwiseConv2DOptions o = {});
+
+struct SeparableConv2DOptions {
+  int strides = 1;
+  std::string padding = "valid";
+  int depth_multiplier = 1;
+  std::string activation = "linear";
+  bool use_bias = true;
+  std::string depthwise_initializer = "glorot_uniform";
+  std::string pointwise_initializer = "glorot_uniform";
+  std::string name;
+};
+LayerPtr SeparableConv2D(int filters, int kernel_size, SeparableConv2DOptions o = {});
+
+struct BatchNormalizationOptions {
+  float momentum = 0.99f;
+  float epsilon = 1e-3f;
+  bool center = true;  // beta
+  bool scale = true;   // gamma
+  std::string name;
+};
+LayerPtr BatchNormalization(BatchNormalizationOptions o = {});
+
+LayerPtr Activation(const std::string& activation, const std::string& name = "");  // incl. "softmax"
+LayerPtr ReLU(const std::string& name = "");
+
+struct Pool2DOptions {
+  int pool_size = 2;
+  int strides = 0;  // 0: pool_size, as Keras's None
+  std::string padding = "valid";
+  std::string name;
+};
+LayerPtr MaxPooling2D(Pool2DOptions o = {});
+LayerPtr AveragePooling2D(Pool2DOptions o = {});
+LayerPtr GlobalAveragePooling2D(const std::string& name = "");
+LayerPtr GlobalMaxPooling2D(const std::string& name = "");
+LayerPtr Flatten(const std::string& name = "");
+LayerPtr Dropout(float rate, const std::string& name = "");
+LayerPtr Add(const std::string& name = "");
+LayerPtr Concatenate(int axis = -1, const std::string& name = "");
+// y = x * scale + offset (Keras's Rescaling(1/255.)).
+LayerPtr Rescaling(float scale, float offset = 0, const std::string& name = "");
+// target_shape excludes the batch dimension; one entry may be -1.
+LayerPtr Reshape(std::vector<int64_t> target_shape, const std::string& name = "");
+
+}  // namespace strata::keras::layers

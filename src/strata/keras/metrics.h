@@ -1,0 +1,50 @@
+// Keras metrics, accumulated on the host from each step's fetched outputs and labels.
+// Streaming (Update per batch, Result at any time, Reset per epoch) as Keras's are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/status.h"
+#include "strata/keras/losses.h"
+
+namespace strata::keras {
+
+// One batch as a metric sees it: outputs f32 [n, k]; labels either sparse i64 [n] or
+// dense f32 [n, k] (one-hot / probabilities).
+struct MetricBatch {
+  const float* outputs = nullptr;
+  int64_t n = 0, k = 0;
+  const int64_t* sparse_labels = nullptr;
+  const float* dense_labels = nullptr;
+};
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  virtual std::string name() const = 0;  // the key in logs and History ("accuracy")
+  virtual void Reset() = 0;
+  virtual void Update(const MetricBatch& b) = 0;
+  virtual double Result() const = 0;
+};
+
+// By Keras name: "accuracy"/"acc" (sparse or categorical, chosen from the loss),
+// "sparse_categorical_accuracy", "categorical_accuracy",
+// "sparse_top_k_categorical_accuracy" (k = 5; "top5"/"top_k:3" choose k), "f1_macro"
+// (macro-averaged F1 over the classes: the flowers competition's metric).
+Result<std::unique_ptr<Metric>> MakeMetric(const std::string& name, const Loss& loss);
+
+// Weighted running mean (the loss shown in the progress bar).
+class Mean {
+ public:
+  void Reset() { sum_ = 0; count_ = 0; }
+  void Update(double value, double weight = 1) { sum_ += value * weight; count_ += weight; }
+  double Result() const { return count_ > 0 ? sum_ / count_ : 0; }
+
+ private:
+  double sum_ = 0, count_ = 0;
+};
+
+}  // namespace strata::keras

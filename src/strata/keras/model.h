@@ -1,0 +1,201 @@
+// keras::Model: Sequential and functional models with compile / fit / evaluate / predict.
+//
+//   using namespace strata::keras;
+//   auto model = Sequential({layers::InputLayer({28, 28, 1}),
+//                            layers::Conv2D(32, 3, {.padding = "same"}), ...,
+//                            layers::Dense(10)});
+//   model->compile({.optimizer = optimizers::SGD(0.05, {.momentum = 0.9, .nesterov = true}),
+//                   .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+//                   .metrics = {"accuracy"}});
+//   auto history = model->fit(train, {.epochs = 10, .validation_data = &test});
+//
+// The training step (forward, loss, gradients, optimizer update) is traced once into a graph
+// with the static batch shape and compiled into one program (backend::Compile); fit() only
+// copies each batch into the program's input buffers and runs it. The evaluation/predict
+// graph is a second program over the same variables.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/backend/compile.h"
+#include "strata/core/status.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
+#include "strata/keras/layers.h"
+#include "strata/keras/losses.h"
+#include "strata/keras/metrics.h"
+#include "strata/keras/optimizers.h"
+
+namespace strata::keras {
+
+class Callback;
+class Model;
+
+// ---- functional API ---------------------------------------------------------------------
+namespace internal {
+struct KNode;
+}
+// A symbolic Keras tensor: a model input, or a layer applied to symbolic tensors.
+class KTensor {
+ public:
+  KTensor() = default;
+  explicit KTensor(std::shared_ptr<internal::KNode> n) : node_(std::move(n)) {}
+  const std::shared_ptr<internal::KNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<internal::KNode> node_;
+};
+// A model input of per-example shape `shape` (no batch dimension), like keras.Input.
+KTensor Input(Shape shape, DType dtype = DType::kF32, std::string name = "");
+// Applies a layer: `x = Call(layers::Dense(10), x)`. Shape errors surface when the Model is
+// created, naming the layer.
+KTensor Call(const LayerPtr& layer, const KTensor& x);
+KTensor Call(const LayerPtr& layer, const std::vector<KTensor>& xs);
+
+namespace layers {
+// The first entry of a Sequential: the per-example input shape.
+LayerPtr InputLayer(Shape shape, DType dtype = DType::kF32, std::string name = "");
+}  // namespace layers
+
+// ---- compile / fit options ----------------------------------------------------------------
+using Logs = std::vector<std::pair<std::string, double>>;  // in Keras's display order
+double LogValue(const Logs& logs, const std::string& key, double fallback = 0);
+
+struct CompileOptions {
+  Optimizer optimizer = optimizers::SGD();
+  Loss loss = losses::SparseCategoricalCrossentropy();
+  std::vector<std::string> metrics;  // "accuracy", "sparse_top_k_categorical_accuracy", "f1_macro"
+  int steps_per_execution = 1;       // accepted for Keras compatibility: every step is native already
+  std::string precision = "float32"; // or "mixed_bfloat16" (TPU policy: bf16 matmul/conv, f32 variables)
+  int threads = 1;                   // oneDNN threads per program (a replica is a core)
+  uint64_t seed = 42;                // initializers and dropout
+};
+
+struct FitOptions {
+  int epochs = 1;
+  int64_t steps_per_epoch = -1;      // -1: until the dataset ends (a repeated dataset needs it)
+  const data::Dataset* validation_data = nullptr;
+  int64_t validation_steps = -1;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  int verbose = 1;                   // 0 silent, 1 progress bar, 2 one line per epoch
+  int initial_epoch = 0;
+};
+
+struct EvaluateOptions {
+  int64_t steps = -1;
+  int verbose = 0;
+};
+
+struct History {
+  std::vector<int> epoch;
+  std::map<std::string, std::vector<double>> history;  // "loss", "accuracy", "val_loss", "lr"
+};
+
+// ---- the model ---------------------------------------------------------------------------
+class Model {
+ public:
+  // Functional: outputs computed from inputs through called layers.
+  static Result<std::unique_ptr<Model>> Functional(std::vector<KTensor> inputs, std::vector<KTensor> outputs,
+                                                   std::string name = "model");
+  ~Model();
+
+  const std::string& name() const { return name_; }
+  // Keras's summary(): layer (type), output shape, param #, connected to (functional), totals.
+  std::string Summary(int line_length = 65) const;
+  void summary() const;
+  int64_t count_params() const;
+
+  Status compile(CompileOptions options);
+  Result<History> fit(const data::Dataset& train, FitOptions options = {});
+  // Returns {"loss": ..., metric: ...}.
+  Result<Logs> evaluate(const data::Dataset& data, EvaluateOptions options = {});
+  // The model's (first) output for every element of `data` ([N, ...] f32). Elements are
+  // batches (x) or (x, y); a last short batch is padded internally and cut off.
+  Result<Tensor> predict(const data::Dataset& data, int64_t steps = -1);
+
+  // One training step on a batch already in memory (the custom-loop building block).
+  // x: one tensor per input [B, ...]; y: labels. Returns {"loss", metrics...} of this batch.
+  Result<Logs> train_on_batch(const std::vector<Tensor>& x, const Tensor& y);
+
+  // Weights and optimizer state (see docs/formats/checkpoint.md).
+  Status save_weights(const std::string& path) const;
+  Status load_weights(const std::string& path);
+  // A copy of every variable's values (parameters + state + optimizer slots), and back.
+  Result<std::vector<float>> get_state() const;
+  Status set_state(const std::vector<float>& values);
+
+  // For callbacks.
+  bool stop_training = false;
+  double learning_rate() const;               // the value fed at the current step
+  void set_learning_rate_scale(double s) { lr_scale_ = s; }  // ReduceLROnPlateau multiplies
+  double learning_rate_scale() const { return lr_scale_; }
+  // Overrides the schedule with a constant (LearningRateScheduler); NaN: back to the schedule.
+  void set_learning_rate_override(double lr) { lr_override_ = lr; }
+  int64_t global_step() const { return global_step_; }
+  void set_global_step(int64_t s) { global_step_ = s; }
+  int current_epoch() const { return epoch_; }
+  const CompileOptions& compile_options() const { return compile_; }
+  // The compiled training program (null before the first batch), for the monitor and tools.
+  backend::Program* train_program() { return train_.program.get(); }
+  backend::VariableStore* variables() { return store_.get(); }
+
+  // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
+  Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);
+  Status RestoreBackup(const std::string& path);
+
+  // Internals shared with Sequential().
+  struct LayerEntry;
+  Model(std::string name, std::vector<KTensor> inputs, std::vector<KTensor> outputs);
+  Status Validate();
+
+ private:
+  struct Compiled {
+    std::unique_ptr<graph::Graph> graph;
+    std::unique_ptr<backend::Program> program;
+    std::vector<graph::Value> inputs;   // model inputs [B, ...]
+    graph::Value labels;                // training only
+    graph::Value lr;                    // training only
+    graph::Value loss;                  // training only
+    std::vector<graph::Value> outputs;  // model outputs
+    int64_t batch = 0;
+  };
+  Status BuildTrainGraph(Compiled& c, int64_t batch);
+  backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches) const;
+  Status BuildForward(graph::Graph& g, bool training, int64_t batch, std::vector<graph::Value>* inputs,
+                      std::vector<graph::Value>* outputs, BuildContext* ctx) const;
+  Status EnsureTrainProgram(int64_t batch);
+  Status EnsureEvalProgram(int64_t batch);
+  Status FeedInputs(Compiled& c, const data::Element& batch, int64_t rows, bool with_labels);
+  Result<Logs> RunEvaluation(const data::Dataset& data, int64_t steps, Tensor* predictions);
+  std::vector<std::unique_ptr<Metric>> MakeMetrics() const;
+
+  std::string name_;
+  std::vector<KTensor> inputs_, outputs_;
+  std::vector<std::shared_ptr<LayerEntry>> layers_;  // topological order
+  bool compiled_ = false;
+  CompileOptions compile_;
+  std::shared_ptr<backend::VariableStore> store_;
+  Compiled train_, eval_;
+  std::vector<int64_t> label_scratch_;  // i64 labels of the current batch (host metrics)
+  double lr_scale_ = 1;
+  double lr_override_ = -1;
+  int64_t global_step_ = 0;
+  int epoch_ = 0;
+  // fit() state that BackupAndRestore saves and restores.
+  data::Iterator* train_iterator_ = nullptr;
+  bool resume_pending_ = false;
+  int64_t resume_step_in_epoch_ = 0;
+  std::string resume_iterator_state_;
+};
+
+// Sequential: a functional model whose layers are chained. The first entry must be an
+// InputLayer (its shape has no batch dimension).
+Result<std::unique_ptr<Model>> Sequential(std::vector<LayerPtr> layers, std::string name = "sequential");
+
+}  // namespace strata::keras

@@ -1,0 +1,80 @@
+// Keras optimizers. Each becomes update ops in the compiled step (graph::SgdUpdate, ...),
+// fed the scheduled learning rate every step.
+#pragma once
+
+#include <string>
+
+#include "strata/core/status.h"
+#include "strata/keras/schedules.h"
+
+namespace strata::keras {
+
+struct Optimizer {
+  enum class Kind { kSGD, kAdam, kAdamW, kRMSprop };
+  Kind kind = Kind::kSGD;
+  Schedule learning_rate = schedules::Constant(0.01);
+  double momentum = 0;         // SGD, RMSprop
+  bool nesterov = false;       // SGD
+  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;  // Adam(W); epsilon also RMSprop
+  double rho = 0.9;            // RMSprop
+  // SGD/Adam/RMSprop: L2-style decay added to the gradient (g += wd * w), as SGDW-style
+  // recipes use it; AdamW: decoupled (w -= lr * wd * w), as Keras's AdamW.
+  double weight_decay = 0;
+  std::string name() const;    // "SGD", "Adam", "AdamW", "RMSprop"
+};
+
+namespace optimizers {
+struct SGDOptions {
+  double momentum = 0;
+  bool nesterov = false;
+  double weight_decay = 0;
+};
+inline Optimizer SGD(Schedule lr, SGDOptions o = {}) {
+  Optimizer opt;
+  opt.kind = Optimizer::Kind::kSGD;
+  opt.learning_rate = std::move(lr);
+  opt.momentum = o.momentum;
+  opt.nesterov = o.nesterov;
+  opt.weight_decay = o.weight_decay;
+  return opt;
+}
+inline Optimizer SGD(double lr = 0.01, SGDOptions o = {}) { return SGD(schedules::Constant(lr), o); }
+struct AdamOptions {
+  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  double weight_decay = 0;
+};
+inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
+  Optimizer opt;
+  opt.kind = Optimizer::Kind::kAdam;
+  opt.learning_rate = std::move(lr);
+  opt.beta_1 = o.beta_1;
+  opt.beta_2 = o.beta_2;
+  opt.epsilon = o.epsilon;
+  opt.weight_decay = o.weight_decay;
+  return opt;
+}
+inline Optimizer Adam(double lr = 0.001, AdamOptions o = {}) { return Adam(schedules::Constant(lr), o); }
+inline Optimizer AdamW(Schedule lr, AdamOptions o = {.weight_decay = 0.004}) {
+  Optimizer opt = Adam(std::move(lr), o);
+  opt.kind = Optimizer::Kind::kAdamW;
+  return opt;
+}
+inline Optimizer AdamW(double lr = 0.001, AdamOptions o = {.weight_decay = 0.004}) { return AdamW(schedules::Constant(lr), o); }
+struct RMSpropOptions {
+  double rho = 0.9, momentum = 0, epsilon = 1e-7;
+  double weight_decay = 0;
+};
+inline Optimizer RMSprop(Schedule lr, RMSpropOptions o = {}) {
+  Optimizer opt;
+  opt.kind = Optimizer::Kind::kRMSprop;
+  opt.learning_rate = std::move(lr);
+  opt.rho = o.rho;
+  opt.momentum = o.momentum;
+  opt.epsilon = o.epsilon;
+  opt.weight_decay = o.weight_decay;
+  return opt;
+}
+inline Optimizer RMSprop(double lr = 0.001, RMSpropOptions o = {}) { return RMSprop(schedules::Constant(lr), o); }
+}  // namespace optimizers
+
+}  // namespace strata::keras

@@ -1,0 +1,104 @@
+// batch(n, {.drop_remainder}): stacks n consecutive elements along a new first dimension.
+//
+// Each element is copied into the batch tensors as it arrives (no per-element buffers);
+// every element must have the first element's dtypes and shapes (padded_batch pads).
+// State: the input's (a batch is assembled within one GetNext).
+#include <cstring>
+
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+class BatchIterator : public StageIterator {
+ public:
+  BatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n, bool drop_remainder)
+      : StageIterator(ctx, "batch"), input_(std::move(input)), n_(n), drop_remainder_(drop_remainder) {}
+
+  Status GetNext(Element* out, bool* end) override {
+    StageTimer timer(stats_.get());
+    Element batch;
+    int64_t rows = 0;
+    for (; rows < n_; ++rows) {
+      bool in_end = false;
+      STRATA_RETURN_IF_ERROR(timer.Input(input_.get(), &e_, &in_end));
+      if (in_end) break;
+      if (rows == 0) {
+        batch.names = e_.names;
+        batch.tensors.resize(e_.size());
+        for (size_t c = 0; c < e_.size(); ++c) {
+          std::vector<int64_t> dims{n_};
+          dims.insert(dims.end(), e_[c].shape().dims().begin(), e_[c].shape().dims().end());
+          batch.tensors[c] = Tensor(e_[c].dtype(), Shape(std::move(dims)));
+        }
+      } else {
+        STRATA_RETURN_IF_ERROR(CheckLike(batch, rows));
+      }
+      for (size_t c = 0; c < e_.size(); ++c) {
+        const Tensor src = e_[c].is_contiguous() ? e_[c] : e_[c].Contiguous();
+        const size_t row_bytes = src.nbytes();
+        std::memcpy(static_cast<char*>(batch.tensors[c].raw_data()) + rows * row_bytes, src.raw_data(), row_bytes);
+      }
+    }
+    if (rows == 0 || (drop_remainder_ && rows < n_)) {
+      *end = true;
+      return Status::OK();
+    }
+    if (rows < n_)
+      for (auto& t : batch.tensors) {
+        STRATA_ASSIGN_OR_RETURN(t, t.Slice(0, 0, rows));
+      }
+    *end = false;
+    *out = std::move(batch);
+    stats_->AddElement(static_cast<int64_t>(out->nbytes()));
+    return Status::OK();
+  }
+  Status Save(IteratorState* st) override { return input_->Save(st); }
+  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
+
+ private:
+  Status CheckLike(const Element& batch, int64_t row) const {
+    if (e_.size() != batch.size() || e_.names != batch.names)
+      return Annotate(InvalidArgument("element " + std::to_string(row) + " of the batch is " + e_.DebugString() +
+                                      " but element 0 had " + std::to_string(batch.size()) + " components"));
+    for (size_t c = 0; c < e_.size(); ++c) {
+      const Tensor& b = batch.tensors[c];
+      std::vector<int64_t> want(b.shape().dims().begin() + 1, b.shape().dims().end());
+      if (e_[c].dtype() != b.dtype() || e_[c].shape().dims() != want)
+        return Annotate(InvalidArgument("element " + std::to_string(row) + " of the batch has component " +
+                                        std::to_string(c) + " " + e_[c].DebugString() + " but element 0 had " +
+                                        std::string(DTypeName(b.dtype())) + Shape(want).ToString() +
+                                        "; use padded_batch for variable shapes"));
+    }
+    return Status::OK();
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  const int64_t n_;
+  const bool drop_remainder_;
+  Element e_;  // reused for each input element
+};
+
+class BatchNode : public DatasetNode {
+ public:
+  BatchNode(NodePtr input, int64_t n, BatchOptions o)
+      : DatasetNode("batch", {std::move(input)},
+                    n > 0 ? Status::OK() : InvalidArgument("batch: batch_size must be > 0, got " + std::to_string(n))),
+        n_(n), o_(o) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
+    return std::unique_ptr<IteratorBase>(new BatchIterator(ctx, std::move(in), n_, o_.drop_remainder));
+  }
+
+ private:
+  int64_t n_;
+  BatchOptions o_;
+};
+
+}  // namespace
+
+NodePtr MakeBatchNode(NodePtr input, int64_t n, BatchOptions o) { return std::make_shared<BatchNode>(std::move(input), n, o); }
+
+}  // namespace strata::data

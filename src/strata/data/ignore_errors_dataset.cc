@@ -1,0 +1,52 @@
+// ignore_errors(): drops elements whose production failed (a corrupt record, a JPEG that
+// does not decode) and counts them in the stage's errors_ignored statistic; the first few
+// are logged with their message. End of sequence and success pass through.
+// State: the input's.
+#include "strata/core/log.h"
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+class IgnoreErrorsIterator : public StageIterator {
+ public:
+  IgnoreErrorsIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input)
+      : StageIterator(ctx, "ignore_errors"), input_(std::move(input)) {}
+
+  Status GetNext(Element* out, bool* end) override {
+    StageTimer timer(stats_.get());
+    while (true) {
+      Status s = timer.Input(input_.get(), out, end);
+      if (s.ok()) {
+        if (!*end) stats_->AddElement(static_cast<int64_t>(out->nbytes()));
+        return s;
+      }
+      const int64_t n = stats_->errors_ignored.fetch_add(1, std::memory_order_relaxed);
+      if (n < 5) {
+        STRATA_LOG(kWarn) << "ignore_errors: dropped an element: " << s.ToString();
+      }
+    }
+  }
+  Status Save(IteratorState* st) override { return input_->Save(st); }
+  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+};
+
+class IgnoreErrorsNode : public DatasetNode {
+ public:
+  explicit IgnoreErrorsNode(NodePtr input) : DatasetNode("ignore_errors", {std::move(input)}) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
+    return std::unique_ptr<IteratorBase>(new IgnoreErrorsIterator(ctx, std::move(in)));
+  }
+};
+
+}  // namespace
+
+NodePtr MakeIgnoreErrorsNode(NodePtr input) { return std::make_shared<IgnoreErrorsNode>(std::move(input)); }
+
+}  // namespace strata::data

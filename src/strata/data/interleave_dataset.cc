@@ -1,0 +1,388 @@
+// interleave(fn, {.cycle_length, .block_length, .num_parallel_calls, .deterministic}):
+// fn maps each input element (a file name) to a Dataset (that file's records); up to
+// cycle_length of them are open at once and block_length elements are taken from each in
+// turn. When one ends, the next input element takes its place in the cycle.
+//
+// Sequential (num_parallel_calls == 1): the consumer reads the open datasets itself.
+// Parallel: worker threads fill a small buffer per open dataset (buffer_output_elements),
+// always serving the open dataset the consumer will reach soonest. Deterministic: the
+// consumer waits for the dataset whose turn it is. Non-deterministic: when that one has
+// nothing ready it takes from the next one that does (a slow file, or a slow decode, does
+// not stall the others).
+//
+// State: the cursor, each open dataset's source element (fn is run again on restore),
+// its iterator position and its buffered elements, and the input's position.
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+struct Entry {
+  Status status;
+  Element element;
+};
+
+struct CycleSlot {
+  bool active = false;   // holds an open dataset
+  bool busy = false;     // a worker is inside it->GetNext
+  bool ended = false;    // it returned end of sequence
+  Element source;        // the input element fn opened
+  std::shared_ptr<const DatasetNode> node;  // keeps fn's dataset alive
+  std::unique_ptr<IteratorBase> it;
+  std::deque<Entry> buffer;
+};
+
+class InterleaveIterator : public StageIterator {
+ public:
+  InterleaveIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const InterleaveFn* fn,
+                     const InterleaveOptions& o)
+      : StageIterator(ctx, o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave"),
+        input_(std::move(input)), fn_(fn), block_length_(o.block_length),
+        parallel_(o.num_parallel_calls != 1), deterministic_(Deterministic(o.deterministic, ctx)),
+        per_slot_buffer_(std::max<int64_t>(1, o.buffer_output_elements)) {
+    const int budget = ctx.pipeline->cpu_budget();
+    cycle_length_ = o.cycle_length == AUTOTUNE ? std::max(2, budget) : o.cycle_length;
+    slots_.resize(cycle_length_);
+    if (parallel_) {
+      if (o.num_parallel_calls == AUTOTUNE) {
+        tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kParallelism, 1, 1,
+                                            std::min<int64_t>(cycle_length_, budget));
+        threads_ = static_cast<int>(tunable_->max());
+        sub_ = tunable_->Subscribe([this] {
+          std::lock_guard<std::mutex> l(mu_);
+          worker_cv_.notify_all();
+        });
+      } else {
+        fixed_ = std::min<int64_t>(o.num_parallel_calls, cycle_length_);
+        threads_ = static_cast<int>(fixed_);
+      }
+      stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+      stats_->buffer_capacity.store(cycle_length_ * per_slot_buffer_, std::memory_order_relaxed);
+    }
+  }
+
+  ~InterleaveIterator() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    worker_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    if (tunable_) tunable_->Unsubscribe(sub_);
+  }
+
+  Status GetNext(Element* out, bool* end) override {
+    std::unique_lock<std::mutex> l(mu_);
+    if (parallel_ && workers_.empty())
+      for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+    int64_t waited_from = 0;
+    auto done_waiting = [&] {
+      if (waited_from) stats_->blocked_upstream_ns.fetch_add(NowNanos() - waited_from, std::memory_order_relaxed);
+    };
+    while (true) {
+      CycleSlot& s = slots_[cur_];
+      if (!s.active || (s.ended && s.buffer.empty())) {
+        if (s.active) CloseSlot(s);
+        if (!input_end_) {
+          STRATA_RETURN_IF_ERROR(OpenSlot(cur_, l));
+          if (s.active) continue;
+        }
+        if (AllInactive()) {
+          done_waiting();
+          *end = true;
+          return Status::OK();
+        }
+        Advance();
+        continue;
+      }
+      if (!parallel_) {
+        // Sequential: read in place.
+        l.unlock();
+        Entry e;
+        bool e_end = false;
+        const int64_t t0 = NowNanos();
+        e.status = s.it->GetNext(&e.element, &e_end);
+        stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+        l.lock();
+        if (e.status.ok() && e_end) {
+          s.ended = true;
+          continue;
+        }
+        s.buffer.push_back(std::move(e));
+      }
+      if (s.buffer.empty()) {
+        if (!deterministic_) {
+          // Take from the next open dataset that has something ready.
+          int found = -1;
+          for (int k = 1; k < cycle_length_ && found < 0; ++k) {
+            const int j = static_cast<int>((cur_ + k) % cycle_length_);
+            if (slots_[j].active && !slots_[j].buffer.empty()) found = j;
+          }
+          if (found >= 0) {
+            cur_ = found;
+            block_pos_ = 0;
+            continue;
+          }
+        }
+        if (!waited_from) waited_from = NowNanos();
+        consumer_cv_.wait(l);
+        continue;
+      }
+      Entry e = std::move(s.buffer.front());
+      s.buffer.pop_front();
+      if (++block_pos_ >= block_length_) Advance();
+      stats_->buffer_fill.fetch_sub(parallel_ ? 1 : 0, std::memory_order_relaxed);
+      l.unlock();
+      worker_cv_.notify_one();
+      done_waiting();
+      *end = false;
+      if (!e.status.ok()) return e.status;
+      *out = std::move(e.element);
+      stats_->AddElement(static_cast<int64_t>(out->nbytes()));
+      return Status::OK();
+    }
+  }
+
+  Status Save(IteratorState* st) override {
+    std::unique_lock<std::mutex> l(mu_);
+    pausing_ = true;
+    paused_cv_.wait(l, [&] { return busy_ == 0; });
+    Status s = SaveLocked(st);
+    pausing_ = false;
+    l.unlock();
+    worker_cv_.notify_all();
+    return s;
+  }
+
+  Status Restore(const IteratorState& st) override {
+    std::unique_lock<std::mutex> l(mu_);
+    STRATA_ASSIGN_OR_RETURN(int64_t cur, st.GetInt(Key("cur")));
+    STRATA_ASSIGN_OR_RETURN(block_pos_, st.GetInt(Key("block_pos")));
+    STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
+    STRATA_ASSIGN_OR_RETURN(int64_t cycle, st.GetInt(Key("cycle_length")));
+    if (cycle != cycle_length_)
+      return InvalidArgument("interleave state has cycle_length " + std::to_string(cycle) + ", this iterator " +
+                             std::to_string(cycle_length_) + " (restore with the same options and cpu budget)");
+    if (cur < 0 || cur >= cycle_length_) return Corruption("interleave state cursor out of range");
+    cur_ = static_cast<int>(cur);
+    input_end_ = input_end != 0;
+    for (int i = 0; i < cycle_length_; ++i) {
+      CycleSlot& s = slots_[i];
+      const std::string k = "slot/" + std::to_string(i);
+      STRATA_ASSIGN_OR_RETURN(int64_t active, st.GetInt(Key(k + "/active")));
+      if (!active) continue;
+      STRATA_ASSIGN_OR_RETURN(int64_t ended, st.GetInt(Key(k + "/ended")));
+      STRATA_ASSIGN_OR_RETURN(s.source, st.GetElement(Key(k + "/source")));
+      Result<Dataset> ds = (*fn_)(s.source);
+      if (!ds.ok()) return ds.status();
+      s.node = ds->node();
+      STRATA_ASSIGN_OR_RETURN(s.it, s.node->Make(SlotContext(i)));
+      STRATA_RETURN_IF_ERROR(s.it->Restore(st));
+      s.active = true;
+      s.ended = ended != 0;
+      STRATA_ASSIGN_OR_RETURN(int64_t n, st.GetInt(Key(k + "/size")));
+      if (n < 0 || n > 1 << 20) return Corruption("interleave state: bad buffer size");
+      for (int64_t j = 0; j < n; ++j) {
+        Entry e;
+        const std::string kj = k + "/buffer/" + std::to_string(j);
+        STRATA_RETURN_IF_ERROR(st.GetStatus(Key(kj + "/status"), &e.status));
+        STRATA_ASSIGN_OR_RETURN(e.element, st.GetElement(Key(kj + "/element")));
+        s.buffer.push_back(std::move(e));
+      }
+    }
+    return input_->Restore(st);
+  }
+
+ private:
+  int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
+
+  IteratorContext SlotContext(int i) const {
+    IteratorContext c = ctx_;
+    c.path += ".f";  // one statistics row for all open datasets
+    c.prefix += "s" + std::to_string(i) + "/";
+    return c;
+  }
+
+  Status SaveLocked(IteratorState* st) {
+    st->SetInt(Key("cur"), cur_);
+    st->SetInt(Key("block_pos"), block_pos_);
+    st->SetInt(Key("input_end"), input_end_);
+    st->SetInt(Key("cycle_length"), cycle_length_);
+    for (int i = 0; i < cycle_length_; ++i) {
+      const CycleSlot& s = slots_[i];
+      const std::string k = "slot/" + std::to_string(i);
+      st->SetInt(Key(k + "/active"), s.active);
+      if (!s.active) continue;
+      st->SetInt(Key(k + "/ended"), s.ended);
+      st->SetElement(Key(k + "/source"), s.source);
+      STRATA_RETURN_IF_ERROR(s.it->Save(st));
+      st->SetInt(Key(k + "/size"), static_cast<int64_t>(s.buffer.size()));
+      for (size_t j = 0; j < s.buffer.size(); ++j) {
+        const std::string kj = k + "/buffer/" + std::to_string(j);
+        st->SetStatus(Key(kj + "/status"), s.buffer[j].status);
+        st->SetElement(Key(kj + "/element"), s.buffer[j].element);
+      }
+    }
+    return input_->Save(st);
+  }
+
+  bool AllInactive() const {
+    for (const auto& s : slots_)
+      if (s.active) return false;
+    return true;
+  }
+  void Advance() {
+    cur_ = (cur_ + 1) % cycle_length_;
+    block_pos_ = 0;
+  }
+  void CloseSlot(CycleSlot& s) {
+    s.it.reset();
+    s.node.reset();
+    s.active = false;
+    s.ended = false;
+  }
+
+  // Opens the next input element into slot i (mu_ released meanwhile; workers skip
+  // inactive slots). Leaves the slot inactive when the input is exhausted.
+  Status OpenSlot(int i, std::unique_lock<std::mutex>& l) {
+    l.unlock();
+    Element src;
+    bool end = false;
+    const int64_t t0 = NowNanos();
+    Status s = input_->GetNext(&src, &end);
+    std::unique_ptr<IteratorBase> it;
+    std::shared_ptr<const DatasetNode> node;
+    if (s.ok() && !end) {
+      stats_->inputs.fetch_add(1, std::memory_order_relaxed);
+      Result<Dataset> ds = (*fn_)(src);
+      if (ds.ok()) {
+        node = ds->node();
+        auto made = node->Make(SlotContext(i));
+        if (made.ok()) it = std::move(made).value();
+        else s = made.status();
+      } else {
+        s = Annotate(ds.status());
+      }
+    }
+    stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+    l.lock();
+    if (!s.ok()) return s;
+    if (end) {
+      input_end_ = true;
+      return Status::OK();
+    }
+    CycleSlot& slot = slots_[i];
+    slot.source = std::move(src);
+    slot.node = std::move(node);
+    slot.it = std::move(it);
+    slot.active = true;
+    slot.ended = false;
+    slot.buffer.clear();
+    block_pos_ = 0;
+    worker_cv_.notify_all();
+    return Status::OK();
+  }
+
+  // The open dataset a worker should serve next: the first, in the consumer's order from
+  // the cursor, that is idle, not ended and has buffer room.
+  int PickSlot() const {
+    if (pausing_ || busy_ >= parallelism()) return -1;
+    for (int k = 0; k < cycle_length_; ++k) {
+      const int j = static_cast<int>((cur_ + k) % cycle_length_);
+      const CycleSlot& s = slots_[j];
+      if (s.active && !s.busy && !s.ended && static_cast<int64_t>(s.buffer.size()) < per_slot_buffer_) return j;
+    }
+    return -1;
+  }
+
+  void Work() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      int j = -1;
+      worker_cv_.wait(l, [&] { return stop_ || (j = PickSlot()) >= 0; });
+      if (stop_) return;
+      CycleSlot& s = slots_[j];
+      s.busy = true;
+      ++busy_;
+      IteratorBase* it = s.it.get();
+      l.unlock();
+      Entry e;
+      bool e_end = false;
+      e.status = it->GetNext(&e.element, &e_end);
+      l.lock();
+      s.busy = false;
+      --busy_;
+      if (e.status.ok() && e_end) {
+        s.ended = true;
+      } else {
+        s.buffer.push_back(std::move(e));
+        stats_->buffer_fill.fetch_add(1, std::memory_order_relaxed);
+      }
+      consumer_cv_.notify_one();
+      if (pausing_ && busy_ == 0) paused_cv_.notify_all();
+      worker_cv_.notify_one();
+    }
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  const InterleaveFn* fn_;
+  const int64_t block_length_;
+  const bool parallel_;
+  const bool deterministic_;
+  const int64_t per_slot_buffer_;
+  int cycle_length_ = 1;
+  std::shared_ptr<Tunable> tunable_;
+  int sub_ = -1;
+  int64_t fixed_ = 1;
+  int threads_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable worker_cv_, consumer_cv_, paused_cv_;
+  std::vector<CycleSlot> slots_;
+  int cur_ = 0;
+  int64_t block_pos_ = 0;
+  int64_t busy_ = 0;
+  bool input_end_ = false, stop_ = false, pausing_ = false;
+  std::vector<std::thread> workers_;
+};
+
+class InterleaveNode : public DatasetNode {
+ public:
+  InterleaveNode(NodePtr input, InterleaveFn fn, InterleaveOptions o)
+      : DatasetNode(o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave", {std::move(input)},
+                    Check(fn, o)),
+        fn_(std::move(fn)), o_(o) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
+    return std::unique_ptr<IteratorBase>(new InterleaveIterator(ctx, std::move(in), &fn_, o_));
+  }
+
+ private:
+  static Status Check(const InterleaveFn& fn, const InterleaveOptions& o) {
+    if (!fn) return InvalidArgument("interleave: no function given");
+    if (o.cycle_length != AUTOTUNE && (o.cycle_length < 1 || o.cycle_length > 4096))
+      return InvalidArgument("interleave: cycle_length must be in [1, 4096] or AUTOTUNE, got " +
+                             std::to_string(o.cycle_length));
+    if (o.block_length < 1) return InvalidArgument("interleave: block_length must be >= 1, got " + std::to_string(o.block_length));
+    if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
+      return InvalidArgument("interleave: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
+                             std::to_string(o.num_parallel_calls));
+    return Status::OK();
+  }
+  InterleaveFn fn_;
+  InterleaveOptions o_;
+};
+
+}  // namespace
+
+NodePtr MakeInterleaveNode(NodePtr input, InterleaveFn fn, InterleaveOptions o) {
+  return std::make_shared<InterleaveNode>(std::move(input), std::move(fn), o);
+}
+
+}  // namespace strata::data

@@ -1,0 +1,269 @@
+// map(fn, {.num_parallel_calls = N | AUTOTUNE}): fn runs on worker threads.
+//
+// Workers take input elements one at a time (the input is read by one worker at a time,
+// so element i is always the i-th input), each gets a slot in an ordered queue, runs fn
+// without locks and marks the slot ready. Deterministic: the consumer takes the oldest
+// slot when it is ready. Non-deterministic: the consumer takes any ready slot, so one slow
+// element does not hold back the fast ones behind it. The queue holds at most
+// 2 x parallelism slots (running + finished); AUTOTUNE moves parallelism within
+// [1, cpu budget] (docs/pipeline.md).
+//
+// map_with_rng seeds each element's generator from (seed, epoch, element index): the same
+// numbers whatever thread runs it. State: the finished slots, the next index and the
+// input's position (workers finish their current element and park while Save runs).
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+struct Slot {
+  int64_t index = 0;
+  bool ready = false;
+  Status status;
+  Element element;
+};
+
+class ParallelMapIterator : public StageIterator {
+ public:
+  ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFn* fn,
+                      const MapRngFn* rng_fn, const MapOptions& o)
+      : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(fn), rng_fn_(rng_fn),
+        seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)) {
+    if (o.num_parallel_calls == AUTOTUNE) {
+      const int budget = ctx.pipeline->cpu_budget();
+      tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kParallelism, 1, 1, budget);
+      threads_ = budget;
+      sub_ = tunable_->Subscribe([this] {
+        std::lock_guard<std::mutex> l(mu_);
+        worker_cv_.notify_all();
+      });
+    } else {
+      fixed_ = o.num_parallel_calls;
+      threads_ = static_cast<int>(fixed_);
+    }
+    stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+  }
+
+  ~ParallelMapIterator() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    worker_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    if (tunable_) tunable_->Unsubscribe(sub_);
+  }
+
+  Status GetNext(Element* out, bool* end) override {
+    std::unique_lock<std::mutex> l(mu_);
+    if (workers_.empty())
+      for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+    int64_t t0 = 0;
+    while (true) {
+      auto it = slots_.end();
+      if (deterministic_) {
+        if (!slots_.empty() && slots_.front()->ready) it = slots_.begin();
+      } else {
+        for (auto s = slots_.begin(); s != slots_.end(); ++s)
+          if ((*s)->ready) {
+            it = s;
+            break;
+          }
+      }
+      if (it != slots_.end()) {
+        std::unique_ptr<Slot> slot = std::move(*it);
+        slots_.erase(it);
+        stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+        l.unlock();
+        worker_cv_.notify_one();
+        if (t0) stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+        *end = false;
+        if (!slot->status.ok()) return slot->status;
+        *out = std::move(slot->element);
+        stats_->AddElement(static_cast<int64_t>(out->nbytes()));
+        return Status::OK();
+      }
+      if (slots_.empty() && input_end_) {
+        *end = true;
+        return Status::OK();
+      }
+      if (!t0) t0 = NowNanos();
+      consumer_cv_.wait(l);
+    }
+  }
+
+  Status Save(IteratorState* st) override {
+    std::unique_lock<std::mutex> l(mu_);
+    pausing_ = true;
+    paused_cv_.wait(l, [&] { return active_ == 0; });
+    st->SetInt(Key("next_index"), next_index_);
+    st->SetInt(Key("input_end"), input_end_);
+    st->SetInt(Key("size"), static_cast<int64_t>(slots_.size()));
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const std::string k = "slot/" + std::to_string(i);
+      st->SetInt(Key(k + "/index"), slots_[i]->index);
+      st->SetStatus(Key(k + "/status"), slots_[i]->status);
+      st->SetElement(Key(k + "/element"), slots_[i]->element);
+    }
+    Status s = input_->Save(st);
+    pausing_ = false;
+    l.unlock();
+    worker_cv_.notify_all();
+    return s;
+  }
+
+  Status Restore(const IteratorState& st) override {
+    std::lock_guard<std::mutex> l(mu_);
+    STRATA_ASSIGN_OR_RETURN(next_index_, st.GetInt(Key("next_index")));
+    STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
+    input_end_ = input_end != 0;
+    STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(Key("size")));
+    if (size < 0 || size > 1 << 20) return Corruption("parallel_map state holds " + std::to_string(size) + " slots");
+    slots_.clear();
+    for (int64_t i = 0; i < size; ++i) {
+      const std::string k = "slot/" + std::to_string(i);
+      auto slot = std::make_unique<Slot>();
+      STRATA_ASSIGN_OR_RETURN(slot->index, st.GetInt(Key(k + "/index")));
+      STRATA_RETURN_IF_ERROR(st.GetStatus(Key(k + "/status"), &slot->status));
+      STRATA_ASSIGN_OR_RETURN(slot->element, st.GetElement(Key(k + "/element")));
+      slot->ready = true;
+      slots_.push_back(std::move(slot));
+    }
+    return input_->Restore(st);
+  }
+
+ private:
+  int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
+
+  bool CanStart() const {
+    return !pausing_ && !input_end_ && !reading_ && active_ < parallelism() &&
+           static_cast<int64_t>(slots_.size()) < 2 * parallelism();
+  }
+
+  void Work() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      if (!stop_ && !CanStart()) {
+        const int64_t t0 = NowNanos();
+        const bool full = static_cast<int64_t>(slots_.size()) >= 2 * parallelism();
+        worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
+        if (full) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+      }
+      if (stop_) return;
+      ++active_;
+      reading_ = true;
+      slots_.push_back(std::make_unique<Slot>());
+      Slot* slot = slots_.back().get();
+      slot->index = next_index_++;
+      stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+      stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+      l.unlock();
+
+      Element in;
+      bool end = false;
+      Status s = input_->GetNext(&in, &end);
+
+      l.lock();
+      reading_ = false;
+      worker_cv_.notify_one();  // another worker may read the input now
+      if (s.ok() && end) {
+        // Nothing else was pushed while this worker held the input: the slot is last.
+        slots_.pop_back();
+        --next_index_;
+        input_end_ = true;
+        Finish();
+        continue;
+      }
+      if (!s.ok()) {
+        slot->status = s;
+        slot->ready = true;
+        Finish();
+        continue;
+      }
+      stats_->inputs.fetch_add(1, std::memory_order_relaxed);
+      l.unlock();
+
+      const int64_t t0 = NowNanos();
+      Result<Element> r = [&]() -> Result<Element> {
+        if (*rng_fn_) {
+          Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
+          return (*rng_fn_)(std::move(in), rng);
+        }
+        return (*fn_)(std::move(in));
+      }();
+      stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+
+      l.lock();
+      if (r.ok()) {
+        slot->element = std::move(r).value();
+      } else {
+        slot->status = Annotate(r.status().WithContext("element " + std::to_string(slot->index)));
+      }
+      slot->ready = true;
+      Finish();
+    }
+  }
+
+  // With mu_ held: one worker is done with its element.
+  void Finish() {
+    --active_;
+    consumer_cv_.notify_one();
+    if (pausing_ && active_ == 0) paused_cv_.notify_all();
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  const MapFn* fn_;
+  const MapRngFn* rng_fn_;
+  const uint64_t seed_;
+  const bool deterministic_;
+  std::shared_ptr<Tunable> tunable_;
+  int sub_ = -1;
+  int64_t fixed_ = 1;
+  int threads_ = 1;
+
+  std::mutex mu_;
+  std::condition_variable worker_cv_, consumer_cv_, paused_cv_;
+  std::deque<std::unique_ptr<Slot>> slots_;  // in input order
+  int64_t next_index_ = 0;
+  int64_t active_ = 0;   // workers reading or mapping
+  bool reading_ = false;  // a worker is inside input_->GetNext
+  bool input_end_ = false, stop_ = false, pausing_ = false;
+  std::vector<std::thread> workers_;
+};
+
+class ParallelMapNode : public DatasetNode {
+ public:
+  ParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions o)
+      : DatasetNode("parallel_map", {std::move(input)}, Check(fn, rng_fn, o)), fn_(std::move(fn)),
+        rng_fn_(std::move(rng_fn)), o_(o) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
+    return std::unique_ptr<IteratorBase>(new ParallelMapIterator(ctx, std::move(in), &fn_, &rng_fn_, o_));
+  }
+
+ private:
+  static Status Check(const MapFn& fn, const MapRngFn& rng_fn, const MapOptions& o) {
+    if (!fn && !rng_fn) return InvalidArgument("map: no function given");
+    if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
+      return InvalidArgument("map: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
+                             std::to_string(o.num_parallel_calls));
+    return Status::OK();
+  }
+  MapFn fn_;
+  MapRngFn rng_fn_;
+  MapOptions o_;
+};
+
+}  // namespace
+
+NodePtr MakeParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options) {
+  return std::make_shared<ParallelMapNode>(std::move(input), std::move(fn), std::move(rng_fn), options);
+}
+
+}  // namespace strata::data

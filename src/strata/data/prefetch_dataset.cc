@@ -1,0 +1,176 @@
+// prefetch(n | AUTOTUNE): one producer thread keeps up to n elements ready ahead of the
+// consumer, so the consumer's work (a training step) overlaps the pipeline's.
+//
+// AUTOTUNE: the bound is a Tunable the tuner grows while the consumer still finds the
+// buffer empty and the RAM budget allows (docs/pipeline.md). End of sequence and errors
+// are queued in order like elements. State: the queued entries and the input's position
+// (the producer is parked while Save runs).
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+struct Entry {
+  Status status;
+  Element element;
+  bool end = false;
+};
+
+class PrefetchIterator : public StageIterator {
+ public:
+  PrefetchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n)
+      : StageIterator(ctx, "prefetch"), input_(std::move(input)) {
+    if (n == AUTOTUNE) {
+      tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kBufferSize, 1, 1, 4096);
+      sub_ = tunable_->Subscribe([this] {
+        std::lock_guard<std::mutex> l(mu_);
+        producer_cv_.notify_all();
+      });
+    } else {
+      fixed_ = n;
+    }
+    stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
+  }
+
+  ~PrefetchIterator() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    producer_cv_.notify_all();
+    if (producer_.joinable()) producer_.join();
+    if (tunable_) tunable_->Unsubscribe(sub_);
+  }
+
+  Status GetNext(Element* out, bool* end) override {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
+    if (buffer_.empty()) {
+      const int64_t t0 = NowNanos();
+      consumer_cv_.wait(l, [&] { return !buffer_.empty(); });
+      stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+    }
+    Entry& e = buffer_.front();
+    if (e.end) {  // sticky: stays queued
+      *end = true;
+      return Status::OK();
+    }
+    Status s = std::move(e.status);
+    *out = std::move(e.element);
+    buffer_.pop_front();
+    stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    l.unlock();
+    producer_cv_.notify_one();
+    *end = false;
+    if (s.ok()) stats_->AddElement(static_cast<int64_t>(out->nbytes()));
+    return s;
+  }
+
+  Status Save(IteratorState* st) override {
+    std::unique_lock<std::mutex> l(mu_);
+    pausing_ = true;
+    paused_cv_.wait(l, [&] { return !producing_; });
+    st->SetInt(Key("size"), static_cast<int64_t>(buffer_.size()));
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      const std::string k = "buffer/" + std::to_string(i);
+      st->SetInt(Key(k + "/end"), buffer_[i].end);
+      st->SetStatus(Key(k + "/status"), buffer_[i].status);
+      st->SetElement(Key(k + "/element"), buffer_[i].element);
+    }
+    st->SetInt(Key("ended"), ended_);
+    Status s = input_->Save(st);
+    pausing_ = false;
+    l.unlock();
+    producer_cv_.notify_all();
+    return s;
+  }
+
+  Status Restore(const IteratorState& st) override {
+    std::lock_guard<std::mutex> l(mu_);
+    STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(Key("size")));
+    if (size < 0 || size > 1 << 20) return Corruption("prefetch state holds " + std::to_string(size) + " entries");
+    buffer_.clear();
+    for (int64_t i = 0; i < size; ++i) {
+      const std::string k = "buffer/" + std::to_string(i);
+      Entry e;
+      STRATA_ASSIGN_OR_RETURN(int64_t end, st.GetInt(Key(k + "/end")));
+      e.end = end != 0;
+      STRATA_RETURN_IF_ERROR(st.GetStatus(Key(k + "/status"), &e.status));
+      STRATA_ASSIGN_OR_RETURN(e.element, st.GetElement(Key(k + "/element")));
+      buffer_.push_back(std::move(e));
+    }
+    STRATA_ASSIGN_OR_RETURN(int64_t ended, st.GetInt(Key("ended")));
+    ended_ = ended != 0;
+    return input_->Restore(st);
+  }
+
+ private:
+  int64_t capacity() const { return tunable_ ? tunable_->value() : fixed_; }
+
+  void Produce() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      if (!(stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity()))) {
+        const int64_t t0 = NowNanos();
+        producer_cv_.wait(l, [&] {
+          return stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity());
+        });
+        if (!ended_) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+      }
+      if (stop_) return;
+      producing_ = true;
+      l.unlock();
+      Entry e;
+      e.status = input_->GetNext(&e.element, &e.end);
+      if (!e.status.ok()) e.end = false;
+      else if (!e.end) stats_->inputs.fetch_add(1, std::memory_order_relaxed);
+      l.lock();
+      producing_ = false;
+      if (e.end) ended_ = true;
+      buffer_.push_back(std::move(e));
+      stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+      stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
+      consumer_cv_.notify_one();
+      if (pausing_) paused_cv_.notify_all();
+    }
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  std::shared_ptr<Tunable> tunable_;
+  int sub_ = -1;
+  int64_t fixed_ = 1;
+  std::mutex mu_;
+  std::condition_variable producer_cv_, consumer_cv_, paused_cv_;
+  std::deque<Entry> buffer_;
+  bool stop_ = false, pausing_ = false, producing_ = false, ended_ = false;
+  std::thread producer_;
+};
+
+class PrefetchNode : public DatasetNode {
+ public:
+  PrefetchNode(NodePtr input, int64_t n)
+      : DatasetNode("prefetch", {std::move(input)},
+                    (n > 0 || n == AUTOTUNE)
+                        ? Status::OK()
+                        : InvalidArgument("prefetch: buffer_size must be > 0 or AUTOTUNE, got " + std::to_string(n))),
+        n_(n) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
+    return std::unique_ptr<IteratorBase>(new PrefetchIterator(ctx, std::move(in), n_));
+  }
+
+ private:
+  int64_t n_;
+};
+
+}  // namespace
+
+NodePtr MakePrefetchNode(NodePtr input, int64_t n) { return std::make_shared<PrefetchNode>(std::move(input), n); }
+
+}  // namespace strata::data

@@ -1,0 +1,60 @@
+// range(start, stop, step): i64 scalars. State: the next value.
+#include "strata/data/pipeline.h"
+
+namespace strata::data {
+namespace {
+
+class RangeIterator : public StageIterator {
+ public:
+  RangeIterator(const IteratorContext& ctx, int64_t start, int64_t stop, int64_t step)
+      : StageIterator(ctx, "range"), next_(start), stop_(stop), step_(step) {}
+
+  Status GetNext(Element* out, bool* end) override {
+    if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) {
+      *end = true;
+      return Status::OK();
+    }
+    *end = false;
+    out->names.clear();
+    out->tensors.resize(1);
+    out->tensors[0] = Scalar<int64_t>(next_);
+    next_ += step_;
+    stats_->AddElement(8);
+    return Status::OK();
+  }
+  Status Save(IteratorState* st) override {
+    st->SetInt(Key("next"), next_);
+    return Status::OK();
+  }
+  Status Restore(const IteratorState& st) override {
+    STRATA_ASSIGN_OR_RETURN(next_, st.GetInt(Key("next")));
+    return Status::OK();
+  }
+
+ private:
+  int64_t next_;
+  const int64_t stop_, step_;
+};
+
+class RangeNode : public DatasetNode {
+ public:
+  RangeNode(int64_t start, int64_t stop, int64_t step)
+      : DatasetNode("range", {}, step == 0 ? InvalidArgument("range: step must not be 0") : Status::OK()),
+        start_(start), stop_(stop), step_(step) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    return std::unique_ptr<IteratorBase>(new RangeIterator(ctx, start_, stop_, step_));
+  }
+
+ private:
+  int64_t start_, stop_, step_;
+};
+
+}  // namespace
+
+NodePtr MakeRangeNode(int64_t start, int64_t stop, int64_t step) {
+  return std::make_shared<RangeNode>(start, stop, step);
+}
+
+}  // namespace strata::data

@@ -15,6 +15,12 @@ PACKAGES=(
   "libprotobuf-dev      oracle for the Example/Event codec in tests and benchmarks"
   "protobuf-compiler    generates the oracle's protobuf classes"
   "nlohmann-json3-dev   JSON for --json output, model specs and records write"
+  "libturbojpeg0-dev    image: JPEG decode (DCT-scaled) and encode through TurboJPEG"
+  "libjpeg62-turbo-dev  image: libjpeg-turbo headers behind TurboJPEG"
+  "libspng-dev          image: PNG decode/encode (8/16-bit, gray, alpha, palette)"
+  "dataset-fashion-mnist  make-records --from fashion-mnist: the IDX files (train's default dataset)"
+  "python3-pil          bench/image_pillow_peer.py: the Pillow decode peer"
+  "plasma-workspace-wallpapers  bench/image_bench: real photographs cut into benchmark tiles"
   "libdnnl-dev          oneDNN: convolution, matmul, pooling, batch-norm kernels"
 )
 

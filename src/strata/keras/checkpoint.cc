@@ -12,7 +12,8 @@ namespace {
 std::string_view Bytes(const Tensor& t) { return {static_cast<const char*>(t.raw_data()), t.nbytes()}; }
 }  // namespace
 
-Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store_in, const CheckpointState& state) {
+Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store_in, const Tensor& slots,
+                       const CheckpointState& state) {
   auto& store = const_cast<backend::VariableStore&>(store_in);  // views only; nothing is changed
   nlohmann::json vars = nlohmann::json::array();
   for (const auto& e : store.entries()) {
@@ -22,18 +23,18 @@ Status WriteCheckpoint(const std::string& path, const backend::VariableStore& st
   nlohmann::json header = {{"format", "strata-checkpoint"}, {"version", 1},
                            {"global_step", state.global_step}, {"epoch", state.epoch},
                            {"step_in_epoch", state.step_in_epoch},
-                           {"params", store.params().num_elements()}, {"slots", store.slots().num_elements()},
+                           {"params", store.params().num_elements()}, {"slots", slots.num_elements()},
                            {"variables", vars},
                            {"extra", nlohmann::json::parse(state.extra_json, nullptr, false)}};
   STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(path));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(header.dump()));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(store.params())));
-  STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(store.slots())));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(slots)));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(state.iterator_state));
   return w->Close();
 }
 
-Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, CheckpointState* state) {
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state) {
   STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
   std::string header_bytes, params, slots, iter;
   STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
@@ -50,6 +51,9 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Ch
   const auto& vars = header["variables"];
   if (!vars.is_array()) return Corruption("checkpoint " + path + ": no variable table");
   std::vector<bool> seen(store->entries().size(), false);
+  if (slots.size() != slot_block->nbytes())
+    return InvalidArgument("checkpoint " + path + ": " + std::to_string(slots.size() / 4) + " optimizer slot values, the model's optimizer has " +
+                           std::to_string(slot_block->num_elements()) + " (a different optimizer?)");
   for (const auto& v : vars) {
     const std::string name = v.value("name", "");
     const backend::VariableStore::Entry* e = store->Find(name);
@@ -63,12 +67,14 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Ch
     const std::string& src = slot ? slots : params;
     if (off < 0 || size != e->size || static_cast<uint64_t>(off + size) * 4 > src.size())
       return Corruption("checkpoint " + path + ": variable " + name + " lies outside its block");
-    Tensor& dst = slot ? store->slots() : store->params();
+    if (slot) continue;  // in-graph optimizer slots are not used by fit(); its slots are below
+    Tensor& dst = store->params();
     std::memcpy(dst.data<float>() + e->offset, src.data() + off * 4, static_cast<size_t>(size) * 4);
     seen[static_cast<size_t>(e - store->entries().data())] = true;
   }
+  if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
   for (size_t i = 0; i < seen.size(); ++i)
-    if (!seen[i]) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
+    if (!seen[i] && store->entries()[i].role != graph::VariableRole::kOptimizerSlot) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
   state->global_step = header.value("global_step", int64_t{0});
   state->epoch = header.value("epoch", int64_t{0});
   state->step_in_epoch = header.value("step_in_epoch", int64_t{0});

@@ -4,7 +4,7 @@
 //   0  header: JSON {"format": "strata-checkpoint", "version": 1, "global_step", "epoch",
 //      "params": n, "slots": m, "variables": [{name, shape, role, offset, size}, ...]}
 //   1  parameters: n little-endian f32 (trainable, then state such as moving statistics)
-//   2  optimizer slots: m little-endian f32
+//   2  optimizer slots: m little-endian f32 (blocks parallel to the trainable parameters)
 //   3  iterator state: opaque bytes from data::Iterator::Save (may be empty)
 #pragma once
 
@@ -24,8 +24,10 @@ struct CheckpointState {
   std::string extra_json = "{}";  // callbacks' state (best metric so far, ...)
 };
 
-Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store, const CheckpointState& state);
-// Loads into `store`: every variable must exist with the same shape (errors name it).
-Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, CheckpointState* state);
+Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store, const Tensor& slots,
+                       const CheckpointState& state);
+// Loads into `store` and `slots`: every variable must exist with the same shape and the
+// slot block must have the same size (errors name what differs).
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state);
 
 }  // namespace strata::keras

@@ -1,11 +1,12 @@
 // Model::fit: the training loop, top to bottom.
 //
 // Per step: take the next global batch from the input pipeline (the time blocked there is
-// the monitor's idle time), copy it into the compiled step's input buffers, feed the
-// scheduled learning rate, run the program (forward, loss, gradients, update: one call),
-// read the loss and outputs for the metrics, and hand the logs to the callbacks.
+// the monitor's idle time), then TrainStep (model.cc): every replica copies its shard into
+// its compiled program and runs forward + backward, the gradients are reduce-scattered and
+// each replica updates its slice of the weights; finally the logs go to the callbacks.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "strata/core/clock.h"
 #include "strata/keras/callbacks.h"
@@ -29,7 +30,7 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   info.initial_epoch = options.initial_epoch;
   info.steps_per_epoch = options.steps_per_epoch;
   info.verbose = options.verbose;
-  info.replicas = 1;
+  info.replicas = num_replicas();
   stop_training = false;
   epoch_ = options.initial_epoch;
   for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBegin(info));  // may restore a backup
@@ -73,30 +74,18 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
       }
       if (batch.size() < 2 || batch[0].rank() == 0)
         return InvalidArgument("fit: elements must be batches (x, y); got " + batch.DebugString());
-      const int64_t rows = batch[0].shape()[0];
 
-      // 2. Compile the step on the first batch (static shapes), then feed it.
-      STRATA_RETURN_IF_ERROR(EnsureTrainProgram(rows));
-      STRATA_RETURN_IF_ERROR(FeedInputs(train_, batch, rows, /*with_labels=*/true));
-      *train_.program->input(train_.lr).data<float>() = static_cast<float>(learning_rate());
+      // 2. Forward, backward, all-reduce and update on every replica (compiled on the first
+      //    batch: static shapes).
+      STRATA_RETURN_IF_ERROR(TrainStep(batch, batch[0].shape()[0], &logs, metrics, loss_mean)
+                                 .WithContext("training step " + std::to_string(global_step_)));
 
-      // 3. Forward, loss, gradients and update in one compiled program.
-      STRATA_RETURN_IF_ERROR(train_.program->Run().WithContext("training step " + std::to_string(global_step_)));
-      ++global_step_;
-
-      // 4. Loss and metrics of this batch.
-      const float loss = *train_.program->fetch(train_.loss).data<float>();
-      loss_mean.Update(loss);
-      const Tensor& out = train_.program->fetch(train_.outputs[0]);
-      MetricBatch mb{out.data<float>(), rows, out.num_elements() / rows, label_scratch_.data(), nullptr};
-      for (auto& m : metrics) m->Update(mb);
-      logs = {{"loss", loss_mean.Result()}};
-      for (auto& m : metrics) logs.emplace_back(m->name(), m->Result());
+      // 3. Progress bar, checkpoints and the rest.
       for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBatchEnd(step, logs));
       if (stop_training) break;
     }
 
-    // 5. Validation, then the epoch's logs go to the callbacks and the History.
+    // 4. Validation, then the epoch's logs go to the callbacks and the History.
     if (options.validation_data) {
       STRATA_ASSIGN_OR_RETURN(Logs val, RunEvaluation(*options.validation_data, options.validation_steps, nullptr));
       for (const auto& [k, v] : val) logs.emplace_back("val_" + k, v);
@@ -120,13 +109,15 @@ Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t st
   if (train_iterator_) {
     STRATA_ASSIGN_OR_RETURN(st.iterator_state, train_iterator_->Save());
   }
-  return WriteCheckpoint(path, *store_, st);
+  return WriteCheckpoint(path, *store_, slots_, st);
 }
 
 Status Model::RestoreBackup(const std::string& path) {
   if (!store_) return InvalidArgument("RestoreBackup: compile model " + name_ + " first");
   CheckpointState st;
-  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &st));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &slots_, &st));
+  for (size_t r = 1; r < replicas_.size(); ++r)
+    std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   resume_pending_ = true;

@@ -1,6 +1,7 @@
 #include "strata/keras/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "strata/backend/cpu/optimizer_kernels.h"
 #include "strata/graph/autodiff.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
@@ -57,8 +59,12 @@ std::string KerasShape(const Shape& s) {
 }
 
 std::string WithCommas(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  const std::string digits = std::to_string(v);
+  std::string s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 
@@ -84,15 +90,19 @@ void SummaryRow(std::string* out, const std::vector<std::string>& fields, const 
   }
 }
 
-// Copies a batch component into a program input buffer of the same element count,
+// Copies rows [row0, row0 + rows) of a batch component into a program input buffer,
 // converting integer/u8/bf16 data to the buffer's dtype. Rows beyond `rows` are zeroed.
-Status CopyInto(const Tensor& src, Tensor& dst, int64_t rows, const std::string& what) {
+Status CopyInto(const Tensor& src, Tensor& dst, int64_t row0, int64_t rows, const std::string& what) {
   const int64_t per_row_dst = dst.shape()[0] ? dst.num_elements() / dst.shape()[0] : 0;
   const int64_t per_row_src = src.rank() ? (src.shape()[0] ? src.num_elements() / src.shape()[0] : 0) : 1;
   if (per_row_src != per_row_dst)
     return InvalidArgument(what + ": the batch has per-example shape " + src.shape().ToString() +
                            " but the model expects " + dst.shape().ToString() + " (batch dimension first)");
-  Tensor s = src.Contiguous();
+  if (src.rank() == 0 || row0 + rows > src.shape()[0] || rows > dst.shape()[0])
+    return InvalidArgument(what + ": rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
+                           ") are outside the batch " + src.shape().ToString() + " or the buffer " + dst.shape().ToString());
+  STRATA_ASSIGN_OR_RETURN(Tensor view, src.Slice(0, row0, row0 + rows));
+  Tensor s = view.Contiguous();
   const int64_t n = rows * per_row_dst;
   auto convert = [&](auto* out) {
     using Out = std::remove_pointer_t<decltype(out)>;
@@ -381,11 +391,6 @@ void Model::summary() const { std::fputs(Summary().c_str(), stdout); }
 
 namespace {
 
-struct TrainGraph {
-  std::vector<Value> inputs, outputs;
-  Value labels, lr, loss;
-};
-
 // The loss's logits: from_logits = false models end in softmax, whose input is used, so the
 // fused, numerically stable cross-entropy op applies (what Keras does internally too).
 Result<Value> LogitsFor(const graph::Graph& g, Value output, const Loss& loss) {
@@ -394,6 +399,16 @@ Result<Value> LogitsFor(const graph::Graph& g, Value output, const Loss& loss) {
   if (n.kind == graph::OpKind::kSoftmax) return n.inputs[0];
   return InvalidArgument(loss.name() + " with from_logits=false needs the model to end in a softmax; " +
                          g.Describe(output) + " is not one (or pass from_logits=true)");
+}
+
+int SlotBlocks(const Optimizer& o) {
+  switch (o.kind) {
+    case Optimizer::Kind::kSGD: return o.momentum != 0 ? 1 : 0;
+    case Optimizer::Kind::kAdam:
+    case Optimizer::Kind::kAdamW: return 2;
+    case Optimizer::Kind::kRMSprop: return 2;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -406,23 +421,33 @@ Status Model::compile(CompileOptions options) {
     auto metric = MakeMetric(m, compile_.loss);
     if (!metric.ok()) return metric.status().WithContext("compile");
   }
-  train_ = Compiled{};
+  strategy_ = compile_.strategy ? compile_.strategy : distribute::Strategy::Current();
+  if (!strategy_) {
+    owned_strategy_ = distribute::OneDeviceStrategy();
+    strategy_ = owned_strategy_.get();
+  }
+  replicas_.clear();
   eval_ = Compiled{};
-  // The variable layout (parameters, state, optimizer slots) comes from the training graph
-  // and does not depend on the batch size: build it at batch 1 now so weights can be loaded
-  // before the first fit.
+  // The variables come from the training graph and do not depend on the batch size: build
+  // it at batch 1 now so weights can be loaded (and counted) before the first fit.
   Compiled probe;
   probe.graph = std::make_unique<graph::Graph>();
-  STRATA_RETURN_IF_ERROR(BuildTrainGraph(probe, 1));
+  STRATA_RETURN_IF_ERROR(BuildTrainGraph(probe, 1, 0));
   STRATA_ASSIGN_OR_RETURN(store_, backend::VariableStore::Create(*probe.graph));
+  num_slot_blocks_ = SlotBlocks(compile_.optimizer);
+  slots_ = Tensor(DType::kF32, {num_slot_blocks_, store_->num_trainable()});
+  global_step_ = 0;
   compiled_ = true;
   return Status::OK();
 }
 
-Status Model::BuildTrainGraph(Compiled& c, int64_t batch) {
+// Forward (training mode), loss and gradients of one replica; the update is not in the
+// graph: it runs after the gradients of all replicas are reduced (ApplyUpdateSlice).
+Status Model::BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed) {
   graph::Graph& g = *c.graph;
   BuildContext ctx;
   STRATA_RETURN_IF_ERROR(BuildForward(g, /*training=*/true, batch, &c.inputs, &c.outputs, &ctx));
+  (void)replica_seed;
   if (c.outputs.size() != 1)
     return Unimplemented("model " + name_ + ": training supports one output (this model has " +
                          std::to_string(c.outputs.size()) + ")");
@@ -450,70 +475,48 @@ Status Model::BuildTrainGraph(Compiled& c, int64_t batch) {
     STRATA_ASSIGN_OR_RETURN(loss_value, g.Add(loss_value, pen, v.layer + "/l2/add"));
   }
   c.loss = loss_value;
-  c.lr = g.Input("learning_rate", DType::kF32, {});
-
-  std::vector<Value> vars = graph::TrainableVariables(g);
-  STRATA_ASSIGN_OR_RETURN(std::vector<Value> grads, graph::Gradients(g, loss_value, vars));
-  const Optimizer& opt = compile_.optimizer;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    Value grad = grads[i];
-    if (opt.weight_decay > 0 && opt.kind != Optimizer::Kind::kAdamW) {
-      const std::string& vn = g.node(vars[i].node).name;
-      STRATA_ASSIGN_OR_RETURN(Value decay, g.Scale(vars[i], static_cast<float>(opt.weight_decay), vn + "/weight_decay"));
-      STRATA_ASSIGN_OR_RETURN(grad, g.Add(grad, decay, vn + "/decayed_grad"));
-    }
-    switch (opt.kind) {
-      case Optimizer::Kind::kSGD: {
-        graph::SgdOptions o;
-        o.momentum = static_cast<float>(opt.momentum);
-        o.nesterov = opt.nesterov;
-        STRATA_RETURN_IF_ERROR(g.SgdUpdate(vars[i], grad, c.lr, o));
-        break;
-      }
-      case Optimizer::Kind::kAdam:
-      case Optimizer::Kind::kAdamW: {
-        graph::AdamOptions o;
-        o.beta_1 = static_cast<float>(opt.beta_1);
-        o.beta_2 = static_cast<float>(opt.beta_2);
-        o.epsilon = static_cast<float>(opt.epsilon);
-        if (opt.kind == Optimizer::Kind::kAdamW) o.weight_decay = static_cast<float>(opt.weight_decay);
-        STRATA_RETURN_IF_ERROR(g.AdamUpdate(vars[i], grad, c.lr, o));
-        break;
-      }
-      case Optimizer::Kind::kRMSprop: {
-        graph::RmsPropOptions o;
-        o.rho = static_cast<float>(opt.rho);
-        o.momentum = static_cast<float>(opt.momentum);
-        o.epsilon = static_cast<float>(opt.epsilon);
-        STRATA_RETURN_IF_ERROR(g.RmsPropUpdate(vars[i], grad, c.lr, o));
-        break;
-      }
-    }
-  }
+  STRATA_RETURN_IF_ERROR(graph::Gradients(g, loss_value, graph::TrainableVariables(g)).status());
   c.batch = batch;
   return Status::OK();
 }
 
-backend::CompileOptions Model::BackendOptions(std::vector<Value> fetches) const {
+backend::CompileOptions Model::BackendOptions(std::vector<Value> fetches, std::shared_ptr<backend::VariableStore> store) const {
   backend::CompileOptions o;
   o.fetches = std::move(fetches);
   o.threads = compile_.threads;
   o.precision = compile_.precision == "mixed_bfloat16" ? backend::Precision::kBF16 : backend::Precision::kF32;
-  o.variables = store_;
+  o.variables = std::move(store);
   return o;
 }
 
-Status Model::EnsureTrainProgram(int64_t batch) {
+Status Model::EnsureTrainPrograms(int64_t per_replica) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
-  if (train_.program) {
-    if (batch != train_.batch)
-      return InvalidArgument("model " + name_ + ": a batch of " + std::to_string(batch) + " rows, but the step was compiled for " +
-                             std::to_string(train_.batch) + " (static shapes: batch the training data with drop_remainder=true)");
+  if (!replicas_.empty()) {
+    if (per_replica != replicas_[0].batch)
+      return InvalidArgument("model " + name_ + ": a batch of " + std::to_string(per_replica * num_replicas()) +
+                             " rows, but the step was compiled for " + std::to_string(replicas_[0].batch * num_replicas()) +
+                             " (static shapes: batch the training data with drop_remainder=true)");
     return Status::OK();
   }
-  train_.graph = std::make_unique<graph::Graph>();
-  STRATA_RETURN_IF_ERROR(BuildTrainGraph(train_, batch));
-  STRATA_ASSIGN_OR_RETURN(train_.program, backend::Compile(*train_.graph, BackendOptions({train_.loss, train_.outputs[0]})));
+  const int r_count = num_replicas();
+  std::vector<Compiled> built(static_cast<size_t>(r_count));
+  for (int r = 0; r < r_count; ++r) {
+    Compiled& c = built[static_cast<size_t>(r)];
+    c.graph = std::make_unique<graph::Graph>();
+    STRATA_RETURN_IF_ERROR(BuildTrainGraph(c, per_replica, static_cast<uint64_t>(r)));
+    // Replica 0 trains the model's own variables; the others get copies, refreshed from
+    // replica 0 after every update.
+    if (r == 0) {
+      c.store = store_;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(c.store, backend::VariableStore::Create(*c.graph));
+      std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+    }
+    auto program = backend::Compile(*c.graph, BackendOptions({c.loss, c.outputs[0]}, c.store));
+    if (!program.ok()) return program.status().WithContext("model " + name_ + " replica " + std::to_string(r));
+    c.program = std::move(program).value();
+  }
+  replicas_ = std::move(built);
   return Status::OK();
 }
 
@@ -524,60 +527,62 @@ Status Model::EnsureEvalProgram(int64_t batch) {
   eval_.graph = std::make_unique<graph::Graph>();
   BuildContext ctx;
   STRATA_RETURN_IF_ERROR(BuildForward(*eval_.graph, /*training=*/false, batch, &eval_.inputs, &eval_.outputs, &ctx));
-  STRATA_ASSIGN_OR_RETURN(eval_.program, backend::Compile(*eval_.graph, BackendOptions(eval_.outputs)));
+  STRATA_ASSIGN_OR_RETURN(eval_.program, backend::Compile(*eval_.graph, BackendOptions(eval_.outputs, store_)));
   eval_.batch = batch;
   return Status::OK();
 }
 
-// Copies a dataset element (x..., y) into the program's inputs; labels also land in
-// label_scratch_ (i64) or the dense label input for the host metrics.
-Status Model::FeedInputs(Compiled& c, const data::Element& batch, int64_t rows, bool with_labels) {
+Status Model::PrepareLabels(const data::Element& batch, int64_t rows, int64_t k, size_t label_index) {
+  if (batch.size() <= label_index)
+    return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has no labels (expected (x, y))");
+  const bool sparse = compile_.loss.sparse_labels();
+  if (!sparse && compile_.loss.kind != Loss::Kind::kCategoricalCrossentropy) return Status::OK();
+  label_scratch_.assign(static_cast<size_t>(rows), 0);
+  Tensor yc = batch[label_index].Contiguous();
+  if (sparse) {
+    if (yc.num_elements() != rows)
+      return InvalidArgument("labels: expected " + std::to_string(rows) + " class indices, got " + yc.DebugString());
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t v = yc.dtype() == DType::kI64   ? yc.data<int64_t>()[i]
+                  : yc.dtype() == DType::kI32 ? yc.data<int32_t>()[i]
+                  : yc.dtype() == DType::kU8  ? yc.data<uint8_t>()[i]
+                                              : static_cast<int64_t>(yc.data<float>()[i]);
+      if (v < 0 || v >= k)
+        return InvalidArgument("labels: class " + std::to_string(v) + " of example " + std::to_string(i) +
+                               " is outside [0, " + std::to_string(k) + ")");
+      label_scratch_[static_cast<size_t>(i)] = v;
+    }
+    return Status::OK();
+  }
+  // One-hot labels: the fused op takes the class index; smoothing is applied in the op.
+  if (yc.dtype() != DType::kF32 || yc.num_elements() != rows * k)
+    return InvalidArgument("labels: categorical_crossentropy expects f32 one-hot [" + std::to_string(rows) + ", " +
+                           std::to_string(k) + "], got " + yc.DebugString());
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = yc.data<float>() + i * k;
+    label_scratch_[static_cast<size_t>(i)] = std::max_element(row, row + k) - row;
+  }
+  return Status::OK();
+}
+
+Status Model::FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels) {
   const size_t nx = c.inputs.size();
   if (batch.size() < nx + (with_labels ? 1 : 0))
     return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has " +
                            std::to_string(batch.size()) + " components; expected " + std::to_string(nx) +
                            (with_labels ? " input(s) and the labels" : " input(s)"));
   for (size_t i = 0; i < nx; ++i) {
-    STRATA_RETURN_IF_ERROR(CopyInto(batch[i], c.program->input(c.inputs[i]), rows,
+    STRATA_RETURN_IF_ERROR(CopyInto(batch[i], c.program->input(c.inputs[i]), row0, rows,
                                     "model " + name_ + " input " + std::to_string(i)));
   }
-  if (!with_labels) return Status::OK();
-  const Tensor& y = batch[nx];
-  if (compile_.loss.sparse_labels() || compile_.loss.kind == Loss::Kind::kCategoricalCrossentropy) {
-    label_scratch_.assign(static_cast<size_t>(rows), 0);
-    Tensor yc = y.Contiguous();
-    const int64_t k = c.outputs[0].shape()[-1];
-    if (compile_.loss.sparse_labels()) {
-      if (yc.num_elements() != rows)
-        return InvalidArgument("labels: expected " + std::to_string(rows) + " class indices, got " + yc.shape().ToString());
-      for (int64_t i = 0; i < rows; ++i) {
-        int64_t v = yc.dtype() == DType::kI64 ? yc.data<int64_t>()[i]
-                    : yc.dtype() == DType::kI32 ? yc.data<int32_t>()[i]
-                    : yc.dtype() == DType::kU8  ? yc.data<uint8_t>()[i]
-                                                : static_cast<int64_t>(yc.data<float>()[i]);
-        if (v < 0 || v >= k)
-          return InvalidArgument("labels: class " + std::to_string(v) + " of example " + std::to_string(i) +
-                                 " is outside [0, " + std::to_string(k) + ")");
-        label_scratch_[static_cast<size_t>(i)] = v;
-      }
-    } else {
-      // One-hot labels: the fused op takes the class index; smoothing is applied in the op.
-      if (yc.dtype() != DType::kF32 || yc.num_elements() != rows * k)
-        return InvalidArgument("labels: categorical_crossentropy expects f32 one-hot [" + std::to_string(rows) + ", " +
-                               std::to_string(k) + "], got " + yc.DebugString());
-      for (int64_t i = 0; i < rows; ++i) {
-        const float* row = yc.data<float>() + i * k;
-        label_scratch_[static_cast<size_t>(i)] = std::max_element(row, row + k) - row;
-      }
-    }
-    if (c.labels.valid()) {
-      int32_t* dst = c.program->input(c.labels).data<int32_t>();
-      for (int64_t i = 0; i < c.batch; ++i) dst[i] = i < rows ? static_cast<int32_t>(label_scratch_[static_cast<size_t>(i)]) : 0;
-    }
-  } else if (c.labels.valid()) {
-    STRATA_RETURN_IF_ERROR(CopyInto(y, c.program->input(c.labels), rows, "labels"));
+  if (!with_labels || !c.labels.valid()) return Status::OK();
+  if (c.labels.dtype() == DType::kI32) {
+    int32_t* dst = c.program->input(c.labels).data<int32_t>();
+    for (int64_t i = 0; i < c.batch; ++i)
+      dst[i] = i < rows ? static_cast<int32_t>(label_scratch_[static_cast<size_t>(row0 + i)]) : 0;
+    return Status::OK();
   }
-  return Status::OK();
+  return CopyInto(batch[nx], c.program->input(c.labels), row0, rows, "labels");
 }
 
 std::vector<std::unique_ptr<Metric>> Model::MakeMetrics() const {
@@ -591,24 +596,118 @@ double Model::learning_rate() const {
   return compile_.optimizer.learning_rate(global_step_) * lr_scale_;
 }
 
+// ---- the training step ------------------------------------------------------------------------
+
+void Model::ApplyUpdateSlice(int replica, float lr) {
+  const int64_t n = store_->num_trainable();
+  auto [begin, end] = strategy_->Slice(n, replica);
+  if (begin >= end) return;
+  float* w = store_->params().data<float>() + begin;
+  float* g = store_->grads().data<float>() + begin;
+  const int64_t len = end - begin;
+  float* s0 = num_slot_blocks_ > 0 ? slots_.data<float>() + begin : nullptr;
+  float* s1 = num_slot_blocks_ > 1 ? slots_.data<float>() + n + begin : nullptr;
+  const Optimizer& o = compile_.optimizer;
+  // L2-style decay on the gradient (SGD, Adam, RMSprop); AdamW decays inside its kernel.
+  if (o.weight_decay > 0 && o.kind != Optimizer::Kind::kAdamW) {
+    const float wd = static_cast<float>(o.weight_decay);
+    for (int64_t i = 0; i < len; ++i) g[i] += wd * w[i];
+  }
+  switch (o.kind) {
+    case Optimizer::Kind::kSGD:
+      backend::cpu::SgdUpdate(w, g, s0, len, {lr, static_cast<float>(o.momentum), o.nesterov});
+      break;
+    case Optimizer::Kind::kAdam:
+    case Optimizer::Kind::kAdamW:
+      backend::cpu::AdamUpdate(w, g, s0, s1, len,
+                               {lr, static_cast<float>(o.beta_1), static_cast<float>(o.beta_2),
+                                static_cast<float>(o.epsilon),
+                                o.kind == Optimizer::Kind::kAdamW ? static_cast<float>(o.weight_decay) : 0.0f,
+                                static_cast<float>(global_step_ + 1)});
+      break;
+    case Optimizer::Kind::kRMSprop:
+      backend::cpu::RmsPropUpdate(w, g, s0, s1, len,
+                                  {lr, static_cast<float>(o.rho), static_cast<float>(o.momentum), static_cast<float>(o.epsilon)});
+      break;
+  }
+}
+
+Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
+                        std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean) {
+  const int R = num_replicas();
+  if (rows % R != 0)
+    return InvalidArgument("model " + name_ + ": a global batch of " + std::to_string(rows) + " rows does not split over " +
+                           std::to_string(R) + " replicas (use a multiple of the replica count)");
+  const int64_t shard = rows / R;
+  STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(shard));
+  const int64_t classes = replicas_[0].outputs[0].shape()[-1];
+  STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, classes, replicas_[0].inputs.size()));
+  const float lr = static_cast<float>(learning_rate());
+
+  // Every replica runs the same sequence of barriers, even after an error, so none waits
+  // forever; a failure anywhere skips the update for all.
+  std::atomic<bool> failed{false};
+  const int64_t num_params = store_->params().num_elements(), num_trainable = store_->num_trainable();
+  Status st = strategy_->run([&](int r) -> Status {
+    Compiled& c = replicas_[static_cast<size_t>(r)];
+    // 1. This replica's shard of the global batch, then forward + backward.
+    Status s = FeedInputs(c, batch, r * shard, shard, /*with_labels=*/true);
+    if (s.ok()) s = c.program->Run();
+    if (!s.ok()) failed = true;
+    strategy_->barrier();
+    // 2. Reduce-scatter the gradients (mean over replicas) and update this replica's slice.
+    if (!failed) {
+      if (R > 1) {
+        std::vector<const float*> grads;
+        for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());
+        strategy_->ReduceScatter(grads, store_->grads().data<float>(), num_trainable, r, distribute::ReduceOp::kMean);
+      }
+      ApplyUpdateSlice(r, lr);
+    }
+    if (R > 1) {
+      strategy_->barrier();
+      // 3. Moving statistics (state after the trainable block): the mean over replicas.
+      if (!failed && r == 0 && num_params > num_trainable) {
+        float* dst = store_->params().data<float>();
+        for (int64_t i = num_trainable; i < num_params; ++i) {
+          float sum = dst[i];
+          for (int q = 1; q < R; ++q) sum += replicas_[static_cast<size_t>(q)].store->params().data<float>()[i];
+          dst[i] = sum / static_cast<float>(R);
+        }
+      }
+      strategy_->barrier();
+      // 4. Every other replica takes the new weights.
+      if (!failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+    }
+    return s;
+  });
+  STRATA_RETURN_IF_ERROR(st);
+  ++global_step_;
+
+  // 5. Loss and metrics from every replica's outputs.
+  double loss_sum = 0;
+  for (int r = 0; r < R; ++r) {
+    Compiled& c = replicas_[static_cast<size_t>(r)];
+    loss_sum += *c.program->fetch(c.loss).data<float>();
+    const Tensor& out = c.program->fetch(c.outputs[0]);
+    MetricBatch mb{out.data<float>(), shard, out.num_elements() / shard, label_scratch_.data() + r * shard, nullptr};
+    for (auto& m : metrics) m->Update(mb);
+  }
+  loss_mean.Update(loss_sum / R);
+  *logs = {{"loss", loss_mean.Result()}};
+  for (auto& m : metrics) logs->emplace_back(m->name(), m->Result());
+  return Status::OK();
+}
+
 Result<Logs> Model::train_on_batch(const std::vector<Tensor>& x, const Tensor& y) {
+  if (x.empty() || x[0].rank() == 0) return InvalidArgument("train_on_batch: x needs a batch dimension");
   data::Element e;
   e.tensors = x;
   e.tensors.push_back(y);
-  if (x.empty() || x[0].rank() == 0) return InvalidArgument("train_on_batch: x needs a batch dimension");
-  const int64_t rows = x[0].shape()[0];
-  STRATA_RETURN_IF_ERROR(EnsureTrainProgram(rows));
-  STRATA_RETURN_IF_ERROR(FeedInputs(train_, e, rows, true));
-  *train_.program->input(train_.lr).data<float>() = static_cast<float>(learning_rate());
-  STRATA_RETURN_IF_ERROR(train_.program->Run());
-  ++global_step_;
-  Logs logs = {{"loss", *train_.program->fetch(train_.loss).data<float>()}};
-  const Tensor& out = train_.program->fetch(train_.outputs[0]);
-  MetricBatch mb{out.data<float>(), rows, out.shape()[-1], label_scratch_.data(), nullptr};
-  for (auto& m : MakeMetrics()) {
-    m->Update(mb);
-    logs.emplace_back(m->name(), m->Result());
-  }
+  auto metrics = MakeMetrics();
+  Mean loss;
+  Logs logs;
+  STRATA_RETURN_IF_ERROR(TrainStep(e, x[0].shape()[0], &logs, metrics, loss));
   return logs;
 }
 
@@ -618,11 +717,9 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
   STRATA_ASSIGN_OR_RETURN(auto it, ds.make_iterator());
   auto metrics = MakeMetrics();
   Mean loss_mean;
-  std::vector<float> per_example;
-  std::vector<float> collected;
-  Shape per_row;
+  std::vector<float> per_example, collected;
+  std::vector<int64_t> row_shape;
   int64_t total_rows = 0;
-  const bool with_labels = predictions == nullptr;
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
     data::Element batch;
     bool end = false;
@@ -630,40 +727,38 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
     if (end) break;
     if (batch.size() == 0 || batch[0].rank() == 0) return InvalidArgument("evaluate: elements must be batches");
     const int64_t rows = batch[0].shape()[0];
+    // The first batch fixes the program's batch; a shorter last batch is padded and cut.
     if (!eval_.program || rows > eval_.batch) STRATA_RETURN_IF_ERROR(EnsureEvalProgram(rows));
-    const bool has_labels = batch.size() > eval_.inputs.size();
-    STRATA_RETURN_IF_ERROR(FeedInputs(eval_, batch, rows, with_labels && has_labels));
+    STRATA_RETURN_IF_ERROR(FeedInputs(eval_, batch, 0, rows, /*with_labels=*/false));
     STRATA_RETURN_IF_ERROR(eval_.program->Run());
     const Tensor& out = eval_.program->fetch(eval_.outputs[0]);
     const int64_t k = out.num_elements() / eval_.batch;
     if (predictions) {
       collected.insert(collected.end(), out.data<float>(), out.data<float>() + rows * k);
-      std::vector<int64_t> dims(out.shape().dims().begin() + 1, out.shape().dims().end());
-      per_row = Shape(dims);
+      row_shape.assign(out.shape().dims().begin() + 1, out.shape().dims().end());
       total_rows += rows;
       continue;
     }
-    if (!has_labels) return InvalidArgument("evaluate: elements need labels (x, y); got " + batch.DebugString());
-    per_example.resize(static_cast<size_t>(rows));
-    const Tensor& y = batch[eval_.inputs.size()];
-    Tensor yc = y.Contiguous();
-    const float* dense = compile_.loss.sparse_labels() ? nullptr : (yc.dtype() == DType::kF32 ? yc.data<float>() : nullptr);
-    std::vector<int64_t> sparse_from_dense;
-    if (!compile_.loss.sparse_labels() && !dense) {
-      return InvalidArgument("evaluate: " + compile_.loss.name() + " expects f32 labels, got " + yc.DebugString());
+    const size_t label_index = eval_.inputs.size();
+    STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, k, label_index));
+    const bool sparse = !label_scratch_.empty() && compile_.loss.sparse_labels();
+    Tensor dense;
+    if (!compile_.loss.sparse_labels()) {
+      dense = batch[label_index].Contiguous();
+      if (dense.dtype() != DType::kF32 || dense.num_elements() != rows * k)
+        return InvalidArgument("evaluate: " + compile_.loss.name() + " expects f32 labels [" + std::to_string(rows) + ", " +
+                               std::to_string(k) + "], got " + dense.DebugString());
     }
-    STRATA_RETURN_IF_ERROR(HostLoss(compile_.loss, out.data<float>(), rows, k,
-                                    compile_.loss.sparse_labels() ? label_scratch_.data() : nullptr, dense,
-                                    per_example.data()));
-    for (int64_t i = 0; i < rows; ++i) loss_mean.Update(per_example[static_cast<size_t>(i)]);
-    MetricBatch mb{out.data<float>(), rows, k, compile_.loss.sparse_labels() || compile_.loss.kind == Loss::Kind::kCategoricalCrossentropy ? label_scratch_.data() : nullptr,
-                   compile_.loss.sparse_labels() ? nullptr : dense};
-    if (mb.sparse_labels) mb.dense_labels = nullptr;
+    per_example.resize(static_cast<size_t>(rows));
+    STRATA_RETURN_IF_ERROR(HostLoss(compile_.loss, out.data<float>(), rows, k, sparse ? label_scratch_.data() : nullptr,
+                                    sparse ? nullptr : dense.data<float>(), per_example.data()));
+    for (float l : per_example) loss_mean.Update(l);
+    MetricBatch mb{out.data<float>(), rows, k, sparse ? label_scratch_.data() : nullptr, sparse ? nullptr : dense.data<float>()};
     for (auto& m : metrics) m->Update(mb);
   }
   if (predictions) {
     std::vector<int64_t> dims = {total_rows};
-    dims.insert(dims.end(), per_row.dims().begin(), per_row.dims().end());
+    dims.insert(dims.end(), row_shape.begin(), row_shape.end());
     *predictions = Tensor(DType::kF32, Shape(dims));
     if (!collected.empty()) std::memcpy(predictions->raw_data(), collected.data(), collected.size() * sizeof(float));
     return Logs{};
@@ -697,21 +792,21 @@ Result<Tensor> Model::predict(const data::Dataset& ds, int64_t steps) {
 
 Result<std::vector<float>> Model::get_state() const {
   if (!store_) return InvalidArgument("model " + name_ + ": not compiled");
-  std::vector<float> v;
-  auto& s = *store_;
-  v.insert(v.end(), s.params().data<float>(), s.params().data<float>() + s.params().num_elements());
-  v.insert(v.end(), s.slots().data<float>(), s.slots().data<float>() + s.slots().num_elements());
+  const Tensor& p = store_->params();
+  std::vector<float> v(p.data<float>(), p.data<float>() + p.num_elements());
+  v.insert(v.end(), slots_.data<float>(), slots_.data<float>() + slots_.num_elements());
   return v;
 }
 
 Status Model::set_state(const std::vector<float>& v) {
   if (!store_) return InvalidArgument("model " + name_ + ": not compiled");
-  auto& s = *store_;
-  const size_t np = static_cast<size_t>(s.params().num_elements()), ns = static_cast<size_t>(s.slots().num_elements());
+  const size_t np = static_cast<size_t>(store_->params().num_elements()), ns = static_cast<size_t>(slots_.num_elements());
   if (v.size() != np + ns)
     return InvalidArgument("set_state: " + std::to_string(v.size()) + " values for " + std::to_string(np + ns));
-  std::memcpy(s.params().raw_data(), v.data(), np * sizeof(float));
-  std::memcpy(s.slots().raw_data(), v.data() + np, ns * sizeof(float));
+  std::memcpy(store_->params().raw_data(), v.data(), np * sizeof(float));
+  if (ns) std::memcpy(slots_.raw_data(), v.data() + np, ns * sizeof(float));
+  for (size_t r = 1; r < replicas_.size(); ++r)
+    std::memcpy(replicas_[r].store->params().raw_data(), v.data(), np * sizeof(float));
   return Status::OK();
 }
 
@@ -720,13 +815,15 @@ Status Model::save_weights(const std::string& path) const {
   CheckpointState st;
   st.global_step = global_step_;
   st.epoch = epoch_;
-  return WriteCheckpoint(path, *store_, st);
+  return WriteCheckpoint(path, *store_, slots_, st);
 }
 
 Status Model::load_weights(const std::string& path) {
   if (!store_) return InvalidArgument("load_weights: compile model " + name_ + " first");
   CheckpointState st;
-  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &st));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &slots_, &st));
+  for (size_t r = 1; r < replicas_.size(); ++r)
+    std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   return Status::OK();

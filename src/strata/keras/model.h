@@ -27,6 +27,7 @@
 #include "strata/core/status.h"
 #include "strata/core/tensor.h"
 #include "strata/data/dataset.h"
+#include "strata/distribute/strategy.h"
 #include "strata/keras/layers.h"
 #include "strata/keras/losses.h"
 #include "strata/keras/metrics.h"
@@ -73,8 +74,11 @@ struct CompileOptions {
   std::vector<std::string> metrics;  // "accuracy", "sparse_top_k_categorical_accuracy", "f1_macro"
   int steps_per_execution = 1;       // accepted for Keras compatibility: every step is native already
   std::string precision = "float32"; // or "mixed_bfloat16" (TPU policy: bf16 matmul/conv, f32 variables)
-  int threads = 1;                   // oneDNN threads per program (a replica is a core)
+  int threads = 1;                   // oneDNN threads per replica program (a replica is a core)
   uint64_t seed = 42;                // initializers and dropout
+  // Where the replicas run. Null: the strategy of the enclosing Strategy::Scope, else one
+  // replica (OneDeviceStrategy). The global batch is split evenly across its replicas.
+  distribute::Strategy* strategy = nullptr;
 };
 
 struct FitOptions {
@@ -141,9 +145,10 @@ class Model {
   void set_global_step(int64_t s) { global_step_ = s; }
   int current_epoch() const { return epoch_; }
   const CompileOptions& compile_options() const { return compile_; }
-  // The compiled training program (null before the first batch), for the monitor and tools.
-  backend::Program* train_program() { return train_.program.get(); }
+  // Replica 0's compiled training program (null before the first batch), for the monitor.
+  backend::Program* train_program() { return replicas_.empty() ? nullptr : replicas_[0].program.get(); }
   backend::VariableStore* variables() { return store_.get(); }
+  int num_replicas() const { return strategy_ ? strategy_->num_replicas_in_sync() : 1; }
 
   // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);
@@ -158,20 +163,30 @@ class Model {
   struct Compiled {
     std::unique_ptr<graph::Graph> graph;
     std::unique_ptr<backend::Program> program;
-    std::vector<graph::Value> inputs;   // model inputs [B, ...]
+    std::shared_ptr<backend::VariableStore> store;
+    std::vector<graph::Value> inputs;   // model inputs [b, ...]
     graph::Value labels;                // training only
-    graph::Value lr;                    // training only
     graph::Value loss;                  // training only
     std::vector<graph::Value> outputs;  // model outputs
-    int64_t batch = 0;
+    int64_t batch = 0;                  // rows per replica
   };
-  Status BuildTrainGraph(Compiled& c, int64_t batch);
-  backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches) const;
+  // One training step on a global batch: shards it over the replicas, runs forward and
+  // backward on each, reduce-scatters the gradients and applies the sharded update.
+  Status TrainStep(const data::Element& batch, int64_t rows, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
+                   Mean& loss_mean);
+  // Replica r's share of the optimizer update: slice r of the (reduced) gradient block.
+  void ApplyUpdateSlice(int replica, float lr);
+  Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
+  backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches,
+                                         std::shared_ptr<backend::VariableStore> store) const;
   Status BuildForward(graph::Graph& g, bool training, int64_t batch, std::vector<graph::Value>* inputs,
                       std::vector<graph::Value>* outputs, BuildContext* ctx) const;
-  Status EnsureTrainProgram(int64_t batch);
+  Status EnsureTrainPrograms(int64_t per_replica_batch);
   Status EnsureEvalProgram(int64_t batch);
-  Status FeedInputs(Compiled& c, const data::Element& batch, int64_t rows, bool with_labels);
+  // Copies rows [row0, row0 + rows) of a batch's inputs (and labels) into a program.
+  Status FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels);
+  // Converts the batch's labels to class indices in label_scratch_ (sparse losses).
+  Status PrepareLabels(const data::Element& batch, int64_t rows, int64_t classes, size_t label_index);
   Result<Logs> RunEvaluation(const data::Dataset& data, int64_t steps, Tensor* predictions);
   std::vector<std::unique_ptr<Metric>> MakeMetrics() const;
 
@@ -180,9 +195,18 @@ class Model {
   std::vector<std::shared_ptr<LayerEntry>> layers_;  // topological order
   bool compiled_ = false;
   CompileOptions compile_;
+  distribute::Strategy* strategy_ = nullptr;
+  std::unique_ptr<distribute::Strategy> owned_strategy_;
+  // Replica 0's variables are the model's: parameters (trainable, then state such as
+  // moving statistics) and the gradient block the replicas' gradients are reduced into.
   std::shared_ptr<backend::VariableStore> store_;
-  Compiled train_, eval_;
-  std::vector<int64_t> label_scratch_;  // i64 labels of the current batch (host metrics)
+  // Optimizer slots, each parallel to the trainable parameter block ([num_trainable]):
+  // SGD momentum: 1; Adam: m, v; RMSprop: rms, momentum.
+  Tensor slots_;  // f32 [num_slot_blocks, num_trainable]
+  int num_slot_blocks_ = 0;
+  std::vector<Compiled> replicas_;
+  Compiled eval_;
+  std::vector<int64_t> label_scratch_;  // class indices of the current global batch
   double lr_scale_ = 1;
   double lr_override_ = -1;
   int64_t global_step_ = 0;

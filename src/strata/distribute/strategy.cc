@@ -1,0 +1,120 @@
+#include "strata/distribute/strategy.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "strata/core/cpu.h"
+
+namespace strata::distribute {
+namespace {
+thread_local Strategy* g_current = nullptr;
+}  // namespace
+
+Strategy::Strategy(std::string name, int replicas, bool pin)
+    : name_(std::move(name)), replicas_(replicas), pin_(pin), barrier_(replicas), results_(replicas) {
+  threads_.reserve(replicas);
+  for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { Worker(r); });
+}
+
+Strategy::~Strategy() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Strategy::Worker(int replica) {
+  char name[16];
+  std::snprintf(name, sizeof(name), "replica-%d", replica);
+  pthread_setname_np(pthread_self(), name);
+  if (pin_) {
+    std::vector<int> cpus = UsableCpuList();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[static_cast<size_t>(replica) % cpus.size()], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<Status(int)>* job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      job = job_;
+    }
+    Status s = (*job)(replica);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      results_[replica] = std::move(s);
+      if (--pending_ == 0) cv_.notify_all();
+    }
+  }
+}
+
+Status Strategy::run(const std::function<Status(int)>& fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    pending_ = replicas_;
+    ++generation_;
+  }
+  cv_.notify_all();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return pending_ == 0; });
+  for (int r = 0; r < replicas_; ++r)
+    if (!results_[r].ok()) return results_[r].WithContext("replica " + std::to_string(r));
+  return Status::OK();
+}
+
+void Strategy::barrier() { barrier_.arrive_and_wait(); }
+
+double Strategy::reduce(ReduceOp op, const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return op == ReduceOp::kMean && !v.empty() ? s / static_cast<double>(v.size()) : s;
+}
+
+std::pair<int64_t, int64_t> Strategy::Slice(int64_t n, int replica) const {
+  // Slices start on 16-float (64-byte) boundaries so replicas never share a cache line.
+  const int64_t chunk = ((n + replicas_ - 1) / replicas_ + 15) / 16 * 16;
+  const int64_t begin = std::min<int64_t>(n, chunk * replica);
+  return {begin, std::min<int64_t>(n, begin + chunk)};
+}
+
+void Strategy::ReduceScatter(const std::vector<const float*>& inputs, float* out, int64_t n, int replica,
+                             ReduceOp op) const {
+  auto [begin, end] = Slice(n, replica);
+  const float scale = op == ReduceOp::kMean ? 1.0f / static_cast<float>(inputs.size()) : 1.0f;
+  for (int64_t i = begin; i < end; ++i) {
+    float s = inputs[0][i];
+    for (size_t r = 1; r < inputs.size(); ++r) s += inputs[r][i];
+    out[i] = s * scale;
+  }
+}
+
+Strategy::Scope::Scope(Strategy* s) : previous_(g_current) { g_current = s; }
+Strategy::Scope::~Scope() { g_current = previous_; }
+Strategy* Strategy::Current() { return g_current; }
+
+namespace {
+class LocalStrategy final : public Strategy {
+ public:
+  LocalStrategy(std::string name, int replicas, bool pin) : Strategy(std::move(name), replicas, pin) {}
+};
+}  // namespace
+
+std::unique_ptr<Strategy> OneDeviceStrategy() {
+  return std::make_unique<LocalStrategy>("OneDeviceStrategy", 1, /*pin=*/false);
+}
+
+Result<std::unique_ptr<Strategy>> MirroredStrategy(int replicas) {
+  if (replicas < 0) return InvalidArgument("MirroredStrategy: replicas must be >= 0 (0: one per usable core)");
+  if (replicas == 0) replicas = UsableCores();
+  return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, /*pin=*/true));
+}
+
+}  // namespace strata::distribute

@@ -1,0 +1,95 @@
+// Strategy: synchronous data parallelism, tf.distribute in C++.
+//
+// A replica is a core: each replica is a pinned thread that runs the compiled step on its
+// shard of every global batch. After the backward pass the replicas meet at a barrier,
+// reduce-scatter the gradients (replica r sums slice r of every replica's gradient block,
+// in a fixed order, so results do not depend on thread timing), each updates its own slice
+// of the weights (the sharded weight update TPUs do), and meet again.
+//
+//   auto strategy = distribute::MirroredStrategy();           // one replica per usable core
+//   {
+//     auto scope = strategy->scope();                         // models compiled here use it
+//     model = keras::Sequential(...);
+//     model->compile(...);
+//   }
+//   model->fit(train, {.epochs = 10});   // global batch = per-replica batch x replicas
+#pragma once
+
+#include <barrier>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/core/status.h"
+
+namespace strata::distribute {
+
+enum class ReduceOp { kSum, kMean };
+
+class Strategy {
+ public:
+  virtual ~Strategy();
+  int num_replicas_in_sync() const { return replicas_; }
+  const std::string& name() const { return name_; }
+
+  // Runs fn(replica) once on every replica thread and waits for all. Inside, fn may call
+  // barrier(). The first error (lowest replica) is returned.
+  Status run(const std::function<Status(int replica)>& fn);
+  // All replicas wait here until every one has arrived (only inside run()).
+  void barrier();
+
+  // Reduces one value per replica.
+  static double reduce(ReduceOp op, const std::vector<double>& per_replica);
+  // The slice [begin, end) of an n-element buffer that replica r reduces and updates.
+  std::pair<int64_t, int64_t> Slice(int64_t n, int replica) const;
+  // out[i] = op over r of inputs[r][i] for i in this replica's slice, summed in replica
+  // order (deterministic). `out` may alias inputs[0].
+  void ReduceScatter(const std::vector<const float*>& inputs, float* out, int64_t n, int replica, ReduceOp op) const;
+
+  // While a Scope lives, models compiled on this thread use this strategy.
+  class Scope {
+   public:
+    explicit Scope(Strategy* s);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Strategy* previous_;
+  };
+  Scope scope() { return Scope(this); }
+  // The strategy of the innermost live Scope on this thread, or null.
+  static Strategy* Current();
+
+ protected:
+  Strategy(std::string name, int replicas, bool pin);
+
+ private:
+  void Worker(int replica);
+
+  std::string name_;
+  int replicas_;
+  bool pin_;
+  std::vector<std::thread> threads_;
+  std::barrier<> barrier_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<Status(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::vector<Status> results_;
+};
+
+// One replica on the calling process's first usable core.
+std::unique_ptr<Strategy> OneDeviceStrategy();
+// `replicas` replicas (0: one per usable core), each a thread pinned to a usable core
+// (replicas beyond the core count share cores: fine for tests, slow for training).
+Result<std::unique_ptr<Strategy>> MirroredStrategy(int replicas = 0);
+
+}  // namespace strata::distribute

@@ -115,35 +115,37 @@ const ZeroShift& ShortShift() {
 }
 
 #if defined(__x86_64__)
+// Three independent chains over three adjacent blocks of `block` bytes, joined by shifting.
+__attribute__((target("sse4.2"))) inline void Sse42Rounds(uint64_t& c0, const char*& p, size_t& n, size_t block,
+                                                          const ZeroShift& shift) {
+  while (n >= 3 * block) {
+    uint64_t c1 = 0, c2 = 0;
+    const char* end = p + block;
+    while (p < end) {
+      uint64_t a, b, d;
+      std::memcpy(&a, p, 8);
+      std::memcpy(&b, p + block, 8);
+      std::memcpy(&d, p + 2 * block, 8);
+      c0 = _mm_crc32_u64(c0, a);
+      c1 = _mm_crc32_u64(c1, b);
+      c2 = _mm_crc32_u64(c2, d);
+      p += 8;
+    }
+    c0 = shift.Apply(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1);
+    c0 = shift.Apply(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c2);
+    p += 2 * block;
+    n -= 3 * block;
+  }
+}
+
 __attribute__((target("sse4.2"))) uint32_t RawSse42(uint32_t crc, const char* p, size_t n) {
   uint64_t c0 = crc;
   while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
     c0 = _mm_crc32_u8(static_cast<uint32_t>(c0), static_cast<uint8_t>(*p++));
     --n;
   }
-  // Three independent chains over three adjacent blocks, joined by shifting.
-  auto rounds = [&](size_t block, const ZeroShift& shift) {
-    while (n >= 3 * block) {
-      uint64_t c1 = 0, c2 = 0;
-      const char* end = p + block;
-      while (p < end) {
-        uint64_t a, b, d;
-        std::memcpy(&a, p, 8);
-        std::memcpy(&b, p + block, 8);
-        std::memcpy(&d, p + 2 * block, 8);
-        c0 = _mm_crc32_u64(c0, a);
-        c1 = _mm_crc32_u64(c1, b);
-        c2 = _mm_crc32_u64(c2, d);
-        p += 8;
-      }
-      c0 = shift.Apply(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1);
-      c0 = shift.Apply(static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c2);
-      p += 2 * block;
-      n -= 3 * block;
-    }
-  };
-  rounds(kLongBlock, LongShift());
-  rounds(kShortBlock, ShortShift());
+  Sse42Rounds(c0, p, n, kLongBlock, LongShift());
+  Sse42Rounds(c0, p, n, kShortBlock, ShortShift());
   while (n >= 8) {
     uint64_t a;
     std::memcpy(&a, p, 8);

@@ -32,13 +32,17 @@ Dataset from_strings(std::vector<std::string> strings);
 struct TFRecordOptions {
   record::Compression compression = record::Compression::kAuto;  // per file; kAuto sniffs
   int64_t buffer_size = 1 << 20;        // read-ahead bytes per open file
-  int64_t num_parallel_reads = 1;       // files read at once: 1 = one after another; N or AUTOTUNE
+  int64_t num_parallel_reads = 1;       // reader threads: 1 = the consumer reads; N or AUTOTUNE
+  // Files open at once, read round-robin one record each. It fixes the record order, so it
+  // does not follow the thread count: 0 = num_parallel_reads when that is a number (as in
+  // tf.data), 8 for AUTOTUNE (not the core count: the order must not depend on the machine).
+  int64_t cycle_length = 0;
   // Skip corrupt records (resynchronising on the next valid header) instead of failing.
   bool skip_corrupt_records = false;
 };
 // The records of `files` (a dataset of file names), one u8[n] element each. With
-// num_parallel_reads != 1 the files are interleaved (cycle_length = num_parallel_reads,
-// or the CPU budget for AUTOTUNE; block_length 1), in order unless deterministic = false.
+// cycle_length > 1 the files are interleaved (block_length 1) and read by
+// num_parallel_reads threads; the order is fixed by cycle_length unless deterministic = false.
 // A corrupt record is an error naming the file and byte offset; that file then ends (its
 // framing can no longer be trusted) and the next one is read.
 Dataset TFRecordDataset(const Dataset& files, TFRecordOptions options = {});

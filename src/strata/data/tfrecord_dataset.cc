@@ -4,6 +4,8 @@
 // State of one file: its name and the stream offset of the next record. A restore reopens
 // the file and reads forward to that offset (framing and CRCs only, no parsing): offsets
 // are in uncompressed bytes, so this works for compressed files too.
+#include <algorithm>
+
 #include "strata/data/pipeline.h"
 #include "strata/data/sources.h"
 #include "strata/record/record_reader.h"
@@ -118,11 +120,10 @@ Dataset TFRecordDataset(const Dataset& files, TFRecordOptions o) {
     STRATA_ASSIGN_OR_RETURN(std::string path, TensorToString(e[0]));
     return Dataset(std::make_shared<TFRecordFileNode>(std::move(path), o));
   };
-  if (o.num_parallel_reads == 1)
-    return files.interleave(std::move(open), {.cycle_length = 1, .block_length = 1, .num_parallel_calls = 1});
-  return files.interleave(std::move(open), {.cycle_length = o.num_parallel_reads,
-                                            .block_length = 1,
-                                            .num_parallel_calls = o.num_parallel_reads});
+  const int64_t cycle = o.cycle_length > 0 ? o.cycle_length : (o.num_parallel_reads > 0 ? o.num_parallel_reads : 8);
+  int64_t threads = o.num_parallel_reads;
+  if (threads > 0) threads = std::min(threads, cycle);
+  return files.interleave(std::move(open), {.cycle_length = cycle, .block_length = 1, .num_parallel_calls = threads});
 }
 
 Dataset TFRecordDataset(std::vector<std::string> files, TFRecordOptions o) {

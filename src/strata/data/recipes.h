@@ -1,0 +1,56 @@
+// Ready-made pipelines for the datasets Strata trains on.
+//
+//   STRATA_ASSIGN_OR_RETURN(Dataset train, data::FlowersDataset("/data/flowers/train*.tfrec",
+//                                                               {.image_size = 192, .batch_size = 64, .replicas = 2}));
+//   // elements: (image f32 [128, 192, 192, 3] in [0, 1], label i64 [128])
+//
+//   STRATA_ASSIGN_OR_RETURN(Dataset fm, data::FashionMnistDataset("/data/fashion_mnist/*train*", {.batch_size = 128}));
+//   // elements: (image f32 [128, 28, 28, 1] in [0, 1], label i64 [128])
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "strata/data/dataset.h"
+
+namespace strata::data {
+
+// The seed's flowers pipeline (Kaggle "Flower Classification with TPUs" TFRecords:
+// `image` JPEG bytes, `class` int64, `id` bytes):
+//   list_files -> TFRecordDataset(num_parallel_reads = AUTOTUNE) -> deterministic = false
+//   -> parse -> decode + resize to S -> random flip + saturation -> repeat -> shuffle(2048)
+//   -> batch(per-replica batch x replicas, drop_remainder) -> prefetch(AUTOTUNE)
+struct FlowersOptions {
+  int image_size = 192;            // S: decoded images are resized to S x S
+  int64_t batch_size = 64;         // per replica
+  int replicas = 1;                // the global batch is batch_size x replicas
+  bool deterministic = false;      // the seed's choice: order traded for speed
+  bool augment = true;             // random left-right flip and saturation in [0, 2]
+  bool repeat = true;              // forever (the training loop counts steps)
+  int64_t shuffle_buffer = 2048;   // 0: no shuffle
+  std::optional<uint64_t> seed;    // shuffle, file order and augmentation; unset: random
+  std::string label_key = "class"; // "class" (labeled) ; set "" to omit the label
+  int64_t num_parallel_reads = AUTOTUNE;  // reader threads
+  int64_t files_open = 8;                 // TFRecord cycle_length: fixes the order with the seed
+  int64_t num_parallel_calls = AUTOTUNE;  // decode+augment workers
+  int64_t prefetch = AUTOTUNE;
+  AutotuneOptions autotune{};      // budgets (training_replicas = replicas sharing the cores)
+};
+Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions options = {});
+
+// Fashion-MNIST in the TFDS layout (`image` PNG bytes 28x28x1, `label` int64), images
+// scaled to [0, 1] f32.
+struct FashionMnistOptions {
+  int64_t batch_size = 128;
+  bool drop_remainder = true;      // static shapes for the compiled step
+  int64_t shuffle = 10000;         // buffer; 0: file order
+  std::optional<uint64_t> seed;
+  bool repeat = false;             // false: one epoch per iterator
+  bool cache = true;               // decoded images kept in memory after the first epoch
+  int64_t num_parallel_calls = AUTOTUNE;
+  bool deterministic = true;
+};
+Result<Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions options = {});
+
+}  // namespace strata::data

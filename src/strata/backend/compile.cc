@@ -1,0 +1,64 @@
+#include "strata/backend/compile.h"
+
+#include <map>
+#include <mutex>
+
+#include "strata/backend/backend.h"
+
+namespace strata::backend {
+
+int64_t Program::matrix_flops_per_step() const {
+  int64_t f = 0;
+  for (const KernelInfo& k : kernels()) f += k.matrix_flops;
+  return f;
+}
+
+int64_t Program::flops_per_step() const {
+  int64_t f = 0;
+  for (const KernelInfo& k : kernels()) f += k.matrix_flops + k.other_flops;
+  return f;
+}
+
+namespace {
+std::map<std::string, std::unique_ptr<Backend>>& Backends() {
+  static std::map<std::string, std::unique_ptr<Backend>>* m = [] {
+    auto* r = new std::map<std::string, std::unique_ptr<Backend>>;
+    for (auto* make : {&NewCpuBackend, &NewReferenceBackend}) {
+      std::unique_ptr<Backend> b = make();
+      std::string name = b->name();
+      (*r)[name] = std::move(b);
+    }
+    return r;
+  }();
+  return *m;
+}
+}  // namespace
+
+Backend* FindBackend(const std::string& name) {
+  auto it = Backends().find(name);
+  return it == Backends().end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> BackendNames() {
+  std::vector<std::string> v;
+  for (const auto& [k, _] : Backends()) v.push_back(k);
+  return v;
+}
+
+Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options) {
+  Backend* b = FindBackend(options.backend);
+  if (b == nullptr) return InvalidArgument("Compile: unknown backend \"" + options.backend + "\"");
+  if (options.threads < 1) return InvalidArgument("Compile: threads must be >= 1");
+  for (const graph::Value& f : options.fetches)
+    if (!f.valid() || f.graph != &g) return InvalidArgument("Compile: a fetch is not a value of this graph");
+  std::shared_ptr<VariableStore> vars = options.variables;
+  if (vars == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(vars, VariableStore::Create(g));
+  } else {
+    STRATA_RETURN_IF_ERROR(vars->CheckCompatible(g));
+  }
+  if (const char* t = std::getenv("STRATA_TRACE"); t != nullptr && t[0] == '1') options.trace = true;
+  return b->Compile(g, options, std::move(vars));
+}
+
+}  // namespace strata::backend

@@ -1,0 +1,153 @@
+// THE table of op cases: one row per op (and per interesting attribute), each with its
+// builder, the finite-difference step and tolerance, and the exact matrix FLOP count of the
+// forward op. tests/graph/op_gradient_test.cc runs every row in three modes (f64 gradient
+// vs central differences on the reference evaluator; cpu backend vs reference; FLOP count)
+// and bench/op_bench.cc times every row on the cpu backend.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "strata/graph/graph.h"
+
+namespace strata::testing {
+
+using graph::Graph;
+using graph::Value;
+
+struct OpCase {
+  std::string name;
+  std::vector<Shape> inputs;  // f32 inputs, fed U(-1, 1); differentiated
+  // Builds the op on `xs`; may add i32 label inputs (fed in [0, classes)) and variables
+  // (fed U(0.5, 1.5)), which are not differentiated.
+  std::function<Result<Value>(Graph&, const std::vector<Value>&)> build;
+  double fd_tolerance = 1e-6;   // |analytic - numeric| <= tol * max(1, |numeric|), in f64
+  double fd_step = 1e-5;
+  int64_t matrix_flops = 0;     // of the forward op
+  double cpu_tolerance = 1e-4;  // cpu (f32, oneDNN) vs reference, relative to max |value|
+  bool finite_differences = true;  // false where the op is not differentiable (casts to bf16)
+  int classes = 10;             // range of i32 label inputs
+};
+
+inline std::vector<OpCase> AllOpCases() {
+  using graph::Activation;
+  using graph::Padding;
+  std::vector<OpCase> c;
+  auto conv = [](graph::Conv2DOptions o) {
+    return [o](Graph& g, const std::vector<Value>& x) { return g.Conv2D(x[0], x[1], o, "conv"); };
+  };
+  c.push_back({"conv2d_same_3x3", {{2, 6, 5, 3}, {3, 3, 3, 4}}, conv({.padding = Padding::kSame}), 1e-6, 1e-5,
+               2LL * 2 * 6 * 5 * 4 * 3 * 3 * 3});
+  c.push_back({"conv2d_valid_stride2", {{2, 7, 7, 2}, {3, 3, 2, 3}}, conv({.stride_h = 2, .stride_w = 2}), 1e-6, 1e-5,
+               2LL * 2 * 3 * 3 * 3 * 3 * 3 * 2});
+  c.push_back({"conv2d_same_stride2", {{1, 6, 6, 2}, {3, 3, 2, 2}},
+               conv({.stride_h = 2, .stride_w = 2, .padding = Padding::kSame}), 1e-6, 1e-5, 2LL * 1 * 3 * 3 * 2 * 3 * 3 * 2});
+  c.push_back({"conv2d_dilated", {{1, 7, 7, 2}, {3, 3, 2, 3}},
+               conv({.padding = Padding::kSame, .dilation_h = 2, .dilation_w = 2}), 1e-6, 1e-5,
+               2LL * 1 * 7 * 7 * 3 * 3 * 3 * 2});
+  c.push_back({"conv2d_grouped", {{2, 5, 5, 4}, {3, 3, 2, 6}}, conv({.padding = Padding::kSame, .groups = 2}), 1e-6,
+               1e-5, 2LL * 2 * 5 * 5 * 6 * 3 * 3 * 2});
+  c.push_back({"conv2d_depthwise", {{2, 5, 5, 3}, {3, 3, 1, 3}}, conv({.padding = Padding::kSame, .groups = 3}), 1e-6,
+               1e-5, 2LL * 2 * 5 * 5 * 3 * 3 * 3 * 1});
+  c.push_back({"matmul", {{4, 5}, {5, 3}}, [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1]); },
+               1e-6, 1e-5, 2LL * 4 * 3 * 5});
+  c.push_back({"matmul_transpose_a", {{5, 4}, {5, 3}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1], true, false); }, 1e-6, 1e-5,
+               2LL * 4 * 3 * 5});
+  c.push_back({"matmul_transpose_b", {{4, 5}, {3, 5}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1], false, true); }, 1e-6, 1e-5,
+               2LL * 4 * 3 * 5});
+  c.push_back({"bias_add", {{2, 3, 3, 4}, {4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.BiasAdd(x[0], x[1]); }});
+  c.push_back({"batch_norm_training", {{4, 3, 3, 5}, {5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value mv, g.Variable("bn/moving_variance", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 return g.BatchNorm(x[0], x[1], x[2], mm, mv, {}, "bn");
+               },
+               1e-5, 1e-5, 0, 2e-4});
+  c.push_back({"batch_norm_inference_relu", {{4, 3, 3, 5}, {5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value mv, g.Variable("bn/moving_variance", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value y, g.BatchNormInference(x[0], x[1], x[2], mm, mv, {}, "bn"));
+                 return g.Relu(y);
+               },
+               1e-6, 1e-5, 0, 1e-4, false});  // no gradient rule for inference batch norm
+  for (Activation a : {Activation::kRelu, Activation::kRelu6, Activation::kGelu, Activation::kSwish,
+                       Activation::kSigmoid, Activation::kTanh}) {
+    c.push_back({std::string("activation_") + graph::ActivationName(a), {{3, 4, 5}},
+                 [a](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                   // Scaled so relu6 sees both of its kinks' sides.
+                   STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 8.0f));
+                   return g.Act(a, s);
+                 },
+                 1e-6, 1e-6});
+  }
+  c.push_back({"softmax", {{3, 6}}, [](Graph& g, const std::vector<Value>& x) { return g.Softmax(x[0]); }});
+  c.push_back({"max_pool_valid", {{2, 6, 6, 3}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MaxPool(x[0], {}); }});
+  c.push_back({"max_pool_same_3x3_stride2", {{1, 5, 5, 2}},
+               [](Graph& g, const std::vector<Value>& x) {
+                 return g.MaxPool(x[0], {.window_h = 3, .window_w = 3, .stride_h = 2, .stride_w = 2,
+                                         .padding = Padding::kSame});
+               }});
+  c.push_back({"avg_pool_same_3x3", {{2, 5, 5, 2}},
+               [](Graph& g, const std::vector<Value>& x) {
+                 return g.AvgPool(x[0], {.window_h = 3, .window_w = 3, .stride_h = 1, .stride_w = 1,
+                                         .padding = Padding::kSame});
+               }});
+  c.push_back({"global_avg_pool", {{2, 4, 3, 5}},
+               [](Graph& g, const std::vector<Value>& x) { return g.GlobalAvgPool(x[0]); }});
+  c.push_back({"global_max_pool", {{2, 4, 3, 5}},
+               [](Graph& g, const std::vector<Value>& x) { return g.GlobalMaxPool(x[0]); }});
+  c.push_back({"add", {{2, 3, 4}, {2, 3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Add(x[0], x[1]); }});
+  c.push_back({"sub", {{2, 3, 4}, {2, 3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Sub(x[0], x[1]); }});
+  c.push_back({"multiply", {{2, 3, 2, 4}, {2, 3, 2, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Multiply(x[0], x[1]); }});
+  c.push_back({"concat_channels", {{2, 3, 3, 2}, {2, 3, 3, 3}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Concat({x[0], x[1]}, 3); }});
+  c.push_back({"concat_rows", {{2, 3}, {4, 3}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Concat({x[0], x[1]}, 0); }});
+  c.push_back({"slice", {{3, 6}}, [](Graph& g, const std::vector<Value>& x) { return g.Slice(x[0], 1, 2, 5); }});
+  c.push_back({"flatten", {{2, 3, 3, 2}}, [](Graph& g, const std::vector<Value>& x) { return g.Flatten(x[0]); }});
+  c.push_back({"reshape", {{4, 6}}, [](Graph& g, const std::vector<Value>& x) { return g.Reshape(x[0], {2, -1, 3}); }});
+  c.push_back({"dropout", {{4, 8}}, [](Graph& g, const std::vector<Value>& x) { return g.Dropout(x[0], 0.3f, 7); }});
+  c.push_back({"reduce_sum_axes", {{2, 3, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.ReduceSum(x[0], {0, 2}); }});
+  c.push_back({"reduce_mean_all", {{2, 3, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.ReduceMean(x[0]); }});
+  c.push_back({"softmax_cross_entropy", {{4, 5}},
+               [](Graph& g, const std::vector<Value>& x) {
+                 return g.SoftmaxCrossEntropy(x[0], g.Input("labels", DType::kI32, {4}));
+               },
+               1e-6, 1e-5, 0, 1e-4, true, 5});
+  c.push_back({"softmax_cross_entropy_smoothing", {{4, 5}},
+               [](Graph& g, const std::vector<Value>& x) {
+                 return g.SoftmaxCrossEntropy(x[0], g.Input("labels", DType::kI32, {4}), 0.1f);
+               },
+               1e-6, 1e-5, 0, 1e-4, true, 5});
+  c.push_back({"mean_squared_error", {{3, 4}, {3, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MeanSquaredError(x[0], x[1]); }});
+  c.push_back({"cast_bf16_round_trip", {{3, 4}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value b, g.Cast(x[0], DType::kBF16));
+                 return g.Cast(b, DType::kF32);
+               },
+               1e-6, 1e-5, 0, 1e-6, false});
+  c.push_back({"dense_bias_relu_chain", {{4, 6}, {6, 5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value y, g.MatMul(x[0], x[1]));
+                 STRATA_ASSIGN_OR_RETURN(y, g.BiasAdd(y, x[2]));
+                 return g.Act(graph::Activation::kTanh, y);
+               },
+               1e-6, 1e-5, 2LL * 4 * 5 * 6});
+  return c;
+}
+
+}  // namespace strata::testing

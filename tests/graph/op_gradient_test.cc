@@ -1,0 +1,168 @@
+// Every row of the op table (op_cases.h) in three modes:
+//   Gradient: autodiff's rule vs central finite differences, both on the f64 reference.
+//   CpuMatchesReference: the cpu backend (oneDNN, f32) vs the reference, forward and gradients.
+//   FlopCount: the graph's matrix FLOP count of the forward op vs the row's exact figure.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "op_cases.h"
+#include "strata/backend/compile.h"
+#include "strata/backend/reference/evaluator.h"
+#include "strata/graph/autodiff.h"
+
+namespace strata::testing {
+namespace {
+
+using backend::reference::Evaluator;
+
+// The graph of one case: the op, projected to a scalar loss by a fixed random weighting so
+// that every output element's gradient matters: loss = sum(y * r).
+struct CaseGraph {
+  Graph g;
+  std::vector<Value> xs;
+  Value y, loss;
+  std::vector<Value> grads;
+  int first_grad_node = 0;
+  int forward_nodes = 0;
+};
+
+Status BuildCase(const OpCase& c, CaseGraph& cg) {
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    cg.xs.push_back(cg.g.Input("x" + std::to_string(i), DType::kF32, c.inputs[i]));
+  const int before = cg.g.num_nodes();
+  STRATA_ASSIGN_OR_RETURN(cg.y, c.build(cg.g, cg.xs));
+  cg.forward_nodes = cg.g.num_nodes() - before;
+  if (cg.y.dtype() != DType::kF32) return InvalidArgument("case output must be f32");
+  if (cg.y.shape() == Shape{}) {
+    cg.loss = cg.y;
+  } else {
+    Value r = cg.g.Input("projection", DType::kF32, cg.y.shape());
+    STRATA_ASSIGN_OR_RETURN(Value prod, cg.g.Multiply(cg.y, r, "project"));
+    STRATA_ASSIGN_OR_RETURN(cg.loss, cg.g.ReduceSum(prod, {}, "loss"));
+  }
+  cg.first_grad_node = cg.g.num_nodes();
+  if (c.finite_differences) {
+    STRATA_ASSIGN_OR_RETURN(cg.grads, graph::Gradients(cg.g, cg.loss, cg.xs));
+  }
+  return Status::OK();
+}
+
+// Random values for every Input and Variable: f32 inputs U(-1, 1), labels in [0, classes),
+// variables U(0.5, 1.5) (positive: they may be variances). Rounded to f32 so the cpu
+// backend sees exactly the same numbers.
+std::map<int, std::vector<double>> Feed(const CaseGraph& cg, const OpCase& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1), pos(0.5, 1.5);
+  std::map<int, std::vector<double>> leaves;
+  for (int i = 0; i < cg.g.num_nodes(); ++i) {
+    const graph::Node& n = cg.g.node(i);
+    if (n.kind != graph::OpKind::kInput && n.kind != graph::OpKind::kVariable) continue;
+    std::vector<double>& v = leaves[i];
+    v.resize(n.out_shapes[0].num_elements());
+    for (double& e : v) {
+      if (n.out_dtypes[0] == DType::kI32) e = static_cast<double>(rng() % c.classes);
+      else if (n.kind == graph::OpKind::kVariable) e = static_cast<float>(pos(rng));
+      else e = static_cast<float>(u(rng));
+    }
+  }
+  return leaves;
+}
+
+class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(OpCaseTest, Gradient) {
+  const OpCase& c = GetParam();
+  if (!c.finite_differences) GTEST_SKIP() << "not differentiable by design (see the row)";
+  CaseGraph cg;
+  ASSERT_TRUE(BuildCase(c, cg).ok());
+  std::vector<Value> fetches = cg.grads;
+  fetches.push_back(cg.loss);
+  Evaluator ev(cg.g, fetches);
+  auto leaves = Feed(cg, c, 42);
+  auto base = leaves;
+  ASSERT_TRUE(ev.Run(leaves, 0).ok());
+  std::vector<std::vector<double>> analytic;
+  for (const Value& gv : cg.grads) analytic.push_back(ev.value(gv));
+  std::mt19937_64 pick(7);
+  for (size_t xi = 0; xi < cg.xs.size(); ++xi) {
+    const int node = cg.xs[xi].node;
+    const size_t n = base[node].size();
+    ASSERT_EQ(analytic[xi].size(), n) << c.name << " input " << xi;
+    // Up to 48 elements per input (all of them for small inputs).
+    for (size_t t = 0; t < std::min<size_t>(n, 48); ++t) {
+      const size_t e = n <= 48 ? t : pick() % n;
+      auto plus = base, minus = base;
+      plus[node][e] += c.fd_step;
+      minus[node][e] -= c.fd_step;
+      ASSERT_TRUE(ev.Run(plus, 0).ok());
+      const double lp = ev.value(cg.loss)[0];
+      ASSERT_TRUE(ev.Run(minus, 0).ok());
+      const double lm = ev.value(cg.loss)[0];
+      const double numeric = (lp - lm) / (2 * c.fd_step);
+      EXPECT_NEAR(analytic[xi][e], numeric, c.fd_tolerance * std::max(1.0, std::fabs(numeric)))
+          << c.name << ": d loss / d x" << xi << "[" << e << "]";
+    }
+  }
+}
+
+TEST_P(OpCaseTest, CpuMatchesReference) {
+  const OpCase& c = GetParam();
+  CaseGraph cg;
+  ASSERT_TRUE(BuildCase(c, cg).ok());
+  std::vector<Value> fetches = cg.grads;
+  fetches.push_back(cg.y);
+  auto program = backend::Compile(cg.g, {.fetches = fetches});
+  ASSERT_TRUE(program.ok()) << c.name << ": " << program.status().ToString();
+  auto leaves = Feed(cg, c, 43);
+  for (auto& [node, vals] : leaves) {
+    const graph::Node& n = cg.g.node(node);
+    if (n.kind == graph::OpKind::kInput) {
+      Tensor& t = (*program)->input(cg.g.output(node));
+      for (size_t e = 0; e < vals.size(); ++e) {
+        if (t.dtype() == DType::kI32) t.data<int32_t>()[e] = static_cast<int32_t>(vals[e]);
+        else t.data<float>()[e] = static_cast<float>(vals[e]);
+      }
+    } else {
+      auto t = (*program)->variables().Value(n.name);
+      ASSERT_TRUE(t.ok());
+      for (size_t e = 0; e < vals.size(); ++e) t->data<float>()[e] = static_cast<float>(vals[e]);
+    }
+  }
+  Evaluator ev(cg.g, fetches);
+  ASSERT_TRUE(ev.Run(leaves, 0).ok());
+  Status st = (*program)->Run();
+  ASSERT_TRUE(st.ok()) << c.name << ": " << st.ToString();
+  for (const Value& f : fetches) {
+    const std::vector<double>& want = ev.value(f);
+    const Tensor& got = (*program)->fetch(f);
+    ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size())) << c.name;
+    double scale = 1e-3;
+    for (double w : want) scale = std::max(scale, std::fabs(w));
+    for (size_t e = 0; e < want.size(); ++e)
+      ASSERT_NEAR(got.data<float>()[e], want[e], c.cpu_tolerance * scale)
+          << c.name << ": " << cg.g.Describe(f) << " element " << e;
+  }
+}
+
+TEST_P(OpCaseTest, FlopCount) {
+  const OpCase& c = GetParam();
+  CaseGraph cg;
+  ASSERT_TRUE(BuildCase(c, cg).ok());
+  int64_t flops = 0;
+  for (int i = static_cast<int>(c.inputs.size()); i < static_cast<int>(c.inputs.size()) + cg.forward_nodes; ++i)
+    flops += cg.g.MatrixFlops(i);
+  EXPECT_EQ(flops, c.matrix_flops) << c.name;
+  // Each matrix op's backward costs what its forward does, per operand differentiated.
+  int64_t backward = 0;
+  for (int i = cg.first_grad_node; i < cg.g.num_nodes(); ++i) backward += cg.g.MatrixFlops(i);
+  if (c.finite_differences && c.matrix_flops > 0) EXPECT_EQ(backward, 2 * c.matrix_flops) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpCaseTest, ::testing::ValuesIn(AllOpCases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,185 @@
+// Keras models end to end on the compiled engine: summary, fit, evaluate, predict,
+// checkpoints, callbacks and replica equivalence.
+#include "strata/keras/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "strata/core/file.h"
+#include "strata/keras/callbacks.h"
+#include "strata/keras/spec.h"
+
+namespace strata::keras {
+namespace {
+
+using namespace layers;  // NOLINT
+
+// A linearly separable 3-class problem in 8 dimensions, as (x f32 [n, 8], y i64 [n]).
+data::Element Blobs(int64_t n, uint64_t seed) {
+  Tensor x(DType::kF32, {n, 8}), y(DType::kI64, {n});
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> noise(0, 0.5f);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t c = i % 3;
+    y.data<int64_t>()[i] = c;
+    for (int j = 0; j < 8; ++j) x.data<float>()[i * 8 + j] = (j % 3 == c ? 2.0f : -1.0f) + noise(rng);
+  }
+  return data::Element({x, y});
+}
+
+std::unique_ptr<Model> Mlp(const std::string& name = "mlp") {
+  auto m = Sequential({InputLayer({8}), Dense(16, {.activation = "relu"}), Dense(3)}, name);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(m).value();
+}
+
+TEST(Model, SummaryLooksLikeKeras) {
+  auto m = Mlp();
+  std::string s = m->Summary();
+  EXPECT_NE(s.find("Model: \"mlp\""), std::string::npos) << s;
+  EXPECT_NE(s.find(" dense (Dense)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 16)"), std::string::npos) << s;
+  EXPECT_NE(s.find("dense_1 (Dense)"), std::string::npos) << s;
+  EXPECT_NE(s.find("Total params: 195"), std::string::npos) << s;  // 8*16+16 + 16*3+3
+  EXPECT_NE(s.find("Trainable params: 195"), std::string::npos) << s;
+  EXPECT_NE(s.find("Non-trainable params: 0"), std::string::npos) << s;
+  EXPECT_EQ(m->count_params(), 195);
+}
+
+TEST(Model, ReferenceCnnSpecHasKerasParameterCounts) {
+  auto m = LoadModelSpec("reference-cnn");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  // Keras: conv 288+9216+18432+36864, BN 4*(32+32+64+64)=768 (384 non-trainable),
+  // dense 3136*128+128 + 128*10+10.
+  EXPECT_EQ((*m)->count_params(), 288 + 9216 + 18432 + 36864 + 768 + 401536 + 1290);
+  std::string s = (*m)->Summary();
+  EXPECT_NE(s.find("Non-trainable params: 384"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 7, 7, 64)"), std::string::npos) << s;
+}
+
+TEST(Model, ShapeErrorsNameTheLayer) {
+  auto m = Sequential({InputLayer({28, 28, 1}), Dense(10)}, "bad");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("dense (Dense)"), std::string::npos) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("Flatten"), std::string::npos) << m.status().ToString();
+  auto spec = ModelFromJson(R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4]}},
+      {"class_name": "Dense", "config": {"units": 2, "bogus": 1}}]}})");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("bogus"), std::string::npos);
+}
+
+TEST(Model, FunctionalWithSharedLayerAndConcat) {
+  KTensor a = Input({8}, DType::kF32, "a");
+  KTensor b = Input({8}, DType::kF32, "b");
+  LayerPtr shared = Dense(4, {.activation = "relu"});
+  KTensor merged = Call(Concatenate(), {Call(shared, a), Call(shared, b)});
+  auto m = Model::Functional({a, b}, {Call(Dense(2), merged)}, "siamese");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->count_params(), 8 * 4 + 4 + 8 * 2 + 2);  // the shared layer counts once
+  EXPECT_NE((*m)->Summary().find("Connected to"), std::string::npos);
+}
+
+TEST(Model, FitLearnsAndEvaluatePredictAgree) {
+  auto m = Mlp();
+  ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.1, {.momentum = 0.9}),
+                          .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                          .metrics = {"accuracy"}})
+                  .ok());
+  auto train = data::Dataset::from_tensor_slices(Blobs(960, 1)).batch(32, {.drop_remainder = true});
+  auto test = data::Dataset::from_tensor_slices(Blobs(300, 2)).batch(64);  // last batch short
+  auto h = m->fit(train, {.epochs = 3, .validation_data = &test, .verbose = 0});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_EQ(h->history["loss"].size(), 3u);
+  EXPECT_LT(h->history["loss"][2], h->history["loss"][0]);
+  auto logs = m->evaluate(test);
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  EXPECT_GT(LogValue(*logs, "accuracy"), 0.95);
+  EXPECT_NEAR(LogValue(*logs, "accuracy"), h->history["val_accuracy"].back(), 1e-9);
+  auto p = m->predict(test);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->shape(), Shape({300, 3}));
+}
+
+TEST(Model, ReplicasMatchOneReplicaWithTheSameGlobalBatch) {
+  // No batch norm and no dropout: R replicas with global batch B must equal one replica
+  // with batch B (gradients are averaged over the shards).
+  std::vector<std::vector<float>> finals;
+  for (int replicas : {1, 2, 4}) {
+    auto strategy = distribute::MirroredStrategy(replicas);
+    ASSERT_TRUE(strategy.ok());
+    auto m = Mlp();
+    ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.05, {.momentum = 0.9, .nesterov = true, .weight_decay = 1e-3}),
+                            .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                            .strategy = strategy->get()})
+                    .ok());
+    auto train = data::Dataset::from_tensor_slices(Blobs(256, 3)).batch(64, {.drop_remainder = true});
+    auto h = m->fit(train, {.epochs = 2, .verbose = 0});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    finals.push_back(*m->get_state());
+  }
+  for (size_t r = 1; r < finals.size(); ++r) {
+    ASSERT_EQ(finals[r].size(), finals[0].size());
+    for (size_t i = 0; i < finals[0].size(); ++i) ASSERT_NEAR(finals[r][i], finals[0][i], 1e-5) << "replica set " << r << " value " << i;
+  }
+}
+
+TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-ckpt";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto train = data::Dataset::from_tensor_slices(Blobs(192, 4)).batch(32, {.drop_remainder = true});
+  auto opts = [](CompileOptions o) { return o; };
+  CompileOptions co{.optimizer = optimizers::Adam(0.01), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})};
+
+  auto straight = Mlp();
+  ASSERT_TRUE(straight->compile(opts(co)).ok());
+  ASSERT_TRUE(straight->fit(train, {.epochs = 4, .verbose = 0}).ok());
+
+  // Two epochs, save, then a fresh model loads and trains two more.
+  auto first = Mlp();
+  ASSERT_TRUE(first->compile(opts(co)).ok());
+  ASSERT_TRUE(first->fit(train, {.epochs = 2, .verbose = 0}).ok());
+  ASSERT_TRUE(first->save_weights((dir / "w.ckpt").string()).ok());
+  auto second = Mlp();
+  ASSERT_TRUE(second->compile(opts(co)).ok());
+  ASSERT_TRUE(second->load_weights((dir / "w.ckpt").string()).ok());
+  ASSERT_TRUE(second->fit(train, {.epochs = 4, .verbose = 0, .initial_epoch = 2}).ok());
+  EXPECT_EQ(*second->get_state(), *straight->get_state());  // bitwise
+
+  // A damaged checkpoint is an error naming the file, not garbage weights.
+  std::string bytes = *ReadFileToString((dir / "w.ckpt").string());
+  bytes[bytes.size() / 2] ^= 0x40;
+  ASSERT_TRUE(WriteFileAtomic((dir / "bad.ckpt").string(), bytes).ok());
+  Status s = second->load_weights((dir / "bad.ckpt").string());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bad.ckpt"), std::string::npos) << s.ToString();
+}
+
+TEST(Callbacks, EarlyStoppingCsvLoggerAndLearningRateScheduler) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-cb";
+  std::filesystem::create_directories(dir);
+  auto m = Mlp();
+  ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.0), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());
+  auto train = data::Dataset::from_tensor_slices(Blobs(64, 5)).batch(32, {.drop_remainder = true});
+  std::vector<double> lrs;
+  auto sched = std::make_shared<LearningRateScheduler>([&](int epoch, double) {
+    lrs.push_back(epoch * 0.0);  // lr 0: the loss never improves
+    return 0.0;
+  });
+  auto early = std::make_shared<EarlyStopping>(EarlyStopping::Options{.monitor = "loss", .patience = 2});
+  auto csv = std::make_shared<CSVLogger>((dir / "log.csv").string());
+  auto h = m->fit(train, {.epochs = 10, .callbacks = {sched, early, csv}, .verbose = 0});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->epoch.size(), 3u);  // epoch 0 sets the best, 1 and 2 do not improve
+  EXPECT_EQ(early->stopped_epoch(), 2);
+  std::string log = *ReadFileToString((dir / "log.csv").string());
+  EXPECT_EQ(log.substr(0, log.find('\n')), "epoch,loss,lr");
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4);
+}
+
+}  // namespace
+}  // namespace strata::keras

@@ -76,7 +76,7 @@ std::vector<int64_t> HillClimb(const Model& m, const Budget& budget, double cons
   auto cpu_used = [&](const std::vector<int64_t>& x) {
     int64_t c = 0;
     for (const auto& n : m.nodes)
-      if (n.kind == ModelNode::Kind::kParallel) c += Value(n, x, true);
+      if (n.kind == ModelNode::Kind::kParallel && n.work_share >= 0.1) c += Value(n, x, true);
     return c;
   };
   auto ram_used = [&](const std::vector<int64_t>& x) {
@@ -137,11 +137,15 @@ Model BuildModel(const std::vector<StageStatsSnapshot>& now, const std::vector<S
       n.ratio = inputs > 0 ? static_cast<double>(inputs) / elements : 1.0;
       n.bytes = static_cast<double>(bytes) / elements;
     }
+    n.work_share = static_cast<double>(std::max<int64_t>(busy, 0));  // normalised below
     n.parallelism = std::max<int64_t>(1, s.parallelism);
     n.buffer = std::max<int64_t>(1, s.buffer_capacity);
     index[s.path] = static_cast<int>(m.nodes.size());
     m.nodes.push_back(std::move(n));
   }
+  double total_busy = 0;
+  for (const auto& n : m.nodes) total_busy += n.work_share;
+  for (auto& n : m.nodes) n.work_share = total_busy > 0 ? n.work_share / total_busy : 1.0;
   // Inputs: "P.f" (what an interleave opened) stands for its input, else "P.0", "P.1", ...
   for (auto& n : m.nodes) {
     auto f = index.find(n.path + ".f");

@@ -7,7 +7,8 @@
 // input elements it consumes per output element, its element size) and hill-climbs: from
 // every knob at its minimum it repeatedly raises the one knob that most reduces the
 // modelled time the consumer waits per element, while the sum of parallelism stays within
-// the CPU budget and the buffered bytes within the RAM budget, until no step gains more
+// the CPU budget (stages doing under 10 % of the work, such as file readers, are not charged)
+// and the buffered bytes within the RAM budget, until no step gains more
 // than 1 % or the consumer is modelled to wait less than 2 % of its own step time.
 #pragma once
 
@@ -32,6 +33,9 @@ struct ModelNode {
   double ratio = 1;      // input elements consumed per output element
   double bytes = 0;      // bytes per output element
   std::vector<int> inputs;  // indices into Model::nodes
+  // Share of the pipeline's busy time spent in this stage. Parallel stages under 10 %
+  // (file readers, mostly asleep in I/O) are not charged against the CPU budget.
+  double work_share = 1;
   bool parallel_inputs = false;  // the workers read the inputs themselves (interleave)
   int parallelism_param = -1;  // index into the parameter vector, or -1 (then `parallelism`)
   int buffer_param = -1;       // index into the parameter vector, or -1 (then `buffer`)

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sys/resource.h>
+
 #include <thread>
 
 #include "command.h"
@@ -40,9 +42,15 @@ Status Prepare(Replica& r, int64_t batch, backend::Precision precision, int thre
   return Status::OK();
 }
 
+int64_t PeakRssBytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
 int RunBenchStep(const std::vector<std::string>& args) {
   std::string model = "reference-cnn", precision_name = "f32";
-  int64_t batch = 128, replicas = 1, threads = 1, warmup = 3;
+  int64_t batch = 128, replicas = 1, threads = 1, warmup = 3, fixed_steps = 0;
   double seconds = 10;
   bool json = false;
   FlagParser flags("bench-step", "[--model reference-cnn] [--batch B] [--replicas R] [--precision f32|bf16] "
@@ -58,6 +66,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   flags.String("precision", &precision_name, "f32, or bf16 (mixed: bf16 conv/matmul, f32 variables and loss)");
   flags.Double("seconds", &seconds, "measured time after warm-up (default 10)");
   flags.Int("warmup", &warmup, "steps run before measuring (default 3)");
+  flags.Int("steps", &fixed_steps, "run exactly this many steps per replica instead of --seconds (468: an epoch)");
   flags.Bool("json", &json, "print one JSON object");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (model != "reference-cnn") return Fail("bench-step", "unknown --model \"" + model + "\" (built in: reference-cnn)", kExitUsage);
@@ -95,7 +104,10 @@ int RunBenchStep(const std::vector<std::string>& args) {
       if (!r.status.ok()) break;
       r.step_ms.push_back(sw.ElapsedSeconds() * 1e3);
       ++r.steps;
-      if (NowNanos() >= deadline) stop.store(true);  // the first replica to finish ends the window
+      if (fixed_steps > 0 ? r.steps >= fixed_steps : NowNanos() >= deadline) {
+        if (fixed_steps > 0) break;
+        stop.store(true);  // the first replica to finish ends the window
+      }
     }
   });
   const double elapsed = wall.ElapsedSeconds();
@@ -134,6 +146,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
         {"arena_bytes", p0.arena_bytes()},
         {"program_bytes", p0.total_bytes()},
         {"kernels", p0.kernels().size()},
+        {"peak_rss_bytes", PeakRssBytes()},
     };
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
@@ -146,9 +159,9 @@ int RunBenchStep(const std::vector<std::string>& args) {
   std::printf("FLOPs/image  %.1f M matrix (conv + matmul), %.1f M all\n", flops_per_image / 1e6,
               static_cast<double>(p0.flops_per_step()) / static_cast<double>(batch) / 1e6);
   std::printf("utilization  %.1f %% of %.1f GFLOP/s x %.0f core(s)\n", utilization * 100, peak_per_core / 1e9, cores);
-  std::printf("memory       %.1f MiB arena, %.1f MiB program, %zu kernels\n",
+  std::printf("memory       %.1f MiB arena, %.1f MiB program, %zu kernels, %.1f MiB peak RSS\n",
               static_cast<double>(p0.arena_bytes()) / (1 << 20), static_cast<double>(p0.total_bytes()) / (1 << 20),
-              p0.kernels().size());
+              p0.kernels().size(), static_cast<double>(PeakRssBytes()) / (1 << 20));
   return kExitOk;
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The reference CNN training step, Strata vs PyTorch 1.13, on one core, in the same run.
+#
+#   bench/step_vs_torch.sh [build-dir] [seconds] [repeats]
+#
+# Every configuration runs pinned to one core (taskset -c $CORE, default 0), one after the
+# other, `repeats` times round-robin; the table shows medians of images/s and the ratios to
+# PyTorch at its default malloc and at its best (GLIBC_TUNABLES: no mmap, no trim; the
+# architecture notes' best configuration for PyTorch here). Channels-last is PyTorch's
+# faster layout on CPU and is reported too. Utilization is Strata's counted matrix FLOPs /
+# time / calibrated peak of one core.
+set -euo pipefail
+BUILD=${1:-build}
+SECONDS_PER_RUN=${2:-10}
+REPEATS=${3:-3}
+CORE=${CORE:-0}
+STRATA=$BUILD/tools/strata/strata
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+TUNED="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+run() {  # name command...
+  local name=$1; shift
+  taskset -c "$CORE" "$@" >> "$OUT/$name.jsonl"
+}
+
+for r in $(seq "$REPEATS"); do
+  for p in f32 bf16; do
+    run strata_$p "$STRATA" bench-step --model reference-cnn --batch 128 --replicas 1 --precision $p \
+        --seconds "$SECONDS_PER_RUN" --json
+    run torch_default_$p "$PY" "$HERE/torch_reference_cnn.py" --precision $p --seconds "$SECONDS_PER_RUN"
+    run torch_tuned_$p env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_reference_cnn.py" --precision $p \
+        --seconds "$SECONDS_PER_RUN"
+    run torch_tuned_cl_$p env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_reference_cnn.py" --precision $p \
+        --channels-last --seconds "$SECONDS_PER_RUN"
+  done
+done
+
+"$PY" - "$OUT" <<'PYEOF'
+import json, os, statistics, sys
+out = sys.argv[1]
+def load(name):
+    rows = [json.loads(l) for l in open(os.path.join(out, name + ".jsonl")) if l.strip()]
+    return rows
+print("| precision | configuration | images/s (median) | runs | step ms | utilization | peak RSS MiB | Strata / this |")
+print("|---|---|---|---|---|---|---|---|")
+for p in ("f32", "bf16"):
+    s = load("strata_" + p)
+    s_ips = statistics.median(r["images_per_second"] for r in s)
+    for name, label in (("strata_" + p, "Strata bench-step"),
+                        ("torch_default_" + p, "PyTorch, default malloc"),
+                        ("torch_tuned_" + p, "PyTorch, tuned malloc (best)"),
+                        ("torch_tuned_cl_" + p, "PyTorch, tuned malloc, channels-last")):
+        rows = load(name)
+        ips = statistics.median(r["images_per_second"] for r in rows)
+        util = "%.1f %%" % (100 * statistics.median(r["utilization"] for r in rows)) if "utilization" in rows[0] else ""
+        rss = statistics.median(r.get("peak_rss_bytes", 0) for r in rows) / 2**20
+        ratio = "" if name.startswith("strata") else "%.2fx" % (s_ips / ips)
+        print("| %s | %s | %.1f | %s | %.1f | %s | %.0f | %s |" % (
+            p, label, ips, " ".join("%.0f" % r["images_per_second"] for r in rows),
+            statistics.median(r["step_ms"] for r in rows), util, rss, ratio))
+PYEOF

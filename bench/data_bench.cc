@@ -1,0 +1,179 @@
+// Input pipeline benchmarks. Each compares Strata with a peer in the same run:
+//   Trivial/*        framework overhead: range -> map(+1) -> batch(128) -> prefetch, elements/s,
+//                    against a bare loop doing the same arithmetic and copies (BareTrivial).
+//   DecodeBareLoop   one core: decode + resize + flip + saturation of in-memory 512 px JPEGs,
+//                    a plain loop over image::Augmenter (the per-core rate the recipe must reach).
+//   FlowersRecipe/N  the flowers recipe from TFRecord files, AUTOTUNE with a CPU budget of N,
+//                    deterministic (1) or not (0).
+//   VariableCost/D   parallel map over elements whose cost varies 1x..20x, deterministic D.
+// The synthetic files are written once to $STRATA_BENCH_DIR (default /tmp/strata_data_bench);
+// bench/data_torch_peer.py reads the JPEG bytes dumped there (jpegs.bin) for the PyTorch peer.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "strata/core/clock.h"
+#include "strata/data/recipes.h"
+#include "strata/data/sources.h"
+#include "strata/data/synthetic.h"
+#include "strata/image/augment.h"
+#include "strata/record/example_parser.h"
+#include "strata/record/record_reader.h"
+
+namespace strata::data {
+namespace {
+
+std::string BenchDir() {
+  const char* d = std::getenv("STRATA_BENCH_DIR");
+  return d ? d : "/tmp/strata_data_bench";
+}
+
+// Writes the flowers files (8 x 64 images, 512 px) and jpegs.bin once.
+const std::vector<std::string>& JpegBytes() {
+  static std::vector<std::string> jpegs = [] {
+    const std::string dir = BenchDir();
+    if (!std::filesystem::exists(dir + "/flowers-07.tfrec")) {
+      auto r = WriteSyntheticFlowers(dir, {.files = 8, .records_per_file = 64, .image_size = 512});
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+        std::abort();
+      }
+    }
+    std::vector<std::string> out;
+    auto parser = record::ExampleParser::Create({{.key = "image", .type = record::FeatureKind::kBytes}});
+    record::ParsedExample parsed;
+    for (int f = 0; f < 8; ++f) {
+      char name[64];
+      std::snprintf(name, sizeof name, "/flowers-%02d.tfrec", f);
+      auto reader = record::RecordReader::Open(dir + name);
+      std::string_view rec;
+      while ((*reader)->ReadRecord(&rec).ok()) {
+        if (parser->Parse(rec, &parsed).ok()) out.emplace_back(parsed[0].bytes[0]);
+      }
+    }
+    // For the PyTorch peer: u32 length + bytes per image.
+    FILE* f = std::fopen((dir + "/jpegs.bin").c_str(), "wb");
+    for (const auto& j : out) {
+      const uint32_t n = static_cast<uint32_t>(j.size());
+      std::fwrite(&n, 4, 1, f);
+      std::fwrite(j.data(), 1, n, f);
+    }
+    std::fclose(f);
+    return out;
+  }();
+  return jpegs;
+}
+
+image::AugmentOptions FlowersAugment() {
+  image::AugmentOptions ao;
+  ao.height = ao.width = 192;
+  ao.flip_left_right = 0.5f;
+  ao.saturation_lower = 0;
+  ao.saturation_upper = 2;
+  return ao;
+}
+
+void BareTrivial(benchmark::State& state) {
+  // The same work with no framework: make an i64, add 1, copy into a batch of 128.
+  std::vector<int64_t> batch(128);
+  int64_t n = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 128; ++i) {
+      Tensor t = Scalar<int64_t>(n++);
+      batch[i] = *t.data<int64_t>() + 1;
+    }
+    benchmark::DoNotOptimize(batch.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 128);
+}
+BENCHMARK(BareTrivial)->UseRealTime();
+
+// Arg: map num_parallel_calls (1: in the consumer's thread).
+void Trivial(benchmark::State& state) {
+  const int64_t par = state.range(0);
+  auto ds = Dataset::range(int64_t{1} << 40)
+                .map([](Element e) -> Result<Element> {
+                  *e[0].data<int64_t>() += 1;
+                  return e;
+                }, {.num_parallel_calls = par})
+                .batch(128, {.drop_remainder = true})
+                .prefetch(AUTOTUNE);
+  auto it = std::move(ds.make_iterator()).value();
+  Element e;
+  bool end;
+  for (int i = 0; i < 100; ++i) (void)it->GetNext(&e, &end);  // warm
+  for (auto _ : state) {
+    (void)it->GetNext(&e, &end);
+    benchmark::DoNotOptimize(e.tensors.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 128);
+}
+BENCHMARK(Trivial)->Arg(1)->Arg(2)->UseRealTime();
+
+void DecodeBareLoop(benchmark::State& state) {
+  const auto& jpegs = JpegBytes();
+  auto aug = *image::Augmenter::Make(FlowersAugment(), 1);
+  Tensor out(DType::kF32, Shape{192, 192, 3});
+  uint64_t i = 0;
+  for (auto _ : state) {
+    Status s = aug.Run(jpegs[i % jpegs.size()], i, out.raw_data());
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(DecodeBareLoop)->UseRealTime()->MinTime(3);
+
+// Args: CPU budget, deterministic.
+void FlowersRecipe(benchmark::State& state) {
+  JpegBytes();
+  FlowersOptions o;
+  o.image_size = 192;
+  o.batch_size = 64;
+  o.seed = 1;
+  o.deterministic = state.range(1) != 0;
+  o.autotune.cpu_budget = static_cast<int>(state.range(0));
+  auto ds = FlowersDataset(BenchDir() + "/*.tfrec", o);
+  auto it = std::move(ds->make_iterator()).value();
+  Element e;
+  bool end;
+  for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
+  for (auto _ : state) {
+    Status s = it->GetNext(&e, &end);
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+  }
+  state.SetItemsProcessed(state.iterations() * 64);
+  for (const auto& s : it->Stats())
+    if (s.name == "parallel_map") state.counters["map_parallelism"] = static_cast<double>(s.parallelism);
+}
+BENCHMARK(FlowersRecipe)->Args({1, 0})->Args({2, 0})->Args({2, 1})->UseRealTime()->MinTime(8);
+
+// Elements whose cost varies (every 8th is 20x): non-deterministic order hands out the
+// cheap ones while an expensive one is still running. Arg: deterministic.
+void VariableCost(benchmark::State& state) {
+  auto ds = Dataset::range(int64_t{1} << 40)
+                .map([](Element e) -> Result<Element> {
+                  const auto us = (*e[0].data<int64_t>() % 8 == 0) ? 2000 : 100;
+                  std::this_thread::sleep_for(std::chrono::microseconds(us));  // I/O-like: no CPU contention
+                  return e;
+                }, {.num_parallel_calls = 4})
+                .batch(16)
+                .prefetch(2)
+                .with_options({.deterministic = state.range(0) != 0});
+  auto it = std::move(ds.make_iterator()).value();
+  Element e;
+  bool end;
+  for (auto _ : state) (void)it->GetNext(&e, &end);
+  state.SetItemsProcessed(state.iterations() * 16);
+}
+BENCHMARK(VariableCost)->Arg(1)->Arg(0)->UseRealTime()->MinTime(2);
+
+}  // namespace
+}  // namespace strata::data
+
+BENCHMARK_MAIN();

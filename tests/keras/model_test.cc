@@ -104,6 +104,26 @@ TEST(Model, FitLearnsAndEvaluatePredictAgree) {
   EXPECT_EQ(p->shape(), Shape({300, 3}));
 }
 
+TEST(Model, BatchNormInferenceUsesTheTrainedMovingStatistics) {
+  // Regression: evaluation on the training data must agree with training accuracy once
+  // the moving statistics have converged (momentum 0.9, 60 steps).
+  auto m = Sequential({InputLayer({8}), Dense(16), BatchNormalization({.momentum = 0.9f}), ReLU(), Dense(3)}, "bn");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE((*m)->compile({.optimizer = optimizers::SGD(0.05, {.momentum = 0.9}),
+                             .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                             .metrics = {"accuracy"}})
+                  .ok());
+  auto data = Blobs(640, 7);
+  auto train = data::Dataset::from_tensor_slices(data).batch(64, {.drop_remainder = true});
+  auto h = (*m)->fit(train, {.epochs = 6, .verbose = 0});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  auto logs = (*m)->evaluate(train);
+  ASSERT_TRUE(logs.ok());
+  EXPECT_GT(h->history["accuracy"].back(), 0.95);
+  EXPECT_GT(LogValue(*logs, "accuracy"), 0.95);
+  EXPECT_NEAR(LogValue(*logs, "loss"), h->history["loss"].back(), 0.1);
+}
+
 TEST(Model, ReplicasMatchOneReplicaWithTheSameGlobalBatch) {
   // No batch norm and no dropout: R replicas with global batch B must equal one replica
   // with batch B (gradients are averaged over the shards).

@@ -78,6 +78,10 @@ Status RecordReader::Fill(size_t n) {
   return available() >= n ? Status::OK() : stream_status_;
 }
 
+void RecordReader::Report(const Status& st) {
+  if (options_.reporter) options_.reporter(st);
+}
+
 Status RecordReader::Fail(Status st) {
   sticky_ = st;
   return st;
@@ -143,20 +147,24 @@ Status RecordReader::ReadOne(std::string_view* record) {
   auto truncated_tail = [&](const std::string& what) -> Status {
     done_ = true;
     next_offset_ = off;
+    Status st = Truncated("truncated record in " + Where(file_->name(), compression_, off) + ": " + what);
+    if (!stream_error.ok()) st = st.WithContext(stream_error.message());
     if (quiet_tail) {
+      if (options_.ignore_errors) Report(st);
       ++stats_.truncated_tails;
       return OutOfRange("end of " + file_->name() + " (truncated tail ignored)");
     }
-    Status st = Truncated("truncated record in " + Where(file_->name(), compression_, off) + ": " + what);
-    return Fail(stream_error.ok() ? st : st.WithContext(stream_error.message()));
+    return Fail(st);
   };
   auto stream_failed = [&]() -> Status {
     done_ = true;
     if (stream_error.code() == StatusCode::kTruncated && quiet_tail) {
+      if (options_.ignore_errors) Report(stream_error);
       ++stats_.truncated_tails;
       return OutOfRange("end of " + file_->name() + " (truncated compressed tail ignored)");
     }
     if (options_.ignore_errors && stream_error.code() == StatusCode::kCorruption) {
+      Report(stream_error);
       ++stats_.skipped_records;
       return OutOfRange("end of " + file_->name() + " (corrupt compressed tail skipped)");
     }
@@ -175,24 +183,19 @@ Status RecordReader::ReadOne(std::string_view* record) {
   }
   const char* h = buf_.data() + pos_;
   const uint64_t length = DecodeFixed64(h);
-  if (crc32c::Unmask(DecodeFixed32(h + kLengthSize)) != crc32c::Value(h, kLengthSize)) {
-    if (options_.ignore_errors) {
-      ++stats_.skipped_records;
-      STRATA_RETURN_IF_ERROR(Resync());
-      return Corruption("skipped");
-    }
-    return Fail(Corruption("bad length CRC in " + Where(file_->name(), compression_, off)));
-  }
-  if (length > options_.max_record_bytes) {
-    if (options_.ignore_errors) {
-      ++stats_.skipped_records;
-      STRATA_RETURN_IF_ERROR(Resync());
-      return Corruption("skipped");
-    }
-    return Fail(Corruption("record length " + std::to_string(length) + " in " +
-                           Where(file_->name(), compression_, off) + " exceeds max_record_bytes " +
-                           std::to_string(options_.max_record_bytes)));
-  }
+  auto skip_header = [&](Status why) -> Status {
+    if (!options_.ignore_errors) return Fail(why);
+    Report(why);
+    ++stats_.skipped_records;
+    STRATA_RETURN_IF_ERROR(Resync());
+    return Corruption("skipped");
+  };
+  if (crc32c::Unmask(DecodeFixed32(h + kLengthSize)) != crc32c::Value(h, kLengthSize))
+    return skip_header(Corruption("bad length CRC in " + Where(file_->name(), compression_, off)));
+  if (length > options_.max_record_bytes)
+    return skip_header(Corruption("record length " + std::to_string(length) + " in " +
+                                  Where(file_->name(), compression_, off) + " exceeds max_record_bytes " +
+                                  std::to_string(options_.max_record_bytes)));
   const uint64_t total = kHeaderSize + length + kFooterSize;
   if (compression_ == Compression::kNone && off + total > file_size_) {
     return truncated_tail("its header announces " + std::to_string(length) + " data bytes + 4 CRC bytes but only " +
@@ -209,14 +212,14 @@ Status RecordReader::ReadOne(std::string_view* record) {
   const char* data = buf_.data() + pos_ + kHeaderSize;
   if (options_.verify_data_crc &&
       crc32c::Unmask(DecodeFixed32(data + length)) != crc32c::Value(data, static_cast<size_t>(length))) {
-    if (options_.ignore_errors) {
-      ++stats_.skipped_records;
-      pos_ += static_cast<size_t>(total);
-      next_offset_ = off + total;
-      return Corruption("skipped");
-    }
-    return Fail(Corruption("bad data CRC in " + Where(file_->name(), compression_, off) + " (record of " +
-                           std::to_string(length) + " bytes)"));
+    Status why = Corruption("bad data CRC in " + Where(file_->name(), compression_, off) + " (record of " +
+                            std::to_string(length) + " bytes)");
+    if (!options_.ignore_errors) return Fail(why);
+    Report(why);
+    ++stats_.skipped_records;
+    pos_ += static_cast<size_t>(total);
+    next_offset_ = off + total;
+    return Corruption("skipped");
   }
   *record = std::string_view(data, static_cast<size_t>(length));
   pos_ += static_cast<size_t>(total);

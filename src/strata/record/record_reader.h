@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +46,9 @@ struct RecordReaderOptions {
   bool stop_at_truncated_tail = false;
   // Skip corrupt records and count them (stats()) instead of failing.
   bool ignore_errors = false;
+  // ignore_errors: called with each problem skipped (the error it would have returned,
+  // file and offset included), e.g. to list them all (`strata records verify --all`).
+  std::function<void(const Status&)> reporter;
   // Check the data CRC of every record (the length CRC is always checked: it guards the
   // allocation). Off only for benchmarks that want to measure framing alone.
   bool verify_data_crc = true;
@@ -96,6 +100,7 @@ class RecordReader {
   size_t available() const { return end_ - pos_; }
   Status ReadOne(std::string_view* record);
   Status Fail(Status st);
+  void Report(const Status& st);
   // ignore_errors: advances one byte at a time until a valid header (or EOF) is found.
   Status Resync();
 

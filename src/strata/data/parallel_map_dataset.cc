@@ -6,7 +6,9 @@
 // slot when it is ready. Non-deterministic: the consumer takes any ready slot, so one slow
 // element does not hold back the fast ones behind it. The queue holds at most
 // 2 x parallelism slots (running + finished); AUTOTUNE moves parallelism within
-// [1, cpu budget] (docs/pipeline.md).
+// [1, cpu budget] (docs/pipeline.md). When the function takes under 20 us per element a
+// worker takes up to 16 consecutive elements per turn (and the queue bound scales with it),
+// so the hand-off does not cost more than the work.
 //
 // map_with_rng seeds each element's generator from (seed, epoch, element index): the same
 // numbers whatever thread runs it. State: the finished slots, the next index and the
@@ -141,69 +143,101 @@ class ParallelMapIterator : public StageIterator {
 
   bool CanStart() const {
     return !pausing_ && !input_end_ && !reading_ && active_ < parallelism() &&
-           static_cast<int64_t>(slots_.size()) < 2 * parallelism();
+           static_cast<int64_t>(slots_.size()) < Capacity();
   }
+
+  // Elements a worker takes per turn: 1 for real work; up to kMaxChunk when the function
+  // is so cheap (< 20 us) that the hand-off would cost more than the work.
+  static constexpr int64_t kMaxChunk = 16;
+  int64_t Chunk() const {
+    const int64_t n = stats_->elements.load(std::memory_order_relaxed);
+    if (n < 64) return 1;
+    const double per = static_cast<double>(stats_->busy_ns.load(std::memory_order_relaxed)) / n;
+    return per < 20000 ? kMaxChunk : 1;
+  }
+  int64_t Capacity() const { return 2 * parallelism() * chunk_; }
 
   void Work() {
     std::unique_lock<std::mutex> l(mu_);
+    std::vector<Slot*> mine;
+    std::vector<Element> ins;
     while (true) {
       if (!stop_ && !CanStart()) {
         const int64_t t0 = NowNanos();
-        const bool full = static_cast<int64_t>(slots_.size()) >= 2 * parallelism();
+        const bool full = static_cast<int64_t>(slots_.size()) >= Capacity();
         worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
         if (full) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       }
       if (stop_) return;
       ++active_;
       reading_ = true;
-      slots_.push_back(std::make_unique<Slot>());
-      Slot* slot = slots_.back().get();
-      slot->index = next_index_++;
+      chunk_ = Chunk();
+      // Claim k consecutive slots: nobody else pushes while this worker holds the input.
+      const int64_t k = std::max<int64_t>(1, std::min<int64_t>(chunk_, Capacity() - static_cast<int64_t>(slots_.size())));
+      mine.clear();
+      for (int64_t j = 0; j < k; ++j) {
+        slots_.push_back(std::make_unique<Slot>());
+        mine.push_back(slots_.back().get());
+        mine.back()->index = next_index_++;
+      }
       stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
       stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
       l.unlock();
 
-      Element in;
+      ins.resize(k);
+      int64_t got = 0;  // inputs read successfully
       bool end = false;
-      Status s = input_->GetNext(&in, &end);
+      Status error;
+      for (; got < k; ++got) {
+        Status s = input_->GetNext(&ins[got], &end);
+        if (!s.ok()) {
+          error = s;
+          break;
+        }
+        if (end) break;
+      }
 
       l.lock();
       reading_ = false;
       worker_cv_.notify_one();  // another worker may read the input now
-      if (s.ok() && end) {
-        // Nothing else was pushed while this worker held the input: the slot is last.
+      // Slots after the last input read (end, or an error at `got`) go back; they are last.
+      const int64_t used = got + (error.ok() ? 0 : 1);
+      for (int64_t j = k; j > used; --j) {
         slots_.pop_back();
         --next_index_;
-        input_end_ = true;
+      }
+      if (end) input_end_ = true;
+      if (!error.ok()) {
+        mine[got]->status = error;
+        mine[got]->ready = true;
+      }
+      stats_->inputs.fetch_add(got, std::memory_order_relaxed);
+      if (got == 0) {
         Finish();
         continue;
       }
-      if (!s.ok()) {
-        slot->status = s;
-        slot->ready = true;
-        Finish();
-        continue;
-      }
-      stats_->inputs.fetch_add(1, std::memory_order_relaxed);
       l.unlock();
 
       const int64_t t0 = NowNanos();
-      Result<Element> r = [&]() -> Result<Element> {
-        if (*rng_fn_) {
-          Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
-          return (*rng_fn_)(std::move(in), rng);
+      for (int64_t j = 0; j < got; ++j) {
+        Slot* slot = mine[j];
+        Result<Element> r = [&]() -> Result<Element> {
+          if (*rng_fn_) {
+            Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
+            return (*rng_fn_)(std::move(ins[j]), rng);
+          }
+          return (*fn_)(std::move(ins[j]));
+        }();
+        if (r.ok()) {
+          slot->element = std::move(r).value();
+        } else {
+          slot->status = Annotate(r.status().WithContext("element " + std::to_string(slot->index)));
         }
-        return (*fn_)(std::move(in));
-      }();
+      }
       stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
 
       l.lock();
-      if (r.ok()) {
-        slot->element = std::move(r).value();
-      } else {
-        slot->status = Annotate(r.status().WithContext("element " + std::to_string(slot->index)));
-      }
-      slot->ready = true;
+      for (int64_t j = 0; j < got; ++j) mine[j]->ready = true;
       Finish();
     }
   }
@@ -230,6 +264,7 @@ class ParallelMapIterator : public StageIterator {
   std::deque<std::unique_ptr<Slot>> slots_;  // in input order
   int64_t next_index_ = 0;
   int64_t active_ = 0;   // workers reading or mapping
+  int64_t chunk_ = 1;    // elements per worker turn (see Chunk)
   bool reading_ = false;  // a worker is inside input_->GetNext
   bool input_end_ = false, stop_ = false, pausing_ = false;
   std::vector<std::thread> workers_;

@@ -31,7 +31,7 @@ struct MatmulWorkloadOptions {
   double seconds = 2.0;        // run length (steps stop after this)
   double map_cost_ms = 0.0;    // per element of the slow_map stage; 0 = no input cost
   int map_parallelism = 1;
-  int prefetch = 2;
+  int prefetch = 8;
 };
 
 // What the workload measured itself, independently of the monitor.

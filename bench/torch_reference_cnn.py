@@ -61,6 +61,7 @@ def main():
     for _ in range(a.warmup):
         step()
     times = []
+    cpu0 = time.process_time()
     start = time.perf_counter()
     while True:
         t0 = time.perf_counter()
@@ -71,6 +72,7 @@ def main():
         if not a.steps and time.perf_counter() - start >= a.seconds:
             break
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0  # all threads of the process: one with --threads 1
     times.sort()
     print(json.dumps({
         "framework": "pytorch " + torch.__version__,
@@ -81,6 +83,8 @@ def main():
         "seconds": elapsed,
         "images_per_second": len(times) * a.batch / elapsed,
         "step_ms": times[len(times) // 2] * 1e3,
+        "cpu_seconds": cpu,
+        "images_per_cpu_second": len(times) * a.batch / cpu,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }))
 

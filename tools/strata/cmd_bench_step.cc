@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <thread>
 
@@ -26,7 +27,16 @@ struct Replica {
   Status status;
   int64_t steps = 0;
   std::vector<double> step_ms;
+  double cpu_seconds = 0;  // this replica thread's CPU time in the window
 };
+
+// CPU time of the calling thread: on a machine shared with other work, images per CPU-second
+// estimates what the step does on a core of its own.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 Status Prepare(Replica& r, int64_t batch, backend::Precision precision, int threads, uint64_t seed) {
   STRATA_ASSIGN_OR_RETURN(r.m, graph::BuildReferenceCnn(r.g, {.batch = batch}));
@@ -97,6 +107,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   Stopwatch wall;
   pool.ParallelFor(replicas, [&](int64_t i) {
     Replica& r = reps[i];
+    const double cpu0 = ThreadCpuSeconds();
     const int64_t deadline = NowNanos() + static_cast<int64_t>(seconds * 1e9);
     while (!stop.load(std::memory_order_relaxed)) {
       Stopwatch sw;
@@ -109,15 +120,18 @@ int RunBenchStep(const std::vector<std::string>& args) {
         stop.store(true);  // the first replica to finish ends the window
       }
     }
+    r.cpu_seconds = ThreadCpuSeconds() - cpu0;
   });
   const double elapsed = wall.ElapsedSeconds();
   for (const Replica& r : reps)
     if (!r.status.ok()) return Fail("bench-step", r.status.ToString());
 
   int64_t steps = 0;
+  double cpu_seconds = 0;
   std::vector<double> all_ms;
   for (const Replica& r : reps) {
     steps += r.steps;
+    cpu_seconds += r.cpu_seconds;
     all_ms.insert(all_ms.end(), r.step_ms.begin(), r.step_ms.end());
   }
   std::sort(all_ms.begin(), all_ms.end());
@@ -128,6 +142,9 @@ int RunBenchStep(const std::vector<std::string>& args) {
   const double ips = images / elapsed;
   const double cores = static_cast<double>(replicas * threads);
   const double utilization = ips * flops_per_image / (peak_per_core * cores);
+  // Per CPU-second of the replica threads (threads = 1): the figure a dedicated core would give.
+  const double ips_cpu = cpu_seconds > 0 ? images / cpu_seconds * static_cast<double>(replicas) : 0;
+  const double utilization_cpu = ips_cpu * flops_per_image / (peak_per_core * cores);
   if (json) {
     nlohmann::json j = {
         {"model", model},
@@ -142,6 +159,9 @@ int RunBenchStep(const std::vector<std::string>& args) {
         {"flops_per_image", flops_per_image},
         {"all_flops_per_image", static_cast<double>(p0.flops_per_step()) / static_cast<double>(batch)},
         {"utilization", utilization},
+        {"cpu_seconds", cpu_seconds},
+        {"images_per_cpu_second", ips_cpu},
+        {"utilization_cpu", utilization_cpu},
         {"peak_gflops_per_core", peak_per_core / 1e9},
         {"arena_bytes", p0.arena_bytes()},
         {"program_bytes", p0.total_bytes()},
@@ -156,6 +176,8 @@ int RunBenchStep(const std::vector<std::string>& args) {
               static_cast<long long>(threads));
   std::printf("images/s     %.1f (%lld steps in %.2f s)\n", ips, static_cast<long long>(steps), elapsed);
   std::printf("step         %.2f ms median\n", median_ms);
+  std::printf("per CPU-s    %.1f images/s of replica-thread CPU time (%.1f %% utilization)\n", ips_cpu,
+              utilization_cpu * 100);
   std::printf("FLOPs/image  %.1f M matrix (conv + matmul), %.1f M all\n", flops_per_image / 1e6,
               static_cast<double>(p0.flops_per_step()) / static_cast<double>(batch) / 1e6);
   std::printf("utilization  %.1f %% of %.1f GFLOP/s x %.0f core(s)\n", utilization * 100, peak_per_core / 1e9, cores);

@@ -12,7 +12,9 @@ function fmt(v, digits) {
 
 function setGauge(id, valueId, pct) {
   const clamped = Math.max(0, Math.min(100, pct));
-  document.querySelector('#' + id + ' .fill').setAttribute('stroke-dasharray', clamped.toFixed(1) + ' 100');
+  const fill = document.querySelector('#' + id + ' .fill');
+  fill.setAttribute('stroke-dasharray', clamped.toFixed(1) + ' 100');
+  fill.style.visibility = clamped >= 0.5 ? 'visible' : 'hidden';  // a round cap would draw a dot at 0
   $(valueId).textContent = Math.round(pct) + '%';
 }
 

@@ -18,6 +18,7 @@ build: deps
 
 demo: build
 	$(BUILD)/tools/strata/strata devices
+	$(BUILD)/tools/strata/strata train
 
 test: test-release test-sanitize
 

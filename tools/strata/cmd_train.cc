@@ -31,6 +31,7 @@ struct TrainFlags {
   std::string lr_scaling = "linear", schedule = "cosine", precision = "f32";
   std::string checkpoint_dir, tensorboard, summary_json, out;
   int64_t image_size = 28, classes = 10, epochs = 10, batch_per_replica = 128, replicas = 0, seed = 42;
+  int64_t steps_per_epoch = 0;
   double lr = 0.05, weight_decay = 5e-4, warmup_epochs = 0.5;
   bool deterministic = false, resume = false;
 };
@@ -129,6 +130,7 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Int("classes", &f.classes, "number of classes (default 10)");
   flags.String("model", &f.model, "model spec: a JSON file or a built-in name (reference-cnn, flowers-cnn)");
   flags.Int("epochs", &f.epochs, "epochs (default 10)");
+  flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");
   flags.Int("batch-per-replica", &f.batch_per_replica, "batch per replica (default 128); global = this x replicas");
   flags.Double("lr", &f.lr, "learning rate for a global batch of 128 (default 0.05)");
   flags.String("lr-scaling", &f.lr_scaling, "linear: scale the learning rate with the global batch / 128; none");
@@ -159,20 +161,28 @@ int RunTrain(const std::vector<std::string>& args) {
     f.data = paths->first;
     if (f.val.empty()) f.val = paths->second;
   }
-  auto strategy = distribute::MirroredStrategy(static_cast<int>(f.replicas));
+  // One replica per core in this process; under mpirun/srun, every worker's replicas train
+  // together (MultiWorkerMirroredStrategy).
+  auto strategy = distribute::MultiWorkerMirroredStrategy(static_cast<int>(f.replicas));
   if (!strategy.ok()) return Fail("train", strategy.status().ToString(), kExitUsage);
   const int replicas = (*strategy)->num_replicas_in_sync();
+  const int local_replicas = (*strategy)->num_local_replicas();
+  const int workers = (*strategy)->num_workers(), worker = (*strategy)->worker_index();
+  const bool chief = worker == 0;  // prints, evaluates and saves
   const int64_t global_batch = f.batch_per_replica * replicas;
   auto examples = CountRecords(f.data);
   if (!examples.ok()) return Fail("train", examples.status().ToString());
-  const int64_t steps_per_epoch = *examples / global_batch;
+  const int64_t steps_per_epoch = f.steps_per_epoch > 0 ? f.steps_per_epoch : *examples / global_batch;
   if (steps_per_epoch < 1)
     return Fail("train", std::to_string(*examples) + " training examples do not fill one global batch of " + std::to_string(global_batch));
-  auto train = MakeDataset(f, f.data, replicas, /*training=*/true);
+  // Each worker reads the global stream of local batches and keeps every workers-th one:
+  // the same examples, in the same global steps, as one process with all the replicas.
+  auto train = MakeDataset(f, f.data, local_replicas, /*training=*/true);
   if (!train.ok()) return Fail("train", train.status().ToString());
+  if (workers > 1) *train = train->shard(workers, worker);
   std::optional<data::Dataset> val;
-  if (!f.val.empty()) {
-    auto v = MakeDataset(f, f.val, replicas, /*training=*/false);
+  if (!f.val.empty() && chief) {
+    auto v = MakeDataset(f, f.val, local_replicas, /*training=*/false);
     if (!v.ok()) return Fail("train", v.status().ToString());
     val = *v;
   }
@@ -207,14 +217,17 @@ int RunTrain(const std::vector<std::string>& args) {
                            .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
                            .seed = static_cast<uint64_t>(f.seed)});
     if (!st.ok()) return Fail("train", st.ToString());
-    std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)\n",
+    if (chief)
+      std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)\n",
                 (*strategy)->name().c_str(), replicas, static_cast<long long>(global_batch),
                 static_cast<long long>(f.batch_per_replica), replicas, lr, schedule.description.c_str());
   }
-  model->summary();
+  if (chief) model->summary();
 
   // ---- callbacks
   std::vector<std::shared_ptr<keras::Callback>> callbacks;
+  if (!f.checkpoint_dir.empty() && workers > 1)
+    return Fail("train", "--checkpoint-dir with several workers is not supported yet; run one worker per job to back up", kExitUsage);
   if (!f.checkpoint_dir.empty()) {
     auto backup = std::make_shared<keras::BackupAndRestore>(f.checkpoint_dir, keras::BackupAndRestore::Options{.save_freq = 20});
     if (!f.resume && fs::exists(backup->path())) {
@@ -229,11 +242,12 @@ int RunTrain(const std::vector<std::string>& args) {
   Stopwatch train_clock;
   auto history = model->fit(*train, {.epochs = static_cast<int>(f.epochs), .steps_per_epoch = steps_per_epoch,
                                            .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
-                                           .verbose = ::isatty(::fileno(stdout)) ? 1 : 2});
+                                           .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2});
   if (!history.ok()) return Fail("train", history.status().ToString());
   const double train_seconds = train_clock.ElapsedSeconds();
 
-  // ---- evaluate, save, report
+  if (!chief) return kExitOk;
+  // ---- evaluate, save, report (the chief)
   double test_accuracy = 0, test_loss = 0;
   if (val) {
     auto logs = model->evaluate(*val);

@@ -10,8 +10,9 @@ namespace {
 thread_local Strategy* g_current = nullptr;
 }  // namespace
 
-Strategy::Strategy(std::string name, int replicas, bool pin)
-    : name_(std::move(name)), replicas_(replicas), pin_(pin), barrier_(replicas), results_(replicas) {
+Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective)
+    : name_(std::move(name)), replicas_(replicas), pin_(pin), barrier_(replicas), results_(replicas),
+      collective_(std::move(collective)) {
   threads_.reserve(replicas);
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { Worker(r); });
 }
@@ -103,7 +104,8 @@ Strategy* Strategy::Current() { return g_current; }
 namespace {
 class LocalStrategy final : public Strategy {
  public:
-  LocalStrategy(std::string name, int replicas, bool pin) : Strategy(std::move(name), replicas, pin) {}
+  LocalStrategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> c = nullptr)
+      : Strategy(std::move(name), replicas, pin, std::move(c)) {}
 };
 }  // namespace
 
@@ -115,6 +117,18 @@ Result<std::unique_ptr<Strategy>> MirroredStrategy(int replicas) {
   if (replicas < 0) return InvalidArgument("MirroredStrategy: replicas must be >= 0 (0: one per usable core)");
   if (replicas == 0) replicas = UsableCores();
   return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, /*pin=*/true));
+}
+
+}  // namespace strata::distribute
+
+namespace strata::distribute {
+
+Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(int replicas) {
+  if (replicas < 0) return InvalidArgument("MultiWorkerMirroredStrategy: replicas must be >= 0 (0: one per usable core)");
+  if (replicas == 0) replicas = UsableCores();
+  if (!LaunchedUnderMpi()) return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, true));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Collective> c, MpiCollective());
+  return std::unique_ptr<Strategy>(new LocalStrategy("MultiWorkerMirroredStrategy", replicas, true, std::move(c)));
 }
 
 }  // namespace strata::distribute

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "strata/core/status.h"
+#include "strata/distribute/collective.h"
 
 namespace strata::distribute {
 
@@ -34,7 +35,14 @@ enum class ReduceOp { kSum, kMean };
 class Strategy {
  public:
   virtual ~Strategy();
-  int num_replicas_in_sync() const { return replicas_; }
+  // Replicas in all workers together: the global batch is per-replica batch x this.
+  int num_replicas_in_sync() const { return replicas_ * num_workers(); }
+  // Replicas (threads) in this process.
+  int num_local_replicas() const { return replicas_; }
+  int num_workers() const { return collective_ ? collective_->world_size() : 1; }
+  int worker_index() const { return collective_ ? collective_->rank() : 0; }
+  // The cross-host collective (MultiWorkerMirroredStrategy), or null.
+  Collective* collective() const { return collective_.get(); }
   const std::string& name() const { return name_; }
 
   // Runs fn(replica) once on every replica thread and waits for all. Inside, fn may call
@@ -67,7 +75,7 @@ class Strategy {
   static Strategy* Current();
 
  protected:
-  Strategy(std::string name, int replicas, bool pin);
+  Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective = nullptr);
 
  private:
   void Worker(int replica);
@@ -84,6 +92,7 @@ class Strategy {
   int pending_ = 0;
   bool stopping_ = false;
   std::vector<Status> results_;
+  std::shared_ptr<Collective> collective_;
 };
 
 // One replica on the calling process's first usable core.
@@ -91,5 +100,9 @@ std::unique_ptr<Strategy> OneDeviceStrategy();
 // `replicas` replicas (0: one per usable core), each a thread pinned to a usable core
 // (replicas beyond the core count share cores: fine for tests, slow for training).
 Result<std::unique_ptr<Strategy>> MirroredStrategy(int replicas = 0);
+// Mirrored replicas in every worker process of an MPI job (mpirun -np N / srun), gradients
+// all-reduced across workers after the in-host reduction. Outside an MPI launch it is a
+// MirroredStrategy with one worker.
+Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(int replicas_per_worker = 0);
 
 }  // namespace strata::distribute

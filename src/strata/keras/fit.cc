@@ -30,7 +30,7 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   info.initial_epoch = options.initial_epoch;
   info.steps_per_epoch = options.steps_per_epoch;
   info.verbose = options.verbose;
-  info.replicas = num_replicas();
+  info.replicas = strategy_->num_replicas_in_sync();
   stop_training = false;
   epoch_ = options.initial_epoch;
   for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBegin(info));  // may restore a backup

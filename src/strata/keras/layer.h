@@ -21,6 +21,7 @@ struct BuildContext {
   graph::Graph* graph = nullptr;
   bool training = false;   // dropout active, batch norm uses batch statistics
   uint64_t seed = 0;       // the model's seed: initializers and dropout derive from it
+  int replica = 0;         // dropout masks differ between replicas (each sees other examples)
   // Variables created so far in this build, with their layer, for summary() and L2 losses.
   struct VariableUse {
     std::string layer;

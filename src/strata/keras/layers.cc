@@ -305,7 +305,7 @@ class DropoutLayer final : public Layer {
     STRATA_RETURN_IF_ERROR(ExpectInputs(in));
     if (rate_ < 0 || rate_ >= 1) return InvalidArgument(Label() + ": rate must be in [0, 1), got " + std::to_string(rate_));
     if (!ctx.training || rate_ == 0) return ctx.graph->Identity(in[0], name());
-    uint64_t seed = ctx.seed * 0x9e3779b97f4a7c15ull;
+    uint64_t seed = (ctx.seed + static_cast<uint64_t>(ctx.replica) * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;
     for (unsigned char c : name()) seed = (seed ^ c) * 1099511628211ull;
     return ctx.graph->Dropout(in[0], rate_, seed, name());
   }

@@ -284,7 +284,7 @@ Status Model::BuildForward(graph::Graph& g, bool training, int64_t batch, std::v
                            std::vector<Value>* outputs, BuildContext* ctx) const {
   ctx->graph = &g;
   ctx->training = training;
-  ctx->seed = compile_.seed;
+  ctx->seed = compile_.seed;  // ctx->replica is set by the caller
   std::unordered_map<const internal::KNode*, Value> values;
   for (const auto& t : inputs_) {
     const auto* n = t.node().get();
@@ -446,8 +446,8 @@ Status Model::compile(CompileOptions options) {
 Status Model::BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed) {
   graph::Graph& g = *c.graph;
   BuildContext ctx;
+  ctx.replica = static_cast<int>(replica_seed);
   STRATA_RETURN_IF_ERROR(BuildForward(g, /*training=*/true, batch, &c.inputs, &c.outputs, &ctx));
-  (void)replica_seed;
   if (c.outputs.size() != 1)
     return Unimplemented("model " + name_ + ": training supports one output (this model has " +
                          std::to_string(c.outputs.size()) + ")");
@@ -503,7 +503,7 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
   for (int r = 0; r < r_count; ++r) {
     Compiled& c = built[static_cast<size_t>(r)];
     c.graph = std::make_unique<graph::Graph>();
-    STRATA_RETURN_IF_ERROR(BuildTrainGraph(c, per_replica, static_cast<uint64_t>(r)));
+    STRATA_RETURN_IF_ERROR(BuildTrainGraph(c, per_replica, static_cast<uint64_t>(strategy_->worker_index() * r_count + r)));
     // Replica 0 trains the model's own variables; the others get copies, refreshed from
     // replica 0 after every update.
     if (r == 0) {
@@ -647,7 +647,10 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
   // Every replica runs the same sequence of barriers, even after an error, so none waits
   // forever; a failure anywhere skips the update for all.
   std::atomic<bool> failed{false};
+  distribute::Collective* hosts = strategy_->collective();
+  const float workers = static_cast<float>(strategy_->num_workers());
   const int64_t num_params = store_->params().num_elements(), num_trainable = store_->num_trainable();
+  Status cross_host_status;
   Status st = strategy_->run([&](int r) -> Status {
     Compiled& c = replicas_[static_cast<size_t>(r)];
     // 1. This replica's shard of the global batch, then forward + backward.
@@ -655,18 +658,31 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
     if (s.ok()) s = c.program->Run();
     if (!s.ok()) failed = true;
     strategy_->barrier();
-    // 2. Reduce-scatter the gradients (mean over replicas) and update this replica's slice.
-    if (!failed) {
-      if (R > 1) {
-        std::vector<const float*> grads;
-        for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());
-        strategy_->ReduceScatter(grads, store_->grads().data<float>(), num_trainable, r, distribute::ReduceOp::kMean);
-      }
-      ApplyUpdateSlice(r, lr);
+    // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
+    if (!failed && R > 1) {
+      std::vector<const float*> grads;
+      for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());
+      strategy_->ReduceScatter(grads, store_->grads().data<float>(), num_trainable, r, distribute::ReduceOp::kMean);
     }
-    if (R > 1) {
+    // ...and across hosts the host means are averaged over MPI (replica 0 talks to MPI).
+    if (hosts) {
       strategy_->barrier();
-      // 3. Moving statistics (state after the trainable block): the mean over replicas.
+      if (r == 0 && !failed) {
+        cross_host_status = hosts->AllReduceSum(store_->grads().data<float>(), num_trainable);
+        if (cross_host_status.ok()) {
+          float* g = store_->grads().data<float>();
+          for (int64_t i = 0; i < num_trainable; ++i) g[i] /= workers;
+        } else {
+          failed = true;
+        }
+      }
+      strategy_->barrier();
+    }
+    // 3. Each replica updates its own slice of the weights (the sharded update).
+    if (!failed) ApplyUpdateSlice(r, lr);
+    if (R > 1 || hosts) {
+      strategy_->barrier();
+      // 4. Moving statistics (state after the trainable block): the mean over all replicas.
       if (!failed && r == 0 && num_params > num_trainable) {
         float* dst = store_->params().data<float>();
         for (int64_t i = num_trainable; i < num_params; ++i) {
@@ -674,13 +690,23 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
           for (int q = 1; q < R; ++q) sum += replicas_[static_cast<size_t>(q)].store->params().data<float>()[i];
           dst[i] = sum / static_cast<float>(R);
         }
+        if (hosts) {
+          Status hs = hosts->AllReduceSum(dst + num_trainable, num_params - num_trainable);
+          if (hs.ok()) {
+            for (int64_t i = num_trainable; i < num_params; ++i) dst[i] /= workers;
+          } else {
+            cross_host_status = hs;
+            failed = true;
+          }
+        }
       }
       strategy_->barrier();
-      // 4. Every other replica takes the new weights.
+      // 5. Every other replica takes the new weights.
       if (!failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
     }
     return s;
   });
+  STRATA_RETURN_IF_ERROR(cross_host_status.WithContext("worker " + std::to_string(strategy_->worker_index())));
   STRATA_RETURN_IF_ERROR(st);
   ++global_step_;
 

@@ -148,7 +148,10 @@ class Model {
   // Replica 0's compiled training program (null before the first batch), for the monitor.
   backend::Program* train_program() { return replicas_.empty() ? nullptr : replicas_[0].program.get(); }
   backend::VariableStore* variables() { return store_.get(); }
-  int num_replicas() const { return strategy_ ? strategy_->num_replicas_in_sync() : 1; }
+  // Replicas in this process (the local batch is split over them); the global count is
+  // strategy()->num_replicas_in_sync().
+  int num_replicas() const { return strategy_ ? strategy_->num_local_replicas() : 1; }
+  distribute::Strategy* strategy() const { return strategy_; }
 
   // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);

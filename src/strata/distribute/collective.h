@@ -1,0 +1,42 @@
+// Cross-host collectives: one process per host (a worker), MPI underneath (OpenMPI, MPICH;
+// launched with mpirun or srun). Replicas inside a host reduce through shared memory first
+// (Strategy::ReduceScatter); only the host-reduced gradients cross the network.
+//
+// A collective that does not complete within `timeout_seconds` (a peer hangs) ends the job
+// with an error naming this worker and the operation; a peer that dies is reported by the
+// MPI launcher, which then stops every worker.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/status.h"
+
+namespace strata::distribute {
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // In place: data[i] = sum over workers of data[i].
+  virtual Status AllReduceSum(float* data, int64_t n) = 0;
+  virtual Status AllReduceSum(double* data, int64_t n) = 0;
+  // Every worker's string, in rank order.
+  virtual Result<std::vector<std::string>> AllGather(const std::string& mine) = 0;
+  virtual Status Barrier() = 0;
+};
+
+// True when this process was started by an MPI launcher (OpenMPI, MPICH/PMI, Slurm srun).
+bool LaunchedUnderMpi();
+
+struct MpiOptions {
+  double timeout_seconds = 30;  // per collective; STRATA_COLLECTIVE_TIMEOUT overrides
+};
+// Initialises MPI once per process (MPI_THREAD_FUNNELED: only replica 0 talks to MPI) and
+// returns the world's collective. MPI_Finalize runs at exit.
+Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options = {});
+
+}  // namespace strata::distribute

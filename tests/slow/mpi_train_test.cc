@@ -1,0 +1,93 @@
+// Multi-worker training over MPI on one machine (loopback): equivalence with one process
+// holding all the replicas, and a killed rank ending the job with a clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "../e2e/cli_support.h"
+#include "strata/record/record_reader.h"
+
+namespace strata::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Env() {
+  std::string cache = ::testing::TempDir() + "/strata-train-cache";
+  fs::create_directories(cache);
+  return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
+}
+const char* kMpirun = "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_tcp_if_include lo -np 2 ";
+
+std::vector<float> Params(const std::string& path) {
+  auto r = record::RecordReader::Open(path);
+  EXPECT_TRUE(r.ok()) << path;
+  std::string header, params;
+  if (!r.ok()) return {};
+  EXPECT_TRUE((*r)->ReadRecord(&header).ok());
+  EXPECT_TRUE((*r)->ReadRecord(&params).ok());
+  std::vector<float> v(params.size() / 4);
+  std::memcpy(v.data(), params.data(), v.size() * 4);
+  return v;
+}
+
+TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
+  if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
+  const std::string dir = ::testing::TempDir() + "/strata-mpi";
+  fs::create_directories(dir);
+  const std::string flags = " train --epochs 1 --steps-per-epoch 12 --replicas 2 --deterministic --seed 3 --batch-per-replica 32 ";
+  auto one = RunCommand(Env() + Strata() + " train --epochs 1 --steps-per-epoch 12 --replicas 4 --deterministic --seed 3 "
+                        "--batch-per-replica 32 --out " + dir + "/single.ckpt", true);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto two = RunCommand(Env() + kMpirun + Strata() + flags + "--out " + dir + "/mpi.ckpt", true);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("MultiWorkerMirroredStrategy replicas: 4"), std::string::npos) << two.output;
+  auto a = Params(dir + "/single.ckpt"), b = Params(dir + "/mpi.ckpt");
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  double max_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+  // Only the order of the gradient sums differs (host means, then the mean of hosts).
+  EXPECT_LT(max_diff, 1e-4) << "largest weight difference " << max_diff;
+}
+
+TEST(MpiTrain, AKilledRankEndsTheJobWithAClearError) {
+  if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
+  // Start a long job, kill -9 one of its two worker processes once both train, and expect
+  // the job to end (not hang) with an error naming what died.
+  const std::string dir = ::testing::TempDir() + "/strata-mpi-kill";
+  fs::create_directories(dir);
+  const std::string script = dir + "/kill.sh";
+  {
+    std::FILE* f = std::fopen(script.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f,
+                 "%s STRATA_COLLECTIVE_TIMEOUT=20 %s %s train --epochs 1 --steps-per-epoch 400 --replicas 1 "
+                 "--batch-per-replica 32 --seed 97531 &\n"
+                 "job=$!\n"
+                 "for i in $(seq 1 900); do\n"
+                 "  [ \"$(pgrep -f 'strata train.*seed 97531' | wc -l)\" -ge 2 ] && break; sleep 0.1\n"
+                 "done\n"
+                 "sleep 8\n"
+                 "kill -9 $(pgrep -f 'strata train.*seed 97531' | tail -1)\n"
+                 "start=$(date +%%s)\n"
+                 "wait $job; rc=$?\n"
+                 "echo \"job ended rc=$rc $(( $(date +%%s) - start )) s after the kill\"\n"
+                 "exit $rc\n",
+                 ("env " + Env()).c_str(), kMpirun, Strata().c_str());
+    std::fclose(f);
+  }
+  auto r = RunCommand("timeout 240 bash " + script, true);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until timeout killed it:\n" << r.output;
+  EXPECT_NE(r.output.find("job ended"), std::string::npos) << r.output;
+  // mpirun names the process that died; a surviving worker's watchdog names the collective.
+  EXPECT_TRUE(r.output.find("signal 9") != std::string::npos || r.output.find("did not complete") != std::string::npos ||
+              r.output.find("exited on signal") != std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -22,6 +22,8 @@ PACKAGES=(
   "python3-pil          bench/image_pillow_peer.py: the Pillow decode peer"
   "plasma-workspace-wallpapers  bench/image_bench: real photographs cut into benchmark tiles"
   "libdnnl-dev          oneDNN: convolution, matmul, pooling, batch-norm kernels"
+  "libopenmpi-dev       distribute: MultiWorkerMirroredStrategy all-reduces gradients across hosts over MPI"
+  "openmpi-bin          mpirun for multi-worker training and its e2e test"
   "libboost-dev         monitor: Boost.Beast (header-only HTTP) serves the live page, /metrics, /api/v1/monitor"
   "chromium             monitor e2e test: drives the live page headless and keeps a screenshot"
 )

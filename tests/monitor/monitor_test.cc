@@ -148,8 +148,15 @@ TEST(MonitorTest, WaitInProgressCountsInEveryWindowItSpans) {
   (*m)->InputWaitEnd(0);
   auto r = (*m)->Stop();
   ASSERT_TRUE(r.ok());
-  ASSERT_GE(windows.size(), 3u);
-  for (size_t i = 0; i + 1 < windows.size(); ++i) EXPECT_GT(windows[i].idle_pct, 99.0) << "window " << i;
+  // Windows that closed while the wait was still on (a loaded machine may close one late,
+  // after the wait ended: those are not checked).
+  int checked = 0;
+  for (const auto& w : windows) {
+    if (w.start_seconds + w.seconds > 0.40) continue;
+    EXPECT_GT(w.idle_pct, 99.0) << "window " << w.index;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
   EXPECT_GT(r->idle_pct, 95.0);
   EXPECT_EQ(r->verdict, Verdict::kHighlyInputBound);
 }
@@ -435,7 +442,7 @@ TEST(MonitorTest, HistoryKeepsTheLastWindows) {
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)->Latest().index, -1);
   ASSERT_TRUE((*m)->Start().ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE((*m)->Stop().ok());
   auto h = (*m)->History();
   ASSERT_EQ(h.size(), 3u);

@@ -80,7 +80,7 @@ TEST(TraceWriterTest, StarvedRunTraceHasReplicaAndStageTracks) {
   }
   EXPECT_EQ(steps, res->steps);  // every step is on its replica's track
   EXPECT_EQ(counter_tracks, (std::set<std::string>{"0.0.0 source", "0.0 slow_map", "0 prefetch"}));
-  EXPECT_GE(windows, 3);
+  EXPECT_GE(windows, 2);
   EXPECT_LE(last_step_end, res->seconds * 1e6 + 1e3);  // microseconds since Start()
 }
 

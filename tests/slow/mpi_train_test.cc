@@ -37,9 +37,11 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
   const std::string dir = ::testing::TempDir() + "/strata-mpi";
   fs::create_directories(dir);
-  const std::string flags = " train --epochs 1 --steps-per-epoch 12 --replicas 2 --deterministic --seed 3 --batch-per-replica 32 ";
-  auto one = RunCommand(Env() + Strata() + " train --epochs 1 --steps-per-epoch 12 --replicas 4 --deterministic --seed 3 "
-                        "--batch-per-replica 32 --out " + dir + "/single.ckpt", true);
+  // A small learning rate: at a large one the first steps are chaotic and amplify the
+  // different summation order far beyond rounding (seen: 0.09 after 12 steps at lr 0.05).
+  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.001 ";
+  const std::string flags = common + "--replicas 2 ";
+  auto one = RunCommand(Env() + Strata() + common + "--replicas 4 --out " + dir + "/single.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = RunCommand(Env() + kMpirun + Strata() + flags + "--out " + dir + "/mpi.ckpt", true);
   ASSERT_EQ(two.exit_code, 0) << two.output;
@@ -50,7 +52,7 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   double max_diff = 0;
   for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
   // Only the order of the gradient sums differs (host means, then the mean of hosts).
-  EXPECT_LT(max_diff, 1e-4) << "largest weight difference " << max_diff;
+  EXPECT_LT(max_diff, 1e-5) << "largest weight difference " << max_diff;
 }
 
 TEST(MpiTrain, AKilledRankEndsTheJobWithAClearError) {

@@ -1,0 +1,384 @@
+#include "strata/image/make_records.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string_view>
+
+#include "strata/core/cpu.h"
+#include "strata/core/file.h"
+#include "strata/core/thread_pool.h"
+#include "strata/image/decode.h"
+#include "strata/image/jpeg.h"
+#include "strata/image/png.h"
+#include "strata/image/random.h"
+#include "strata/image/resize.h"
+#include "strata/record/example.h"
+#include "strata/record/record_writer.h"
+
+namespace strata::image {
+
+namespace fs = std::filesystem;
+
+const char* const kFashionMnistClasses[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                              "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+namespace {
+
+int Threads(int requested) { return requested > 0 ? requested : std::max(1, UsableCores()); }
+
+bool IsImageFile(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+Result<std::vector<fs::path>> SortedEntries(const fs::path& dir, bool want_dirs) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return IOError("cannot list " + dir.string() + ": " + ec.message());
+  std::vector<fs::path> out;
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (want_dirs ? e.is_directory(ec) : (e.is_regular_file(ec) && IsImageFile(e.path()))) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Item {
+  std::string path;  // source file
+  int64_t label = 0;
+  std::string id;    // 9 hex characters
+};
+
+// The largest centred square, decoded at the smallest DCT scale that keeps it >= size,
+// resized to size x size and encoded as JPEG.
+Status EncodeSquareJpeg(const std::string& path, int size, int quality, std::string* jpeg) {
+  thread_local Image decoded, resized;
+  STRATA_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  STRATA_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
+  const int side = std::min(info.height, info.width);
+  DecodeOptions d{.channels = 3,
+                  .min_height = static_cast<int>(std::ceil(static_cast<double>(info.height) * size / side)),
+                  .min_width = static_cast<int>(std::ceil(static_cast<double>(info.width) * size / side))};
+  STRATA_RETURN_IF_ERROR(DecodeImage(bytes, d, &decoded));
+  const ImageView full = decoded.view();
+  const int s = std::min(full.height, full.width);
+  STRATA_ASSIGN_OR_RETURN(ImageView square, full.Crop((full.height - s) / 2, (full.width - s) / 2, s, s));
+  const ResizeMethod m = s >= size ? ResizeMethod::kArea : ResizeMethod::kBilinear;
+  STRATA_RETURN_IF_ERROR(Resize(square, size, size, {.method = m}, &resized));
+  return EncodeJpeg(resized.view(), {.quality = quality, .subsampling = 420}, jpeg);
+}
+
+// Reports progress from worker threads through one lock, at most ~20 times a second.
+class Progress {
+ public:
+  Progress(const ProgressFn& fn, int64_t total) : fn_(fn), total_(total) {}
+  void Add(int64_t n) {
+    const int64_t done = done_.fetch_add(n) + n;
+    if (!fn_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    fn_(done, total_);
+  }
+
+ private:
+  const ProgressFn& fn_;
+  int64_t total_;
+  std::atomic<int64_t> done_{0};
+  std::mutex mu_;
+};
+
+std::string Hex9(uint64_t v) {
+  static const char* hex = "0123456789abcdef";
+  std::string s(9, '0');
+  for (int i = 8; i >= 0; --i, v >>= 4) s[i] = hex[v & 15];
+  return s;
+}
+
+}  // namespace
+
+Result<MakeRecordsReport> MakeImageFolderRecords(const std::string& from_dir, const std::string& out_dir,
+                                                 const MakeRecordsOptions& o) {
+  if (o.image_size <= 0 || o.image_size > 8192) {
+    return InvalidArgument("make-records: --image-size must be in 1..8192, not " + std::to_string(o.image_size));
+  }
+  if (o.quality < 1 || o.quality > 100) {
+    return InvalidArgument("make-records: --quality must be in 1..100, not " + std::to_string(o.quality));
+  }
+  if (o.shards < 0) return InvalidArgument("make-records: --shards must be >= 0");
+  std::error_code ec;
+  if (!fs::is_directory(from_dir, ec)) return NotFound("make-records: " + from_dir + " is not a directory");
+
+  MakeRecordsReport report;
+  std::vector<Item> items;
+  STRATA_ASSIGN_OR_RETURN(std::vector<fs::path> class_dirs, SortedEntries(from_dir, true));
+  for (size_t c = 0; c < class_dirs.size(); ++c) {
+    report.classes.push_back(class_dirs[c].filename().string());
+    STRATA_ASSIGN_OR_RETURN(std::vector<fs::path> files, SortedEntries(class_dirs[c], false));
+    for (auto& f : files) items.push_back({f.string(), static_cast<int64_t>(c), ""});
+  }
+  if (!o.labels) {  // a test split may also keep its images at the top level
+    STRATA_ASSIGN_OR_RETURN(std::vector<fs::path> files, SortedEntries(from_dir, false));
+    for (auto& f : files) items.push_back({f.string(), -1, ""});
+  } else if (class_dirs.empty()) {
+    return InvalidArgument("make-records: " + from_dir +
+                           " has no class sub-folders (one folder per class; --no-label for unlabelled images)");
+  }
+  if (items.empty()) return InvalidArgument("make-records: no .jpg, .jpeg or .png files under " + from_dir);
+
+  // Ids: 36 bits of the seed's stream per item in sorted order, redrawn on a collision.
+  std::set<std::string> ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    SeedStream rng(o.seed, i, /*purpose=*/2);
+    std::string id;
+    do {
+      const uint64_t v = (static_cast<uint64_t>(rng.NextU32()) << 4) ^ (rng.NextU32() & 15);
+      id = Hex9(v & 0xFFFFFFFFFull);
+    } while (!ids.insert(id).second);
+    items[i].id = id;
+  }
+  // Shuffle across shards (Fisher-Yates on the seed's stream).
+  SeedStream shuffle(o.seed, 0, /*purpose=*/1);
+  for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[shuffle.UniformInt(static_cast<uint32_t>(i))]);
+
+  const int64_t total = static_cast<int64_t>(items.size());
+  const int shards = static_cast<int>(std::min<int64_t>(o.shards > 0 ? o.shards : 16, total));
+  const fs::path split_dir = fs::path(out_dir) / o.split;
+  fs::create_directories(split_dir, ec);
+  if (ec) return IOError("make-records: cannot create " + split_dir.string() + ": " + ec.message());
+  if (o.labels) {
+    std::string text;
+    for (const auto& c : report.classes) text += c + "\n";
+    STRATA_RETURN_IF_ERROR(WriteFileAtomic((fs::path(out_dir) / "classes.txt").string(), text));
+  }
+
+  ThreadPool pool({.num_threads = Threads(o.threads), .name = "make-records"});
+  Progress progress(o.progress, total);
+  const std::string size = std::to_string(o.image_size) + "x" + std::to_string(o.image_size);
+  int64_t begin = 0;
+  std::vector<std::string> jpegs;
+  std::vector<Status> errors;
+  record::ExampleBuilder builder;
+  for (int shard = 0; shard < shards; ++shard) {
+    const int64_t count = total / shards + (shard < total % shards ? 1 : 0);
+    jpegs.assign(count, std::string());
+    errors.assign(count, Status::OK());
+    pool.ParallelFor(count, [&](int64_t i) {
+      const Item& item = items[begin + i];
+      errors[i] = EncodeSquareJpeg(item.path, o.image_size, o.quality, &jpegs[i]);
+      progress.Add(1);
+    });
+    int64_t good = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (errors[i].ok()) {
+        ++good;
+        continue;
+      }
+      const std::string what = items[begin + i].path + ": " + errors[i].ToString();
+      if (!o.skip_bad) return errors[i].WithContext("make-records: cannot use " + items[begin + i].path + " (--skip-bad to go on)");
+      report.skipped.push_back(what);
+    }
+    char name[64];
+    std::snprintf(name, sizeof(name), "%02d-%s-%lld.tfrec", shard, size.c_str(), static_cast<long long>(good));
+    const std::string path = (split_dir / name).string();
+    STRATA_ASSIGN_OR_RETURN(auto writer, record::RecordWriter::Open(path));
+    for (int64_t i = 0; i < count; ++i) {
+      if (!errors[i].ok()) continue;
+      const Item& item = items[begin + i];
+      builder.Clear();
+      if (o.labels) {
+        const int64_t label = item.label;
+        builder.AddInt64s("class", std::span(&label, 1));
+      }
+      builder.AddBytes("id", item.id);
+      builder.AddBytes("image", jpegs[i]);
+      STRATA_RETURN_IF_ERROR(writer->WriteRecord(builder.Finish()).WithContext(path));
+    }
+    STRATA_RETURN_IF_ERROR(writer->Close());
+    report.files.push_back(path);
+    report.written += good;
+    begin += count;
+  }
+  return report;
+}
+
+// ---- Fashion-MNIST ---------------------------------------------------------------------
+
+namespace {
+
+// Reads a plain or gzip file whole (gzread passes plain files through).
+Result<std::string> ReadMaybeGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return ErrnoError("open", path, errno);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof(buf));
+    if (n < 0) {
+      int errnum = 0;
+      std::string msg = gzerror(f, &errnum);
+      gzclose(f);
+      return Corruption(path + ": " + msg);
+    }
+    if (n == 0) break;
+    out.append(buf, n);
+    if (out.size() > (size_t{1} << 31)) {
+      gzclose(f);
+      return InvalidArgument(path + ": more than 2 GiB uncompressed; not an IDX file of this dataset");
+    }
+  }
+  gzclose(f);
+  return out;
+}
+
+uint32_t BigEndian32(const std::string& s, size_t at) {
+  return (static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 16) |
+         (static_cast<uint32_t>(static_cast<uint8_t>(s[at + 2])) << 8) | static_cast<uint8_t>(s[at + 3]);
+}
+
+std::string FindIdx(const std::string& dir, const std::string& stem) {
+  const std::string gz = dir + "/" + stem + ".gz";
+  std::error_code ec;
+  return fs::exists(gz, ec) ? gz : dir + "/" + stem;
+}
+
+}  // namespace
+
+Result<IdxImages> ReadIdxImages(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(std::string data, ReadMaybeGzip(path));
+  if (data.size() >= 4 && BigEndian32(data, 0) != 0x803) {
+    return Corruption(path + ": not an IDX u8 image file (magic " + std::to_string(BigEndian32(data, 0)) +
+                      ", want 2051)");
+  }
+  if (data.size() < 16) return Truncated(path + ": IDX image header needs 16 bytes, file has " + std::to_string(data.size()));
+  IdxImages out;
+  out.count = BigEndian32(data, 4);
+  out.rows = static_cast<int>(BigEndian32(data, 8));
+  out.cols = static_cast<int>(BigEndian32(data, 12));
+  if (out.rows <= 0 || out.cols <= 0 || out.rows > 4096 || out.cols > 4096) {
+    return Corruption(path + ": IDX image size " + std::to_string(out.rows) + "x" + std::to_string(out.cols));
+  }
+  const uint64_t want = static_cast<uint64_t>(out.count) * out.rows * out.cols;
+  if (data.size() - 16 != want) {
+    return Corruption(path + ": header promises " + std::to_string(out.count) + " images of " +
+                      std::to_string(out.rows) + "x" + std::to_string(out.cols) + " (" + std::to_string(want) +
+                      " bytes), file holds " + std::to_string(data.size() - 16));
+  }
+  out.pixels.assign(data.begin() + 16, data.end());
+  return out;
+}
+
+Result<std::vector<uint8_t>> ReadIdxLabels(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(std::string data, ReadMaybeGzip(path));
+  if (data.size() >= 4 && BigEndian32(data, 0) != 0x801) {
+    return Corruption(path + ": not an IDX u8 label file (magic " + std::to_string(BigEndian32(data, 0)) +
+                      ", want 2049)");
+  }
+  if (data.size() < 8) return Truncated(path + ": IDX label header needs 8 bytes, file has " + std::to_string(data.size()));
+  const uint64_t n = BigEndian32(data, 4);
+  if (data.size() - 8 != n) {
+    return Corruption(path + ": header promises " + std::to_string(n) + " labels, file holds " +
+                      std::to_string(data.size() - 8));
+  }
+  return std::vector<uint8_t>(data.begin() + 8, data.end());
+}
+
+std::string FashionMnistRecordDir(const std::string& out_dir) {
+  return (fs::path(out_dir) / "fashion_mnist" / "3.0.1").string();
+}
+
+Result<MakeRecordsReport> MakeFashionMnistRecords(const std::string& out_dir, const FashionMnistOptions& o) {
+  if (o.train_shards <= 0 || o.test_shards <= 0) return InvalidArgument("fashion-mnist: shards must be >= 1");
+  struct Split {
+    const char* name;
+    const char* stem;
+    int shards;
+    IdxImages images;
+    std::vector<uint8_t> labels;
+  };
+  Split splits[2] = {{"train", "train", o.train_shards, {}, {}}, {"test", "t10k", o.test_shards, {}, {}}};
+  int64_t total = 0;
+  for (Split& s : splits) {
+    const std::string img_path = FindIdx(o.source_dir, std::string(s.stem) + "-images-idx3-ubyte");
+    const std::string lbl_path = FindIdx(o.source_dir, std::string(s.stem) + "-labels-idx1-ubyte");
+    STRATA_ASSIGN_OR_RETURN(s.images, ReadIdxImages(img_path));
+    STRATA_ASSIGN_OR_RETURN(s.labels, ReadIdxLabels(lbl_path));
+    if (static_cast<int64_t>(s.labels.size()) != s.images.count) {
+      return Corruption("fashion-mnist: " + img_path + " has " + std::to_string(s.images.count) + " images but " +
+                        lbl_path + " has " + std::to_string(s.labels.size()) + " labels");
+    }
+    for (size_t i = 0; i < s.labels.size(); ++i)
+      if (s.labels[i] > 9) return Corruption(lbl_path + ": label " + std::to_string(s.labels[i]) + " at index " + std::to_string(i));
+    total += s.images.count;
+  }
+  const std::string dir = FashionMnistRecordDir(out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IOError("fashion-mnist: cannot create " + dir + ": " + ec.message());
+
+  MakeRecordsReport report;
+  for (const char* c : kFashionMnistClasses) report.classes.push_back(c);
+  ThreadPool pool({.num_threads = Threads(o.threads), .name = "make-records"});
+  Progress progress(o.progress, total);
+  std::string info_splits;
+  for (Split& s : splits) {
+    const int64_t n = s.images.count, per = static_cast<int64_t>(s.images.rows) * s.images.cols;
+    std::vector<std::string> pngs(n);
+    std::vector<Status> errors(n);
+    pool.ParallelFor((n + 255) / 256, [&](int64_t chunk) {
+      const int64_t end = std::min(n, (chunk + 1) * 256);
+      for (int64_t i = chunk * 256; i < end; ++i) {
+        const ImageView v{s.images.pixels.data() + i * per, s.images.rows, s.images.cols, 1, s.images.cols};
+        errors[i] = EncodePng(v, {}, &pngs[i]);
+      }
+      progress.Add(end - chunk * 256);
+    });
+    for (int64_t i = 0; i < n; ++i)
+      if (!errors[i].ok()) return errors[i].WithContext(std::string("fashion-mnist ") + s.name + " image " + std::to_string(i));
+    std::string lengths;
+    record::ExampleBuilder builder;
+    int64_t begin = 0;
+    for (int shard = 0; shard < s.shards; ++shard) {
+      const int64_t count = n / s.shards + (shard < n % s.shards ? 1 : 0);
+      char name[96];
+      std::snprintf(name, sizeof(name), "fashion_mnist-%s.tfrecord-%05d-of-%05d", s.name, shard, s.shards);
+      const std::string path = dir + "/" + name;
+      STRATA_ASSIGN_OR_RETURN(auto writer, record::RecordWriter::Open(path));
+      for (int64_t i = begin; i < begin + count; ++i) {
+        builder.Clear();
+        builder.AddBytes("image", pngs[i]);
+        const int64_t label = s.labels[i];
+        builder.AddInt64s("label", std::span(&label, 1));
+        STRATA_RETURN_IF_ERROR(writer->WriteRecord(builder.Finish()).WithContext(path));
+      }
+      STRATA_RETURN_IF_ERROR(writer->Close());
+      report.files.push_back(path);
+      lengths += (lengths.empty() ? "\"" : ", \"") + std::to_string(count) + "\"";
+      begin += count;
+    }
+    report.written += n;
+    info_splits += std::string(info_splits.empty() ? "" : ",\n") + "    {\"name\": \"" + s.name +
+                   "\", \"numShards\": \"" + std::to_string(s.shards) + "\", \"shardLengths\": [" + lengths + "]}";
+  }
+  std::string labels;
+  for (const char* c : kFashionMnistClasses) labels += std::string(c) + "\n";
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic(dir + "/label.labels.txt", labels));
+  const std::string info =
+      "{\n  \"name\": \"fashion_mnist\",\n  \"version\": \"3.0.1\",\n  \"fileFormat\": \"tfrecord\",\n"
+      "  \"features\": {\"image\": {\"shape\": [28, 28, 1], \"dtype\": \"uint8\", \"encoding\": \"png\"},"
+      " \"label\": {\"numClasses\": 10, \"dtype\": \"int64\"}},\n  \"splits\": [\n" +
+      info_splits + "\n  ],\n  \"source\": \"" + o.source_dir + " (Debian dataset-fashion-mnist)\"\n}\n";
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic(dir + "/dataset_info.json", info));
+  return report;
+}
+
+}  // namespace strata::image

@@ -9,6 +9,7 @@
 // The synthetic files are written once to $STRATA_BENCH_DIR (default /tmp/strata_data_bench);
 // bench/data_torch_peer.py reads the JPEG bytes dumped there (jpegs.bin) for the PyTorch peer.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,20 @@
 
 namespace strata::data {
 namespace {
+
+// CPU seconds (user + system) of the whole process, all threads: on a shared machine the
+// CPU spent per image is a steadier measure than wall time.
+double ProcessCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double MinorFaults() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_minflt);
+}
 
 std::string BenchDir() {
   const char* d = std::getenv("STRATA_BENCH_DIR");
@@ -120,12 +135,14 @@ void DecodeBareLoop(benchmark::State& state) {
   auto aug = *image::Augmenter::Make(FlowersAugment(), 1);
   Tensor out(DType::kF32, Shape{192, 192, 3});
   uint64_t i = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     Status s = aug.Run(jpegs[i % jpegs.size()], i, out.raw_data());
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
     ++i;
   }
   state.SetItemsProcessed(state.iterations());
+  state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations());
 }
 BENCHMARK(DecodeBareLoop)->UseRealTime()->MinTime(3);
 
@@ -143,11 +160,14 @@ void FlowersRecipe(benchmark::State& state) {
   Element e;
   bool end;
   for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
+  const double cpu0 = ProcessCpuSeconds(), faults0 = MinorFaults();
   for (auto _ : state) {
     Status s = it->GetNext(&e, &end);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
   state.SetItemsProcessed(state.iterations() * 64);
+  state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations() * 64);
+  state.counters["page_faults_per_image"] = (MinorFaults() - faults0) / static_cast<double>(state.iterations() * 64);
   for (const auto& s : it->Stats())
     if (s.name == "parallel_map") state.counters["map_parallelism"] = static_cast<double>(s.parallelism);
 }

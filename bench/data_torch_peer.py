@@ -54,6 +54,20 @@ class Flowers(Dataset):
         return x, i % 104
 
 
+def cpu_seconds(pids):
+    """utime + stime of the given processes (the main one and the DataLoader workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            pass
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=os.environ.get("STRATA_BENCH_DIR", "/tmp/strata_data_bench"))
@@ -70,12 +84,15 @@ def main():
     it = iter(dl)
     for _ in range(3):  # warm: workers started, first batches in flight
         next(it)
+    pids = [os.getpid()] + [w.pid for w in getattr(it, "_workers", [])]
+    cpu0 = cpu_seconds(pids)
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < a.seconds:
         x, y = next(it)
         n += x.shape[0]
     dt = time.perf_counter() - t0
-    print(f"pytorch DataLoader workers={a.workers} images/s {n / dt:.1f} "
+    cpu = cpu_seconds(pids) - cpu0
+    print(f"pytorch DataLoader workers={a.workers} images/s {n / dt:.1f} cpu_us_per_image {cpu * 1e6 / n:.0f} "
           f"(GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', 'default')})")
 
 

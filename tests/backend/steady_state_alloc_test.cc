@@ -1,6 +1,7 @@
-// The steady-state training step allocates nothing: operator new and (outside sanitizer
-// builds, whose runtime owns malloc) malloc/calloc/realloc/posix_memalign are counted
-// process-wide while Run() executes, and attributed to where they happen.
+// The steady-state training step allocates nothing: operator new and malloc/calloc/realloc/
+// posix_memalign are counted process-wide while Run() executes (replaced here; under
+// AddressSanitizer, whose allocator owns them, through its allocation hooks), and attributed
+// to where they happen.
 //
 // One exception is measured, not hidden: oneDNN 2.6's dnnl_primitive_execute() copies its
 // argument array into a std::unordered_map on every call (exec_ctx_t), a few small nodes
@@ -44,6 +45,28 @@ extern "C" dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t p, dnnl_s
   return st;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+
+#if defined(STRATA_ASAN)
+// Under AddressSanitizer its allocator owns malloc and operator new; it calls these hooks on
+// every allocation, whatever the entry point.
+extern "C" void __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void*, size_t),
+                                                          void (*)(const volatile void*));
+namespace {
+void OnAlloc(const volatile void*, size_t n) { Count(n); }
+void OnFree(const volatile void*) {}
+const bool kHooked = [] {
+  __sanitizer_install_malloc_and_free_hooks(&OnAlloc, &OnFree);
+  return true;
+}();
+}  // namespace
+#else
 void* operator new(size_t n) {
   Count(n);
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -54,13 +77,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
-
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
 #define STRATA_COUNT_MALLOC 1
-#elif defined(__has_feature)
-#if !__has_feature(address_sanitizer)
-#define STRATA_COUNT_MALLOC 1
-#endif
 #endif
 
 #if defined(STRATA_COUNT_MALLOC) && defined(__GLIBC__)

@@ -101,6 +101,10 @@ class Program {
   virtual ~Program() = default;
   // Executes every kernel once: forward, loss, gradients and updates as the graph says.
   virtual Status Run() = 0;
+  // The counter that seeds per-step randomness (dropout masks); Run() advances it by one.
+  // A run resumed from a checkpoint sets it, so the masks continue where they stopped.
+  virtual uint64_t step() const = 0;
+  virtual void set_step(uint64_t step) = 0;
   // The same as Run(): one training step of a training graph.
   Status Step() { return Run(); }
 

@@ -133,6 +133,8 @@ class CpuProgram : public Program {
     });
   }
 
+  uint64_t step() const override { return step_; }
+  void set_step(uint64_t step) override { step_ = step; }
   Status Run() override {
     SetOmpThreads(threads_);
     for (Kernel& k : kernels_) {

@@ -53,6 +53,8 @@ class ReferenceProgram : public Program {
                             g.MatrixFlops(i), g.OtherFlops(i)});
   }
 
+  uint64_t step() const override { return step_; }
+  void set_step(uint64_t step) override { step_ = step; }
   Status Run() override {
     std::map<int, std::vector<double>> leaves;
     for (auto& [node, t] : inputs_) {

@@ -75,9 +75,29 @@ class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(OpCaseTest, Gradient) {
   const OpCase& c = GetParam();
-  if (!c.finite_differences) GTEST_SKIP() << "not differentiable by design (see the row)";
   CaseGraph cg;
   ASSERT_TRUE(BuildCase(c, cg).ok());
+  if (!c.finite_differences) {
+    // Rows without central differences (bf16 rounding is a step function; inference batch
+    // norm has no rule): autodiff either refuses with the op's name or passes the gradient
+    // straight through (casts), never silently returns garbage.
+    auto grads = graph::Gradients(cg.g, cg.loss, cg.xs);
+    if (!grads.ok()) {
+      EXPECT_NE(grads.status().message().find("("), std::string::npos) << grads.status().ToString();
+      EXPECT_EQ(grads.status().code(), StatusCode::kUnimplemented) << grads.status().ToString();
+      return;
+    }
+    Evaluator ev(cg.g, *grads);
+    auto leaves = Feed(cg, c, 44);
+    ASSERT_TRUE(ev.Run(leaves, 0).ok());
+    const auto& projection = leaves[cg.g.node(cg.g.node(cg.loss.node).inputs[0].node).inputs[1].node];
+    const auto& g0 = ev.value((*grads)[0]);
+    ASSERT_EQ(g0.size(), projection.size());
+    // The gradient is the projection, rounded through bf16 on its way back (8-bit mantissa).
+    for (size_t e = 0; e < g0.size(); ++e)
+      EXPECT_NEAR(g0[e], projection[e], std::ldexp(std::fabs(projection[e]), -8)) << c.name << " element " << e;
+    return;
+  }
   std::vector<Value> fetches = cg.grads;
   fetches.push_back(cg.loss);
   Evaluator ev(cg.g, fetches);

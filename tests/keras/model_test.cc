@@ -30,8 +30,11 @@ data::Element Blobs(int64_t n, uint64_t seed) {
   return data::Element({x, y});
 }
 
-std::unique_ptr<Model> Mlp(const std::string& name = "mlp") {
-  auto m = Sequential({InputLayer({8}), Dense(16, {.activation = "relu"}), Dense(3)}, name);
+std::unique_ptr<Model> Mlp(const std::string& name = "mlp", float dropout = 0) {
+  std::vector<LayerPtr> l = {InputLayer({8}), Dense(16, {.activation = "relu"})};
+  if (dropout > 0) l.push_back(Dropout(dropout));
+  l.push_back(Dense(3));
+  auto m = Sequential(l, name);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return std::move(m).value();
 }
@@ -155,16 +158,16 @@ TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
   auto opts = [](CompileOptions o) { return o; };
   CompileOptions co{.optimizer = optimizers::Adam(0.01), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})};
 
-  auto straight = Mlp();
+  auto straight = Mlp("mlp", 0.25f);  // dropout: the masks must follow the restored step
   ASSERT_TRUE(straight->compile(opts(co)).ok());
   ASSERT_TRUE(straight->fit(train, {.epochs = 4, .verbose = 0}).ok());
 
   // Two epochs, save, then a fresh model loads and trains two more.
-  auto first = Mlp();
+  auto first = Mlp("mlp", 0.25f);
   ASSERT_TRUE(first->compile(opts(co)).ok());
   ASSERT_TRUE(first->fit(train, {.epochs = 2, .verbose = 0}).ok());
   ASSERT_TRUE(first->save_weights((dir / "w.ckpt").string()).ok());
-  auto second = Mlp();
+  auto second = Mlp("mlp", 0.25f);
   ASSERT_TRUE(second->compile(opts(co)).ok());
   ASSERT_TRUE(second->load_weights((dir / "w.ckpt").string()).ok());
   ASSERT_TRUE(second->fit(train, {.epochs = 4, .verbose = 0, .initial_epoch = 2}).ok());

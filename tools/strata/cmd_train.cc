@@ -29,7 +29,10 @@ namespace fs = std::filesystem;
 struct TrainFlags {
   std::string data, val, model = "reference-cnn", image_key = "image", label_key = "label";
   std::string lr_scaling = "linear", schedule = "cosine", precision = "f32";
-  std::string checkpoint_dir, tensorboard, summary_json, out;
+  std::string checkpoint_dir, tensorboard, summary_json, out, trace, monitor_bind = "127.0.0.1", report_json;
+  double monitor_interval = 10;
+  int64_t monitor_port = -1;
+  bool no_monitor = false;
   int64_t image_size = 28, classes = 10, epochs = 10, batch_per_replica = 128, replicas = 0, seed = 42;
   int64_t steps_per_epoch = 0;
   double lr = 0.05, weight_decay = 5e-4, warmup_epochs = 0.5;
@@ -142,7 +145,13 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Bool("deterministic", &f.deterministic, "fixed input order: the same seed gives the same weights");
   flags.String("checkpoint-dir", &f.checkpoint_dir, "back up weights, optimizer and input position here");
   flags.Bool("resume", &f.resume, "continue from the backup in --checkpoint-dir");
-  flags.String("tensorboard", &f.tensorboard, "write TensorBoard event files here");
+  flags.String("tensorboard", &f.tensorboard, "write TensorBoard event files here (train/, validation/)");
+  flags.Double("monitor-interval", &f.monitor_interval, "seconds per monitor window: utilization and idle % (default 10)");
+  flags.Int("monitor-port", &f.monitor_port, "serve the live monitor page on this port (0: any free port)");
+  flags.String("monitor-bind", &f.monitor_bind, "address of the monitor page (default 127.0.0.1)");
+  flags.String("trace", &f.trace, "write a Chrome trace (replicas and pipeline stages) to this file");
+  flags.String("report-json", &f.report_json, "write the post-run input-pipeline report as JSON here");
+  flags.Bool("no-monitor", &f.no_monitor, "do not run the utilization / idle monitor");
   flags.Int("replicas", &f.replicas, "replicas (default: one per usable core)");
   flags.String("summary-json", &f.summary_json, "write final metrics, wall time and images/s here");
   flags.String("out", &f.out, "where to save the trained model (default: in the cache directory)");
@@ -237,12 +246,25 @@ int RunTrain(const std::vector<std::string>& args) {
     callbacks.push_back(backup);
   }
   callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
+  if (!f.tensorboard.empty() && chief)
+    callbacks.push_back(std::make_shared<keras::TensorBoard>(f.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
+  std::optional<keras::MonitorConfig> monitor;
+  if (!f.no_monitor && chief) {
+    monitor = keras::MonitorConfig{.interval_seconds = f.monitor_interval,
+                                   .tensorboard_dir = f.tensorboard.empty() ? "" : f.tensorboard + "/train",
+                                   .trace_path = f.trace,
+                                   .http_port = static_cast<int>(f.monitor_port),
+                                   .http_bind = f.monitor_bind,
+                                   .report_json = f.report_json};
+    if (!f.tensorboard.empty()) fs::create_directories(f.tensorboard + "/train");
+  }
 
   // ---- fit
   Stopwatch train_clock;
   auto history = model->fit(*train, {.epochs = static_cast<int>(f.epochs), .steps_per_epoch = steps_per_epoch,
                                            .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
-                                           .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2});
+                                           .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2,
+                                           .monitor = monitor});
   if (!history.ok()) return Fail("train", history.status().ToString());
   const double train_seconds = train_clock.ElapsedSeconds();
 

@@ -11,6 +11,7 @@
 #include "strata/core/file.h"
 #include "strata/core/log.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/record/event.h"
 
 namespace strata::keras {
 namespace {
@@ -324,6 +325,52 @@ Status BackupAndRestore::OnTrainEnd(const Logs&) {
     std::filesystem::remove(path(), ec);
   }
   return Status::OK();
+}
+
+// ---- TensorBoard ---------------------------------------------------------------------------
+
+struct TensorBoard::Writers {
+  std::unique_ptr<record::EventWriter> train, validation;
+};
+
+TensorBoard::TensorBoard(std::string dir, Options o) : dir_(std::move(dir)), o_(o) {}
+TensorBoard::~TensorBoard() = default;
+
+Status TensorBoard::OnTrainBegin(const TrainInfo&) {
+  w_ = std::make_unique<Writers>();
+  for (const char* sub : {"train", "validation"}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_ + "/" + sub, ec);
+    if (ec) return IOError("TensorBoard: cannot create " + dir_ + "/" + sub + ": " + ec.message());
+    STRATA_ASSIGN_OR_RETURN(auto w, record::EventWriter::Create(dir_ + "/" + sub, {.filename_suffix = ".v2"}));
+    (std::string(sub) == "train" ? w_->train : w_->validation) = std::move(w);
+  }
+  return Status::OK();
+}
+
+Status TensorBoard::OnTrainBatchEnd(int64_t, const Logs& logs) {
+  if (o_.update_freq <= 0 || !w_ || model()->global_step() % o_.update_freq != 0) return Status::OK();
+  for (const auto& [k, v] : logs)
+    STRATA_RETURN_IF_ERROR(w_->train->WriteScalar("batch_" + k, model()->global_step(), static_cast<float>(v)));
+  return Status::OK();
+}
+
+Status TensorBoard::OnEpochEnd(int epoch, Logs& logs) {
+  if (!w_) return Status::OK();
+  for (const auto& [k, v] : logs) {
+    const bool val = k.rfind("val_", 0) == 0;
+    const std::string tag = "epoch_" + (val ? k.substr(4) : k);
+    STRATA_RETURN_IF_ERROR((val ? w_->validation : w_->train)->WriteScalar(tag, epoch, static_cast<float>(v)));
+  }
+  STRATA_RETURN_IF_ERROR(w_->train->WriteScalar("epoch_learning_rate", epoch, static_cast<float>(model()->learning_rate())));
+  STRATA_RETURN_IF_ERROR(w_->train->Flush());
+  return w_->validation->Flush();
+}
+
+Status TensorBoard::OnTrainEnd(const Logs&) {
+  if (!w_) return Status::OK();
+  STRATA_RETURN_IF_ERROR(w_->train->Close());
+  return w_->validation->Close();
 }
 
 }  // namespace strata::keras

@@ -185,6 +185,29 @@ class BackupAndRestore final : public Callback {
   int epoch_ = 0;
 };
 
+// TensorBoard logs as Keras writes them: <log_dir>/train and <log_dir>/validation hold event
+// files (events.out.tfevents.<secs>.<host>.v2) with epoch_loss, epoch_<metric> and
+// epoch_learning_rate per epoch, and batch_loss / batch_<metric> every `update_freq` steps.
+class TensorBoard final : public Callback {
+ public:
+  struct Options {
+    int64_t update_freq = 0;  // steps between batch-level scalars; 0: per epoch only (Keras's "epoch")
+  };
+  TensorBoard(std::string log_dir, Options o);
+  explicit TensorBoard(std::string log_dir) : TensorBoard(std::move(log_dir), Options{}) {}
+  ~TensorBoard() override;
+  Status OnTrainBegin(const TrainInfo& info) override;
+  Status OnTrainBatchEnd(int64_t batch, const Logs& logs) override;
+  Status OnEpochEnd(int epoch, Logs& logs) override;
+  Status OnTrainEnd(const Logs& logs) override;
+
+ private:
+  std::string dir_;
+  Options o_;
+  struct Writers;
+  std::unique_ptr<Writers> w_;
+};
+
 // Resolves "auto" against the monitored key (accuracy-like keys are maximised).
 Mode ResolveMode(Mode m, const std::string& monitor);
 

@@ -654,7 +654,9 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
   Status st = strategy_->run([&](int r) -> Status {
     Compiled& c = replicas_[static_cast<size_t>(r)];
     // 1. This replica's shard of the global batch, then forward + backward.
+    if (monitor_) monitor_->StepBegin(r);
     Status s = FeedInputs(c, batch, r * shard, shard, /*with_labels=*/true);
+    c.program->set_step(static_cast<uint64_t>(global_step_));  // dropout masks follow the global step
     if (s.ok()) s = c.program->Run();
     if (!s.ok()) failed = true;
     strategy_->barrier();
@@ -704,6 +706,7 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
       // 5. Every other replica takes the new weights.
       if (!failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
     }
+    if (monitor_) monitor_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), shard);
     return s;
   });
   STRATA_RETURN_IF_ERROR(cross_host_status.WithContext("worker " + std::to_string(strategy_->worker_index())));

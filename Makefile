@@ -27,7 +27,7 @@ test-release: build
 
 test-sanitize: deps
 	@cmake -S . -B $(SAN) -DCMAKE_BUILD_TYPE=Sanitize $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(SAN) -j $(JOBS)
+	@cmake --build $(SAN) -j $(JOBS) --target unit_tests
 	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L unit
 
 bench: build

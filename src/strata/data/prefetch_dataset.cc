@@ -51,8 +51,14 @@ class PrefetchIterator : public StageIterator {
     if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
     if (buffer_.empty()) {
       const int64_t t0 = NowNanos();
-      consumer_cv_.wait(l, [&] { return !buffer_.empty(); });
+      // `ended_` with an empty buffer only after restoring an inconsistent state (found by
+      // fuzzing: it hung); treat it as the end.
+      consumer_cv_.wait(l, [&] { return !buffer_.empty() || (ended_ && !producing_); });
       stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+      if (buffer_.empty()) {
+        *end = true;
+        return Status::OK();
+      }
     }
     Entry& e = buffer_.front();
     if (e.end) {  // sticky: stays queued

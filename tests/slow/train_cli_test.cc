@@ -63,7 +63,8 @@ TEST(TrainCli, KillNineThenResumeEndsWithTheSameWeights) {
   const std::string dir = ::testing::TempDir() + "/strata-train-resume";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string common = Env() + Strata() + " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
+  const std::string args = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
+  const std::string common = Env() + Strata() + args;
   auto straight = RunCommand(common + " --checkpoint-dir " + dir + "/a --out " + dir + "/a.ckpt", true);
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
 
@@ -72,7 +73,8 @@ TEST(TrainCli, KillNineThenResumeEndsWithTheSameWeights) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    std::string cmd = "exec " + common + " --checkpoint-dir " + dir + "/b --out " + dir + "/b.ckpt >/dev/null 2>&1";
+    // `exec VAR=value cmd` would exec a program named "VAR=value": export first.
+    std::string cmd = "export " + Env() + "&& exec " + Strata() + args + " --checkpoint-dir " + dir + "/b --out " + dir + "/b.ckpt >/dev/null 2>&1";
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }

@@ -91,6 +91,24 @@ Result<int64_t> CountRecords(const std::string& pattern) {
   return n;
 }
 
+// Seconds since the start of fit at each epoch end (validation included): time-to-accuracy.
+class EpochClock final : public keras::Callback {
+ public:
+  Status OnTrainBegin(const keras::TrainInfo&) override {
+    clock_.Reset();
+    return Status::OK();
+  }
+  Status OnEpochEnd(int, keras::Logs&) override {
+    seconds_.push_back(clock_.ElapsedSeconds());
+    return Status::OK();
+  }
+  const std::vector<double>& seconds() const { return seconds_; }
+
+ private:
+  Stopwatch clock_;
+  std::vector<double> seconds_;
+};
+
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
 // `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size.
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
@@ -246,6 +264,8 @@ int RunTrain(const std::vector<std::string>& args) {
     callbacks.push_back(backup);
   }
   callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
+  auto epoch_clock = std::make_shared<EpochClock>();
+  callbacks.push_back(epoch_clock);
   if (!f.tensorboard.empty() && chief)
     callbacks.push_back(std::make_shared<keras::TensorBoard>(f.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
   std::optional<keras::MonitorConfig> monitor;
@@ -291,7 +311,7 @@ int RunTrain(const std::vector<std::string>& args) {
                         {"wall_seconds", wall.ElapsedSeconds()}, {"train_seconds", train_seconds},
                         {"images_per_second", images_per_second}, {"replicas", replicas},
                         {"global_batch", global_batch}, {"epochs", f.epochs}, {"model_path", out},
-                        {"history", history->history}};
+                        {"history", history->history}, {"seconds_at_epoch_end", epoch_clock->seconds()}};
     if (Status s = WriteFileAtomic(f.summary_json, j.dump(2) + "\n"); !s.ok()) return Fail("train", s.ToString());
   }
   return kExitOk;

@@ -26,7 +26,6 @@ Result<Loss> losses::Get(const std::string& name, bool from_logits) {
 
 Status HostLoss(const Loss& loss, const float* out, int64_t n, int64_t k, const int64_t* sparse, const float* dense,
                 float* per_example) {
-  constexpr float kEps = 1e-7f;  // Keras's backend epsilon: probabilities are clipped to [eps, 1-eps]
   for (int64_t i = 0; i < n; ++i) {
     const float* row = out + i * k;
     switch (loss.kind) {
@@ -42,7 +41,7 @@ Status HostLoss(const Loss& loss, const float* out, int64_t n, int64_t k, const 
         }
         auto logp = [&](int64_t j) -> double {
           if (loss.from_logits) return row[j] - lse;
-          return std::log(std::clamp(static_cast<double>(row[j]), 1e-7, 1.0 - 1e-7));
+          return std::log(std::clamp(static_cast<double>(row[j]), static_cast<double>(kEps), 1.0 - kEps));
         };
         double l = 0;
         if (loss.kind == Loss::Kind::kSparseCategoricalCrossentropy) {
@@ -64,9 +63,13 @@ Status HostLoss(const Loss& loss, const float* out, int64_t n, int64_t k, const 
       case Loss::Kind::kBinaryCrossentropy: {
         double l = 0;
         for (int64_t j = 0; j < k; ++j) {
-          double t = dense ? dense[i * k + j] : static_cast<double>(sparse[i]);
-          double p = loss.from_logits ? 1.0 / (1.0 + std::exp(-static_cast<double>(row[j]))) : row[j];
-          p = std::clamp(p, static_cast<double>(kEps), 1.0 - kEps);
+          const double t = dense ? dense[i * k + j] : static_cast<double>(sparse[i]);
+          if (loss.from_logits) {  // the stable form of -t log(sigmoid(z)) - (1 - t) log(1 - sigmoid(z))
+            const double z = row[j];
+            l += std::max(z, 0.0) - z * t + std::log1p(std::exp(-std::abs(z)));
+            continue;
+          }
+          const double p = std::clamp(static_cast<double>(row[j]), static_cast<double>(kEps), 1.0 - kEps);
           l -= t * std::log(p) + (1 - t) * std::log(1 - p);
         }
         per_example[i] = static_cast<float>(l / static_cast<double>(k));

@@ -13,6 +13,10 @@
 
 namespace strata::keras {
 
+// Keras's backend epsilon (keras.backend.epsilon()): cross-entropies of probabilities clip
+// them to [kEps, 1 - kEps] before the log.
+inline constexpr float kEps = 1e-7f;
+
 struct Loss {
   enum class Kind { kSparseCategoricalCrossentropy, kCategoricalCrossentropy, kBinaryCrossentropy, kMeanSquaredError };
   Kind kind = Kind::kSparseCategoricalCrossentropy;
@@ -41,6 +45,9 @@ Result<Loss> Get(const std::string& name, bool from_logits = false);
 
 // Per-example losses of `n` rows computed on the host. outputs f32 [n, K]; labels i64 [n]
 // (sparse) or f32 [n, K]. Writes `n` values to `per_example`.
+// binary_crossentropy, as Keras: the mean over the K outputs of
+//   from_logits: max(z, 0) - z t + log(1 + exp(-|z|))          (sigmoid_cross_entropy_with_logits)
+//   else:        -t log(p) - (1 - t) log(1 - p), p clipped to [kEps, 1 - kEps]
 Status HostLoss(const Loss& loss, const float* outputs, int64_t n, int64_t k, const int64_t* sparse_labels,
                 const float* dense_labels, float* per_example);
 

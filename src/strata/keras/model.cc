@@ -401,6 +401,28 @@ Result<Value> LogitsFor(const graph::Graph& g, Value output, const Loss& loss) {
                          g.Describe(output) + " is not one (or pass from_logits=true)");
 }
 
+// binary_crossentropy's logits z [b, K]. from_logits = false models end in a sigmoid, whose
+// input is used with the logit clipped to [-L, L], L = log((1 - eps) / eps): that is Keras's
+// clipping of the probability to [eps, 1 - eps], done exactly (z is untouched inside the
+// range; outside it the two relus cancel z and the gradient is 0, as clip_by_value's).
+Result<Value> BinaryLogitsFor(graph::Graph& g, Value output, const Loss& loss) {
+  if (loss.from_logits) return output;
+  const graph::Node& n = g.node(output.node);
+  if (n.kind != graph::OpKind::kActivation || n.attrs.activation != graph::Activation::kSigmoid)
+    return InvalidArgument(loss.name() + " with from_logits=false needs the model to end in a sigmoid; " +
+                           g.Describe(output) + " is not one (or pass from_logits=true)");
+  const Value z = n.inputs[0];
+  const float limit = static_cast<float>(std::log((1.0 - kEps) / static_cast<double>(kEps)));
+  const Value l = g.Constant(limit, z.shape(), "loss/clip_limit");
+  STRATA_ASSIGN_OR_RETURN(Value above, g.Sub(z, l, "loss/clip_above"));
+  STRATA_ASSIGN_OR_RETURN(above, g.Relu(above, "loss/clip_above_relu"));
+  STRATA_ASSIGN_OR_RETURN(Value neg, g.Scale(z, -1.0f, "loss/clip_negate"));
+  STRATA_ASSIGN_OR_RETURN(Value below, g.Sub(neg, l, "loss/clip_below"));
+  STRATA_ASSIGN_OR_RETURN(below, g.Relu(below, "loss/clip_below_relu"));
+  STRATA_ASSIGN_OR_RETURN(Value clipped, g.Sub(z, above, "loss/clip_upper"));
+  return g.Add(clipped, below, "loss/clipped_logits");
+}
+
 int SlotBlocks(const Optimizer& o) {
   switch (o.kind) {
     case Optimizer::Kind::kSGD: return o.momentum != 0 ? 1 : 0;
@@ -417,6 +439,11 @@ Status Model::compile(CompileOptions options) {
   compile_ = std::move(options);
   if (compile_.precision != "float32" && compile_.precision != "mixed_bfloat16")
     return InvalidArgument("compile: precision must be \"float32\" or \"mixed_bfloat16\", got \"" + compile_.precision + "\"");
+  const Optimizer& opt = compile_.optimizer;
+  if (!(opt.clipnorm >= 0) || !(opt.global_clipnorm >= 0))
+    return InvalidArgument("compile: " + opt.name() + " clipnorm and global_clipnorm must be >= 0 (0: off)");
+  if (opt.clipnorm > 0 && opt.global_clipnorm > 0)
+    return InvalidArgument("compile: " + opt.name() + " takes clipnorm or global_clipnorm, not both (as Keras)");
   for (const auto& m : compile_.metrics) {
     auto metric = MakeMetric(m, compile_.loss);
     if (!metric.ok()) return metric.status().WithContext("compile");
@@ -436,6 +463,13 @@ Status Model::compile(CompileOptions options) {
   STRATA_ASSIGN_OR_RETURN(store_, backend::VariableStore::Create(*probe.graph));
   num_slot_blocks_ = SlotBlocks(compile_.optimizer);
   slots_ = Tensor(DType::kF32, {num_slot_blocks_, store_->num_trainable()});
+  clip_groups_.clear();
+  if (opt.global_clipnorm > 0) clip_groups_.push_back({0, store_->num_trainable()});
+  if (opt.clipnorm > 0)
+    for (const auto& e : store_->entries())
+      if (e.role == graph::VariableRole::kParameter && e.trainable) clip_groups_.push_back({e.offset, e.offset + e.size});
+  clip_partials_.assign(static_cast<size_t>(num_replicas()) * clip_groups_.size(), 0.0);
+  gradients_ready_ = false;
   global_step_ = 0;
   compiled_ = true;
   return Status::OK();
@@ -463,8 +497,22 @@ Status Model::BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed)
   } else if (loss.kind == Loss::Kind::kMeanSquaredError) {
     c.labels = g.Input("labels", DType::kF32, out.shape());
     STRATA_ASSIGN_OR_RETURN(loss_value, g.MeanSquaredError(out, c.labels, "loss"));
+  } else if (loss.kind == Loss::Kind::kBinaryCrossentropy) {
+    // A two-class softmax cross-entropy over [0, z] for each of the b x K outputs:
+    // softmax([0, z])[1] = sigmoid(z), so its loss is -t log(sigmoid(z)) - (1 - t) log(1 - sigmoid(z))
+    // for t in {0, 1}, its gradient sigmoid(z) - t, and its mean over b x K is Keras's mean
+    // over the outputs, then over the batch.
+    STRATA_ASSIGN_OR_RETURN(Value z, BinaryLogitsFor(g, out, loss));
+    const int64_t count = z.shape().num_elements();
+    if (out.shape().rank() < 1 || out.shape()[0] != batch)
+      return InvalidArgument(loss.name() + ": the model output must be [batch, ...], got " + g.Describe(out));
+    STRATA_ASSIGN_OR_RETURN(Value column, g.Reshape(z, {count, 1}, "loss/logits"));  // [b K, 1]
+    const Value zeros = g.Constant(0.0f, {count, 1}, "loss/zero_logits");
+    STRATA_ASSIGN_OR_RETURN(Value pair, g.Concat({zeros, column}, 1, "loss/pair"));  // [b K, 2]
+    c.labels = g.Input("labels", DType::kI32, {count});                              // 0/1 [b K]
+    STRATA_ASSIGN_OR_RETURN(loss_value, g.SoftmaxCrossEntropy(pair, c.labels, 0, "loss"));
   } else {
-    return Unimplemented(loss.name() + " is evaluated but not yet trainable in the compiled step");
+    return Unimplemented(loss.name() + " is not trainable in the compiled step");
   }
   // L2 regularizers: loss += l2 * sum(w^2).
   for (const auto& v : ctx.variables) {
@@ -536,6 +584,26 @@ Status Model::PrepareLabels(const data::Element& batch, int64_t rows, int64_t k,
   if (batch.size() <= label_index)
     return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has no labels (expected (x, y))");
   const bool sparse = compile_.loss.sparse_labels();
+  if (compile_.loss.kind == Loss::Kind::kBinaryCrossentropy) {
+    // 0/1 labels [rows, K] (or [rows] when K = 1) of any numeric dtype, as class indices.
+    Tensor yc = batch[label_index].Contiguous();
+    const int64_t n = rows * k;
+    if (yc.num_elements() != n || yc.dtype() == DType::kBF16)
+      return InvalidArgument("labels: binary_crossentropy expects 0/1 labels [" + std::to_string(rows) + ", " +
+                             std::to_string(k) + "] (f32 or integer), got " + yc.DebugString());
+    label_scratch_.assign(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = yc.dtype() == DType::kF32   ? yc.data<float>()[i]
+                       : yc.dtype() == DType::kI64 ? static_cast<double>(yc.data<int64_t>()[i])
+                       : yc.dtype() == DType::kI32 ? yc.data<int32_t>()[i]
+                                                   : yc.data<uint8_t>()[i];
+      if (v != 0 && v != 1)
+        return InvalidArgument("labels: binary_crossentropy trains on 0/1 labels; label " + std::to_string(i % k) +
+                               " of example " + std::to_string(i / k) + " is " + std::to_string(v));
+      label_scratch_[static_cast<size_t>(i)] = v == 1;
+    }
+    return Status::OK();
+  }
   if (!sparse && compile_.loss.kind != Loss::Kind::kCategoricalCrossentropy) return Status::OK();
   label_scratch_.assign(static_cast<size_t>(rows), 0);
   Tensor yc = batch[label_index].Contiguous();
@@ -576,10 +644,12 @@ Status Model::FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, 
                                     "model " + name_ + " input " + std::to_string(i)));
   }
   if (!with_labels || !c.labels.valid()) return Status::OK();
-  if (c.labels.dtype() == DType::kI32) {
-    int32_t* dst = c.program->input(c.labels).data<int32_t>();
-    for (int64_t i = 0; i < c.batch; ++i)
-      dst[i] = i < rows ? static_cast<int32_t>(label_scratch_[static_cast<size_t>(row0 + i)]) : 0;
+  if (c.labels.dtype() == DType::kI32) {  // class indices (K per row for binary_crossentropy)
+    Tensor& in = c.program->input(c.labels);
+    int32_t* dst = in.data<int32_t>();
+    const int64_t per_row = in.num_elements() / c.batch;
+    for (int64_t i = 0; i < in.num_elements(); ++i)
+      dst[i] = i < rows * per_row ? static_cast<int32_t>(label_scratch_[static_cast<size_t>(row0 * per_row + i)]) : 0;
     return Status::OK();
   }
   return CopyInto(batch[nx], c.program->input(c.labels), row0, rows, "labels");
@@ -598,6 +668,26 @@ double Model::learning_rate() const {
 
 // ---- the training step ------------------------------------------------------------------------
 
+// What the replicas of one step share. Every replica runs the same sequence of barriers, even
+// after an error, so none waits forever; a failure anywhere skips the update for all.
+struct Model::StepSync {
+  std::atomic<bool> failed{false};
+  Status cross_host;  // written by replica 0 only
+};
+
+void Model::ClipPartialSums(int replica) {
+  const size_t groups = clip_groups_.size();
+  const auto [begin, end] = strategy_->Slice(store_->num_trainable(), replica);
+  const float* g = store_->grads().data<float>();
+  double* out = clip_partials_.data() + static_cast<size_t>(replica) * groups;
+  for (size_t v = 0; v < groups; ++v) {
+    const int64_t b = std::max(begin, clip_groups_[v].first), e = std::min(end, clip_groups_[v].second);
+    double sum = 0;
+    for (int64_t i = b; i < e; ++i) sum += static_cast<double>(g[i]) * g[i];
+    out[v] = sum;
+  }
+}
+
 void Model::ApplyUpdateSlice(int replica, float lr) {
   const int64_t n = store_->num_trainable();
   auto [begin, end] = strategy_->Slice(n, replica);
@@ -608,6 +698,24 @@ void Model::ApplyUpdateSlice(int replica, float lr) {
   float* s0 = num_slot_blocks_ > 0 ? slots_.data<float>() + begin : nullptr;
   float* s1 = num_slot_blocks_ > 1 ? slots_.data<float>() + n + begin : nullptr;
   const Optimizer& o = compile_.optimizer;
+  // Clipping by norm comes first, as in Keras. A group's norm adds every replica's partial
+  // sum in replica order, so all replicas agree on it; a norm within the limit leaves the
+  // gradient untouched.
+  if (!clip_groups_.empty()) {
+    const double limit = o.clipnorm > 0 ? o.clipnorm : o.global_clipnorm;
+    const size_t groups = clip_groups_.size();
+    float* grads = store_->grads().data<float>();
+    for (size_t v = 0; v < groups; ++v) {
+      const int64_t b = std::max(begin, clip_groups_[v].first), e = std::min(end, clip_groups_[v].second);
+      if (b >= e) continue;
+      double sum = 0;
+      for (int q = 0; q < num_replicas(); ++q) sum += clip_partials_[static_cast<size_t>(q) * groups + v];
+      const double norm = std::sqrt(sum);
+      if (!(norm > limit)) continue;
+      const float scale = static_cast<float>(limit / norm);
+      for (int64_t i = b; i < e; ++i) grads[i] *= scale;
+    }
+  }
   // L2-style decay on the gradient (SGD, Adam, RMSprop); AdamW decays inside its kernel.
   if (o.weight_decay > 0 && o.kind != Optimizer::Kind::kAdamW) {
     const float wd = static_cast<float>(o.weight_decay);
@@ -632,99 +740,167 @@ void Model::ApplyUpdateSlice(int replica, float lr) {
   }
 }
 
-Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
-                        std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean) {
+Status Model::PrepareStep(const data::Element& batch, int64_t rows, int64_t* shard) {
   const int R = num_replicas();
   if (rows % R != 0)
     return InvalidArgument("model " + name_ + ": a global batch of " + std::to_string(rows) + " rows does not split over " +
                            std::to_string(R) + " replicas (use a multiple of the replica count)");
-  const int64_t shard = rows / R;
-  STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(shard));
-  const int64_t classes = replicas_[0].outputs[0].shape()[-1];
-  STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, classes, replicas_[0].inputs.size()));
-  const float lr = static_cast<float>(learning_rate());
+  *shard = rows / R;
+  STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(*shard));
+  const int64_t per_row = replicas_[0].outputs[0].shape().num_elements() / replicas_[0].batch;  // K
+  return PrepareLabels(batch, rows, per_row, replicas_[0].inputs.size());
+}
 
-  // Every replica runs the same sequence of barriers, even after an error, so none waits
-  // forever; a failure anywhere skips the update for all.
-  std::atomic<bool> failed{false};
-  distribute::Collective* hosts = strategy_->collective();
-  const float workers = static_cast<float>(strategy_->num_workers());
-  const int64_t num_params = store_->params().num_elements(), num_trainable = store_->num_trainable();
-  Status cross_host_status;
-  Status st = strategy_->run([&](int r) -> Status {
-    Compiled& c = replicas_[static_cast<size_t>(r)];
-    // 1. This replica's shard of the global batch, then forward + backward.
-    if (monitor_) monitor_->StepBegin(r);
-    Status s = FeedInputs(c, batch, r * shard, shard, /*with_labels=*/true);
-    c.program->set_step(static_cast<uint64_t>(global_step_));  // dropout masks follow the global step
-    if (s.ok()) s = c.program->Run();
-    if (!s.ok()) failed = true;
+Status Model::GradientPhase(int r, const data::Element& batch, int64_t shard, StepSync& sync) {
+  const int R = num_replicas();
+  Compiled& c = replicas_[static_cast<size_t>(r)];
+  // 1. This replica's shard of the global batch, then forward + backward.
+  Status s = FeedInputs(c, batch, r * shard, shard, /*with_labels=*/true);
+  c.program->set_step(static_cast<uint64_t>(global_step_));  // dropout masks follow the global step
+  if (s.ok()) s = c.program->Run();
+  if (!s.ok()) sync.failed = true;
+  strategy_->barrier();
+  // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
+  const int64_t num_trainable = store_->num_trainable();
+  if (!sync.failed && R > 1) {
+    std::vector<const float*> grads;
+    for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());
+    strategy_->ReduceScatter(grads, store_->grads().data<float>(), num_trainable, r, distribute::ReduceOp::kMean);
+  }
+  // ...and across hosts the host means are averaged over MPI (replica 0 talks to MPI).
+  if (distribute::Collective* hosts = strategy_->collective()) {
     strategy_->barrier();
-    // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
-    if (!failed && R > 1) {
-      std::vector<const float*> grads;
-      for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());
-      strategy_->ReduceScatter(grads, store_->grads().data<float>(), num_trainable, r, distribute::ReduceOp::kMean);
-    }
-    // ...and across hosts the host means are averaged over MPI (replica 0 talks to MPI).
-    if (hosts) {
-      strategy_->barrier();
-      if (r == 0 && !failed) {
-        cross_host_status = hosts->AllReduceSum(store_->grads().data<float>(), num_trainable);
-        if (cross_host_status.ok()) {
-          float* g = store_->grads().data<float>();
-          for (int64_t i = 0; i < num_trainable; ++i) g[i] /= workers;
-        } else {
-          failed = true;
-        }
+    if (r == 0 && !sync.failed) {
+      sync.cross_host = hosts->AllReduceSum(store_->grads().data<float>(), num_trainable);
+      if (sync.cross_host.ok()) {
+        const float workers = static_cast<float>(strategy_->num_workers());
+        float* g = store_->grads().data<float>();
+        for (int64_t i = 0; i < num_trainable; ++i) g[i] /= workers;
+      } else {
+        sync.failed = true;
       }
-      strategy_->barrier();
     }
-    // 3. Each replica updates its own slice of the weights (the sharded update).
-    if (!failed) ApplyUpdateSlice(r, lr);
-    if (R > 1 || hosts) {
-      strategy_->barrier();
-      // 4. Moving statistics (state after the trainable block): the mean over all replicas.
-      if (!failed && r == 0 && num_params > num_trainable) {
-        float* dst = store_->params().data<float>();
-        for (int64_t i = num_trainable; i < num_params; ++i) {
-          float sum = dst[i];
-          for (int q = 1; q < R; ++q) sum += replicas_[static_cast<size_t>(q)].store->params().data<float>()[i];
-          dst[i] = sum / static_cast<float>(R);
-        }
-        if (hosts) {
-          Status hs = hosts->AllReduceSum(dst + num_trainable, num_params - num_trainable);
-          if (hs.ok()) {
-            for (int64_t i = num_trainable; i < num_params; ++i) dst[i] /= workers;
-          } else {
-            cross_host_status = hs;
-            failed = true;
-          }
-        }
-      }
-      strategy_->barrier();
-      // 5. Every other replica takes the new weights.
-      if (!failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
-    }
-    if (monitor_) monitor_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), shard);
-    return s;
-  });
-  STRATA_RETURN_IF_ERROR(cross_host_status.WithContext("worker " + std::to_string(strategy_->worker_index())));
-  STRATA_RETURN_IF_ERROR(st);
-  ++global_step_;
+    strategy_->barrier();
+  }
+  return s;
+}
 
-  // 5. Loss and metrics from every replica's outputs.
+void Model::UpdatePhase(int r, float lr, StepSync& sync) {
+  const int R = num_replicas();
+  distribute::Collective* hosts = strategy_->collective();
+  // 3. Clipping by norm needs every slice's sum of squares before any replica scales its own;
+  //    then each replica updates its own slice of the weights (the sharded update).
+  if (!clip_groups_.empty()) {
+    if (!sync.failed) ClipPartialSums(r);
+    if (R > 1) strategy_->barrier();
+  }
+  if (!sync.failed) ApplyUpdateSlice(r, lr);
+  if (R == 1 && !hosts) return;
+  strategy_->barrier();
+  // 4. Moving statistics (state after the trainable block): the mean over all replicas.
+  const int64_t num_params = store_->params().num_elements(), num_trainable = store_->num_trainable();
+  if (!sync.failed && r == 0 && num_params > num_trainable) {
+    float* dst = store_->params().data<float>();
+    for (int64_t i = num_trainable; i < num_params; ++i) {
+      float sum = dst[i];
+      for (int q = 1; q < R; ++q) sum += replicas_[static_cast<size_t>(q)].store->params().data<float>()[i];
+      dst[i] = sum / static_cast<float>(R);
+    }
+    if (hosts) {
+      Status hs = hosts->AllReduceSum(dst + num_trainable, num_params - num_trainable);
+      if (hs.ok()) {
+        const float workers = static_cast<float>(strategy_->num_workers());
+        for (int64_t i = num_trainable; i < num_params; ++i) dst[i] /= workers;
+      } else {
+        sync.cross_host = hs;
+        sync.failed = true;
+      }
+    }
+  }
+  strategy_->barrier();
+  // 5. Every other replica takes the new weights.
+  Compiled& c = replicas_[static_cast<size_t>(r)];
+  if (!sync.failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+}
+
+Model::GradientTape Model::StepOutputs() {
+  GradientTape tape;
+  const int R = num_replicas();
+  const int64_t shard = replicas_[0].batch;
   double loss_sum = 0;
   for (int r = 0; r < R; ++r) {
     Compiled& c = replicas_[static_cast<size_t>(r)];
     loss_sum += *c.program->fetch(c.loss).data<float>();
     const Tensor& out = c.program->fetch(c.outputs[0]);
-    MetricBatch mb{out.data<float>(), shard, out.num_elements() / shard, label_scratch_.data() + r * shard, nullptr};
-    for (auto& m : metrics) m->Update(mb);
+    const int64_t k = out.num_elements() / shard;
+    const int64_t* labels = label_scratch_.empty() ? nullptr : label_scratch_.data();
+    if (compile_.loss.kind == Loss::Kind::kBinaryCrossentropy)  // every output is one yes/no prediction
+      tape.replicas.push_back({out.data<float>(), shard * k, 1, labels + r * shard * k, nullptr});
+    else
+      tape.replicas.push_back({out.data<float>(), shard, k, labels ? labels + r * shard : nullptr, nullptr});
   }
-  loss_mean.Update(loss_sum / R);
+  tape.loss = loss_sum / R;
+  return tape;
+}
+
+Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
+                        std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean) {
+  int64_t shard = 0;
+  STRATA_RETURN_IF_ERROR(PrepareStep(batch, rows, &shard));
+  const float lr = static_cast<float>(learning_rate());
+  StepSync sync;
+  Status st = strategy_->run([&](int r) -> Status {
+    if (monitor_) monitor_->StepBegin(r);
+    Status s = GradientPhase(r, batch, shard, sync);  // 1-2: gradients, averaged
+    UpdatePhase(r, lr, sync);                          // 3-5: the sharded update
+    if (monitor_) {
+      const Compiled& c = replicas_[static_cast<size_t>(r)];
+      monitor_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), shard);
+    }
+    return s;
+  });
+  STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
+  STRATA_RETURN_IF_ERROR(st);
+  ++global_step_;
+
+  // 6. Loss and metrics from every replica's outputs.
+  GradientTape out = StepOutputs();
+  for (const MetricBatch& b : out.replicas)
+    for (auto& m : metrics) m->Update(b);
+  loss_mean.Update(out.loss);
   *logs = {{"loss", loss_mean.Result()}};
   for (auto& m : metrics) logs->emplace_back(m->name(), m->Result());
+  return Status::OK();
+}
+
+Result<Model::GradientTape> Model::compute_gradients(const data::Element& batch) {
+  if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before compute_gradients()");
+  if (batch.size() < 2 || batch[0].rank() == 0)
+    return InvalidArgument("compute_gradients: a batch is (x..., y) with a batch dimension; got " + batch.DebugString());
+  gradients_ready_ = false;
+  int64_t shard = 0;
+  STRATA_RETURN_IF_ERROR(PrepareStep(batch, batch[0].shape()[0], &shard));
+  StepSync sync;
+  Status st = strategy_->run([&](int r) { return GradientPhase(r, batch, shard, sync); });
+  STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
+  STRATA_RETURN_IF_ERROR(st.WithContext("compute_gradients, step " + std::to_string(global_step_)));
+  gradients_ready_ = true;
+  return StepOutputs();
+}
+
+Status Model::apply_gradients() {
+  if (!gradients_ready_)
+    return InvalidArgument("model " + name_ + ": apply_gradients() needs compute_gradients(batch) first (once per step)");
+  gradients_ready_ = false;
+  const float lr = static_cast<float>(learning_rate());
+  StepSync sync;
+  Status st = strategy_->run([&](int r) {
+    UpdatePhase(r, lr, sync);
+    return Status::OK();
+  });
+  STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
+  STRATA_RETURN_IF_ERROR(st);
+  ++global_step_;
   return Status::OK();
 }
 
@@ -772,7 +948,10 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
     STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, k, label_index));
     const bool sparse = !label_scratch_.empty() && compile_.loss.sparse_labels();
     Tensor dense;
-    if (!compile_.loss.sparse_labels()) {
+    if (compile_.loss.kind == Loss::Kind::kBinaryCrossentropy) {  // the 0/1 labels PrepareLabels checked
+      dense = Tensor(DType::kF32, {rows, k});
+      for (int64_t i = 0; i < rows * k; ++i) dense.data<float>()[i] = static_cast<float>(label_scratch_[static_cast<size_t>(i)]);
+    } else if (!compile_.loss.sparse_labels()) {
       dense = batch[label_index].Contiguous();
       if (dense.dtype() != DType::kF32 || dense.num_elements() != rows * k)
         return InvalidArgument("evaluate: " + compile_.loss.name() + " expects f32 labels [" + std::to_string(rows) + ", " +
@@ -783,6 +962,7 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
                                     sparse ? nullptr : dense.data<float>(), per_example.data()));
     for (float l : per_example) loss_mean.Update(l);
     MetricBatch mb{out.data<float>(), rows, k, sparse ? label_scratch_.data() : nullptr, sparse ? nullptr : dense.data<float>()};
+    if (compile_.loss.kind == Loss::Kind::kBinaryCrossentropy) mb = {out.data<float>(), rows * k, 1, label_scratch_.data(), nullptr};
     for (auto& m : metrics) m->Update(mb);
   }
   if (predictions) {

@@ -140,6 +140,26 @@ class Model {
   // x: one tensor per input [B, ...]; y: labels. Returns {"loss", metrics...} of this batch.
   Result<Logs> train_on_batch(const std::vector<Tensor>& x, const Tensor& y);
 
+  // ---- custom training loops: the pieces of Keras's `@tf.function train_step` ----------------
+  //   auto tape = model->compute_gradients(batch);  // GradientTape: loss and tape.gradient(...)
+  //   model->apply_gradients();                     // optimizer.apply_gradients(zip(grads, vars))
+  //   for (const MetricBatch& b : tape->replicas) accuracy->Update(b);  // metric.update_state
+  // compute_gradients + apply_gradients is exactly the step fit() takes (examples/custom_loop.cpp).
+  struct GradientTape {
+    double loss = 0;                    // the batch's mean loss (the mean of the replicas' losses)
+    std::vector<MetricBatch> replicas;  // each replica's outputs and labels (valid until the next step)
+  };
+  // Forward and backward of a global batch (x..., y) on every replica (traced and compiled on
+  // the first call); the gradients are averaged into gradients(). Nothing is updated yet.
+  Result<GradientTape> compute_gradients(const data::Element& batch);
+  // The averaged gradients of the trainable variables, f32 [num_trainable] in the layout of
+  // variables()->entries() (per variable: variables()->Gradient(name)). May be edited in place
+  // before apply_gradients. Only after compile().
+  Tensor& gradients() { return store_->grads(); }
+  // The optimizer step on gradients(): clipping, weight decay, the sharded update, the replicas'
+  // moving statistics averaged, global_step() + 1.
+  Status apply_gradients();
+
   // Weights and optimizer state (see docs/formats/checkpoint.md).
   Status save_weights(const std::string& path) const;
   Status load_weights(const std::string& path);
@@ -190,6 +210,19 @@ class Model {
   // backward on each, reduce-scatters the gradients and applies the sharded update.
   Status TrainStep(const data::Element& batch, int64_t rows, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
                    Mean& loss_mean);
+  // The phases of a step, run by every replica r inside strategy_->run (StepSync: the failure
+  // flag and the cross-host status they share). TrainStep runs both in one go; the custom loop
+  // runs them as compute_gradients and apply_gradients.
+  struct StepSync;
+  Status PrepareStep(const data::Element& batch, int64_t rows, int64_t* shard);
+  // 1. Feed the shard, forward + backward; 2. reduce-scatter (and all-reduce across hosts).
+  Status GradientPhase(int r, const data::Element& batch, int64_t shard, StepSync& sync);
+  // 3. Clip, update the slice; 4. average the moving statistics; 5. copy the weights out.
+  void UpdatePhase(int r, float lr, StepSync& sync);
+  // The loss and each replica's metric batch of the step just run.
+  GradientTape StepOutputs();
+  // Replica r's share of clipping: its slice's sum of squares of each clip group.
+  void ClipPartialSums(int replica);
   // Replica r's share of the optimizer update: slice r of the (reduced) gradient block.
   void ApplyUpdateSlice(int replica, float lr);
   Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
@@ -220,6 +253,12 @@ class Model {
   // SGD momentum: 1; Adam: m, v; RMSprop: rms, momentum.
   Tensor slots_;  // f32 [num_slot_blocks, num_trainable]
   int num_slot_blocks_ = 0;
+  // Clipping by norm: [begin, end) of each group in the gradient block (one per trainable
+  // variable for clipnorm, the whole block for global_clipnorm; empty: no clipping), and each
+  // replica's partial sums of squares, f64 [replicas, groups], added up after a barrier.
+  std::vector<std::pair<int64_t, int64_t>> clip_groups_;
+  std::vector<double> clip_partials_;
+  bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;
   Compiled eval_;
   std::vector<int64_t> label_scratch_;  // class indices of the current global batch

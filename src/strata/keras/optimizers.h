@@ -20,14 +20,36 @@ struct Optimizer {
   // SGD/Adam/RMSprop: L2-style decay added to the gradient (g += wd * w), as SGDW-style
   // recipes use it; AdamW: decoupled (w -= lr * wd * w), as Keras's AdamW.
   double weight_decay = 0;
+  // Gradient clipping by norm, before weight decay and the update (Keras's arguments; 0: off;
+  // at most one of the two). clipnorm: each variable's gradient g becomes g * c / ||g|| when
+  // ||g|| > c; global_clipnorm: every gradient is scaled by c / sqrt(sum of all ||g||^2)
+  // when that global norm is > c (tf.clip_by_global_norm).
+  double clipnorm = 0;
+  double global_clipnorm = 0;
   std::string name() const;    // "SGD", "Adam", "AdamW", "RMSprop"
 };
 
+inline std::string Optimizer::name() const {
+  switch (kind) {
+    case Kind::kSGD: return "SGD";
+    case Kind::kAdam: return "Adam";
+    case Kind::kAdamW: return "AdamW";
+    case Kind::kRMSprop: return "RMSprop";
+  }
+  return "?";
+}
+
 namespace optimizers {
+// The clipping arguments every optimizer takes (Keras's clipnorm / global_clipnorm; 0: off).
+template <typename Options> void SetClipping(Optimizer& opt, const Options& o) {
+  opt.clipnorm = o.clipnorm;
+  opt.global_clipnorm = o.global_clipnorm;
+}
 struct SGDOptions {
   double momentum = 0;
   bool nesterov = false;
   double weight_decay = 0;
+  double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer SGD(Schedule lr, SGDOptions o = {}) {
   Optimizer opt;
@@ -36,12 +58,14 @@ inline Optimizer SGD(Schedule lr, SGDOptions o = {}) {
   opt.momentum = o.momentum;
   opt.nesterov = o.nesterov;
   opt.weight_decay = o.weight_decay;
+  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer SGD(double lr = 0.01, SGDOptions o = {}) { return SGD(schedules::Constant(lr), o); }
 struct AdamOptions {
   double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   double weight_decay = 0;
+  double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
   Optimizer opt;
@@ -51,6 +75,7 @@ inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
   opt.beta_2 = o.beta_2;
   opt.epsilon = o.epsilon;
   opt.weight_decay = o.weight_decay;
+  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer Adam(double lr = 0.001, AdamOptions o = {}) { return Adam(schedules::Constant(lr), o); }
@@ -63,6 +88,7 @@ inline Optimizer AdamW(double lr = 0.001, AdamOptions o = {.weight_decay = 0.004
 struct RMSpropOptions {
   double rho = 0.9, momentum = 0, epsilon = 1e-7;
   double weight_decay = 0;
+  double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer RMSprop(Schedule lr, RMSpropOptions o = {}) {
   Optimizer opt;
@@ -72,6 +98,7 @@ inline Optimizer RMSprop(Schedule lr, RMSpropOptions o = {}) {
   opt.momentum = o.momentum;
   opt.epsilon = o.epsilon;
   opt.weight_decay = o.weight_decay;
+  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer RMSprop(double lr = 0.001, RMSpropOptions o = {}) { return RMSprop(schedules::Constant(lr), o); }

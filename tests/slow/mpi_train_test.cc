@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "../e2e/cli_support.h"
 #include "strata/record/record_reader.h"
@@ -34,7 +35,7 @@ std::vector<float> Params(const std::string& path) {
 }
 
 TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
-  if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
+  ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
   const std::string dir = ::testing::TempDir() + "/strata-mpi";
   fs::create_directories(dir);
   // A small learning rate: at a large one the first steps are chaotic and amplify the
@@ -56,7 +57,7 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
 }
 
 TEST(MpiTrain, AKilledRankEndsTheJobWithAClearError) {
-  if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
+  ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
   // Start a long job, kill -9 one of its two worker processes once both train, and expect
   // the job to end (not hang) with an error naming what died.
   const std::string dir = ::testing::TempDir() + "/strata-mpi-kill";
@@ -89,6 +90,36 @@ TEST(MpiTrain, AKilledRankEndsTheJobWithAClearError) {
   EXPECT_TRUE(r.output.find("signal 9") != std::string::npos || r.output.find("did not complete") != std::string::npos ||
               r.output.find("exited on signal") != std::string::npos)
       << r.output;
+}
+
+TEST(MpiTrain, DevicesUnderMpirunListsEveryWorker) {
+  auto r = RunCommand(Env() + kMpirun + Strata() + " devices", true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cluster   2 workers (OpenMPI)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worker 0\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worker 1\n"), std::string::npos) << r.output;
+  auto j = RunCommand(Env() + kMpirun + Strata() + " devices --json", false);
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  auto json = nlohmann::json::parse(j.output);
+  EXPECT_EQ(json["hosts"], 2);
+  EXPECT_EQ(json["host_list"].size(), 2u);
+}
+
+TEST(MpiTrain, MismatchedWorkersAreReportedAtStart) {
+  // mpirun's MPMD form starts two different command lines as one job.
+  const std::string base = " train --epochs 1 --steps-per-epoch 3 --no-monitor ";
+  auto replicas = RunCommand("timeout 120 env " + Env() + "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp "
+                             "--mca btl_tcp_if_include lo -np 1 " + Strata() + base + "--replicas 1 : -np 1 " + Strata() + base +
+                             "--replicas 2", true);
+  EXPECT_NE(replicas.exit_code, 0) << replicas.output;
+  EXPECT_NE(replicas.output.find("workers disagree on replicas per worker: worker 0 (") , std::string::npos) << replicas.output;
+  auto batch = RunCommand("timeout 120 env " + Env() + "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp "
+                          "--mca btl_tcp_if_include lo -np 1 " + Strata() + base + "--replicas 1 --batch-per-replica 32 : -np 1 " +
+                          Strata() + base + "--replicas 1 --batch-per-replica 16", true);
+  EXPECT_NE(batch.exit_code, 0) << batch.output;
+  EXPECT_NE(batch.exit_code, 124) << "hung: " << batch.output;
+  EXPECT_NE(batch.output.find("workers disagree on"), std::string::npos) << batch.output;
+  EXPECT_NE(batch.output.find("worker 1 has"), std::string::npos) << batch.output;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "strata/distribute/cluster_resolver.h"
+#include "strata/distribute/collective.h"
 
 namespace strata::cli {
 namespace {
@@ -19,18 +20,30 @@ int RunDevices(const std::vector<std::string>& args) {
   FlagParser flags("devices", "[--json] [--recalibrate]",
                    "Prints this host's usable cores (CPU affinity and cgroup quota honoured), ISA, memory and\n"
                    "the measured peak FLOP/s per core (f32 and bf16), cached per machine. The default number of\n"
-                   "replicas is one per usable core.");
+                   "replicas is one per usable core. Under mpirun/srun (or with STRATA_CLUSTER), the first worker\n"
+                   "prints every worker's host.");
   flags.Bool("json", &json, "print one JSON object");
   flags.Bool("recalibrate", &recalibrate, "measure peak FLOP/s again instead of using the cached figure");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
 
-  auto spec = distribute::ClusterResolver::Local({.recalibrate = recalibrate});
-  if (!spec.ok()) return Fail("devices", spec.status().ToString());
-  const distribute::HostInfo& h = spec->host_info[0];
+  // Under mpirun/srun every worker describes its host and the chief prints them all.
+  auto resolver = distribute::ClusterResolver::FromEnvironment({.recalibrate = recalibrate});
+  if (!resolver.ok()) return Fail("devices", resolver.status().ToString());
+  if (Status s = resolver->connect(); !s.ok()) return Fail("devices", s.ToString());
+  if (resolver->collective() && resolver->collective()->rank() != 0) return kExitOk;
+  const distribute::ClusterSpec& spec = resolver->cluster_spec();
+  const distribute::ClusterEnvironment& env = resolver->environment();
+  int total_replicas = 0;
+  for (const auto& h : spec.host_info) total_replicas += h.replicas;
+  const distribute::HostInfo& h = spec.host_info[0];
   if (json) {
+    nlohmann::json hosts = nlohmann::json::array();
+    for (const auto& x : spec.host_info) hosts.push_back(nlohmann::json::parse(distribute::HostInfoJson(x)));
     nlohmann::json j = {
-        {"hosts", spec->hosts},
-        {"replicas", spec->num_replicas()},
+        {"hosts", spec.hosts},
+        {"replicas", total_replicas},
+        {"cluster_source", env.source},
+        {"host_list", hosts},
         {"cores", h.cores},
         {"cpu_ids", h.cpu_ids},
         {"cpu_model", h.cpu_model},
@@ -45,18 +58,25 @@ int RunDevices(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
   }
-  std::printf("host      %s (%s)\n", h.hostname.c_str(), h.cpu_model.c_str());
-  std::printf("hosts     %d\n", spec->hosts);
-  std::printf("cores     %d usable\n", h.cores);
-  std::printf("replicas  %d (one per usable core)\n", spec->num_replicas());
-  std::printf("isa       %s\n", Join(h.isa).c_str());
-  std::printf("memory    %.1f GiB\n", static_cast<double>(h.memory_bytes) / (1ull << 30));
-  std::printf("peak f32  %.1f GFLOP/s per core (%s%s)\n", h.peak.f32_gflops_per_core, h.peak.f32_kernel.c_str(),
-              h.peak.from_cache ? ", cached" : ", measured now");
-  if (h.peak.bf16_gflops_per_core > 0)
-    std::printf("peak bf16 %.1f GFLOP/s per core (%s)\n", h.peak.bf16_gflops_per_core, h.peak.bf16_kernel.c_str());
-  else
-    std::printf("peak bf16 none (no AVX512_BF16)\n");
+  if (spec.hosts > 1)
+    std::printf("cluster   %d workers (%s), %d replicas in sync\n\n", spec.hosts, env.source.c_str(), total_replicas);
+  for (size_t i = 0; i < spec.host_info.size(); ++i) {
+    const distribute::HostInfo& x = spec.host_info[i];
+    if (spec.hosts > 1) std::printf("worker %zu\n", i);
+    std::printf("host      %s (%s)\n", x.hostname.c_str(), x.cpu_model.c_str());
+    if (spec.hosts == 1) std::printf("hosts     1\n");
+    std::printf("cores     %d usable\n", x.cores);
+    std::printf("replicas  %d (one per usable core)\n", x.replicas);
+    std::printf("isa       %s\n", Join(x.isa).c_str());
+    std::printf("memory    %.1f GiB\n", static_cast<double>(x.memory_bytes) / (1ull << 30));
+    std::printf("peak f32  %.1f GFLOP/s per core (%s%s)\n", x.peak.f32_gflops_per_core, x.peak.f32_kernel.c_str(),
+                x.peak.from_cache ? ", cached" : ", measured now");
+    if (x.peak.bf16_gflops_per_core > 0)
+      std::printf("peak bf16 %.1f GFLOP/s per core (%s)\n", x.peak.bf16_gflops_per_core, x.peak.bf16_kernel.c_str());
+    else
+      std::printf("peak bf16 none (no AVX512_BF16)\n");
+    if (i + 1 < spec.host_info.size()) std::printf("\n");
+  }
   return kExitOk;
 }
 

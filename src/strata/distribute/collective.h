@@ -16,6 +16,13 @@
 
 namespace strata::distribute {
 
+// What crossed the network: the MPI path's overhead per step is reported from this.
+struct CollectiveStats {
+  int64_t all_reduce_calls = 0;
+  int64_t all_reduce_bytes = 0;     // payload per worker (each worker sends and receives it)
+  double all_reduce_seconds = 0;    // wall time inside all-reduce, this worker
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -27,6 +34,7 @@ class Collective {
   // Every worker's string, in rank order.
   virtual Result<std::vector<std::string>> AllGather(const std::string& mine) = 0;
   virtual Status Barrier() = 0;
+  virtual CollectiveStats stats() const = 0;
 };
 
 // True when this process was started by an MPI launcher (OpenMPI, MPICH/PMI, Slurm srun).
@@ -34,6 +42,9 @@ bool LaunchedUnderMpi();
 
 struct MpiOptions {
   double timeout_seconds = 30;  // per collective; STRATA_COLLECTIVE_TIMEOUT overrides
+  // All-reduces go in buckets of this size, all in flight at once (MPI_Iallreduce), so MPI
+  // can pipeline them instead of one huge message; STRATA_ALLREDUCE_BUCKET_BYTES overrides.
+  int64_t bucket_bytes = 4 << 20;
 };
 // Initialises MPI once per process (MPI_THREAD_FUNNELED: only replica 0 talks to MPI) and
 // returns the world's collective. MPI_Finalize runs at exit.

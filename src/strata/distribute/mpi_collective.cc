@@ -3,6 +3,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "strata/distribute/collective.h"
 
@@ -81,7 +83,8 @@ class Watchdog {
 
 class MpiWorld final : public Collective {
  public:
-  MpiWorld(int rank, int size, double timeout) : rank_(rank), size_(size), watchdog_(rank, timeout) {}
+  MpiWorld(int rank, int size, double timeout, int64_t bucket_bytes)
+      : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), watchdog_(rank, timeout) {}
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
@@ -113,6 +116,11 @@ class MpiWorld final : public Collective {
     return out;
   }
 
+  CollectiveStats stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+
   Status Barrier() override {
     watchdog_.Arm("barrier");
     int rc = MPI_Barrier(MPI_COMM_WORLD);
@@ -122,21 +130,40 @@ class MpiWorld final : public Collective {
 
  private:
   Status AllReduce(void* data, int64_t n, MPI_Datatype type, const char* op) {
-    // MPI counts are int: large blocks go in chunks.
-    constexpr int64_t kChunk = int64_t{1} << 28;
-    const size_t elem = type == MPI_FLOAT ? 4 : 8;
-    for (int64_t off = 0; off < n; off += kChunk) {
-      const int count = static_cast<int>(std::min(kChunk, n - off));
-      watchdog_.Arm(op);
-      int rc = MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(data) + off * static_cast<int64_t>(elem), count, type, MPI_SUM,
-                             MPI_COMM_WORLD);
-      watchdog_.Disarm();
-      if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Allreduce: ") + MpiError(rc));
+    // Buckets (MPI counts are int, and smaller messages pipeline): every bucket's
+    // MPI_Iallreduce is posted, then all are awaited.
+    const int64_t elem = type == MPI_FLOAT ? 4 : 8;
+    const int64_t per_bucket = std::max<int64_t>(1, std::min<int64_t>(bucket_bytes_ / elem, int64_t{1} << 28));
+    const auto start = std::chrono::steady_clock::now();
+    requests_.clear();
+    watchdog_.Arm(op);
+    for (int64_t off = 0; off < n; off += per_bucket) {
+      const int count = static_cast<int>(std::min(per_bucket, n - off));
+      MPI_Request req;
+      int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + off * elem, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
+      if (rc != MPI_SUCCESS) {
+        if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+        watchdog_.Disarm();
+        return Internal(std::string("MPI_Iallreduce: ") + MpiError(rc));
+      }
+      requests_.push_back(req);
     }
+    int rc = requests_.empty() ? MPI_SUCCESS
+                               : MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    watchdog_.Disarm();
+    if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Waitall (all-reduce): ") + MpiError(rc));
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.all_reduce_calls += 1;
+    stats_.all_reduce_bytes += n * elem;
+    stats_.all_reduce_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::OK();
   }
 
   int rank_, size_;
+  int64_t bucket_bytes_;
+  std::vector<MPI_Request> requests_;  // reused: no allocation per step
+  mutable std::mutex stats_mu_;
+  CollectiveStats stats_;
   Watchdog watchdog_;
 };
 
@@ -167,10 +194,13 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
     });
   }
   if (const char* t = std::getenv("STRATA_COLLECTIVE_TIMEOUT")) options.timeout_seconds = std::atof(t);
+  if (const char* b = std::getenv("STRATA_ALLREDUCE_BUCKET_BYTES")) options.bucket_bytes = std::atoll(b);
+  if (options.bucket_bytes < 1024) options.bucket_bytes = 1024;
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  auto c = std::make_shared<MpiWorld>(rank, size, options.timeout_seconds > 0 ? options.timeout_seconds : 30);
+  auto c = std::make_shared<MpiWorld>(rank, size, options.timeout_seconds > 0 ? options.timeout_seconds : 30,
+                                      options.bucket_bytes);
   existing = c;
   return std::shared_ptr<Collective>(c);
 }

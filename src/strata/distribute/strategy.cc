@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include "strata/core/cpu.h"
+#include "strata/distribute/cluster_resolver.h"
 
 namespace strata::distribute {
 namespace {
@@ -97,6 +98,17 @@ void Strategy::ReduceScatter(const std::vector<const float*>& inputs, float* out
   }
 }
 
+Status Strategy::CheckWorkersAgree(const std::string& what, const std::string& mine) const {
+  if (!collective_ || collective_->world_size() < 2) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> all, collective_->AllGather(mine));
+  std::string differ;
+  for (size_t i = 1; i < all.size(); ++i)
+    if (all[i] != all[0]) differ += "; worker " + std::to_string(i) + " has " + all[i];
+  if (differ.empty()) return Status::OK();
+  return InvalidArgument("workers disagree on " + what + ": worker 0 has " + all[0] + differ +
+                         " (every worker must run the same configuration)");
+}
+
 Strategy::Scope::Scope(Strategy* s) : previous_(g_current) { g_current = s; }
 Strategy::Scope::~Scope() { g_current = previous_; }
 Strategy* Strategy::Current() { return g_current; }
@@ -125,10 +137,15 @@ namespace strata::distribute {
 
 Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(int replicas) {
   if (replicas < 0) return InvalidArgument("MultiWorkerMirroredStrategy: replicas must be >= 0 (0: one per usable core)");
-  if (replicas == 0) replicas = UsableCores();
-  if (!LaunchedUnderMpi()) return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, true));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Collective> c, MpiCollective());
-  return std::unique_ptr<Strategy>(new LocalStrategy("MultiWorkerMirroredStrategy", replicas, true, std::move(c)));
+  STRATA_ASSIGN_OR_RETURN(ClusterResolver resolver, ClusterResolver::FromEnvironment({.replicas = replicas}));
+  return MultiWorkerMirroredStrategy(resolver);
+}
+
+Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(ClusterResolver& resolver) {
+  STRATA_RETURN_IF_ERROR(resolver.initialize());  // connects first; replicas agree
+  const int replicas = resolver.replicas_per_worker();
+  if (!resolver.collective()) return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, true));
+  return std::unique_ptr<Strategy>(new LocalStrategy("MultiWorkerMirroredStrategy", replicas, true, resolver.collective()));
 }
 
 }  // namespace strata::distribute

@@ -29,6 +29,10 @@
 #include "strata/distribute/collective.h"
 
 namespace strata::distribute {
+class ClusterResolver;
+}
+
+namespace strata::distribute {
 
 enum class ReduceOp { kSum, kMean };
 
@@ -58,6 +62,10 @@ class Strategy {
   // out[i] = op over r of inputs[r][i] for i in this replica's slice, summed in replica
   // order (deterministic). `out` may alias inputs[0].
   void ReduceScatter(const std::vector<const float*>& inputs, float* out, int64_t n, int replica, ReduceOp op) const;
+
+  // Across workers: every worker's `mine` must equal worker 0's (model, batch, replicas...),
+  // else an error naming the workers that differ and what each has. OK for one worker.
+  Status CheckWorkersAgree(const std::string& what, const std::string& mine) const;
 
   // While a Scope lives, models compiled on this thread use this strategy.
   class Scope {
@@ -102,7 +110,10 @@ std::unique_ptr<Strategy> OneDeviceStrategy();
 Result<std::unique_ptr<Strategy>> MirroredStrategy(int replicas = 0);
 // Mirrored replicas in every worker process of an MPI job (mpirun -np N / srun), gradients
 // all-reduced across workers after the in-host reduction. Outside an MPI launch it is a
-// MirroredStrategy with one worker.
+// MirroredStrategy with one worker. Resolves the cluster from the environment, connects and
+// checks that every worker runs the same number of replicas (see cluster_resolver.h).
 Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(int replicas_per_worker = 0);
+// The same on a resolver the caller made (and may have connected and initialized).
+Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(ClusterResolver& resolver);
 
 }  // namespace strata::distribute

@@ -76,6 +76,15 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   epoch_ = options.initial_epoch;
   for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainBegin(info));  // may restore a backup
   int first_epoch = epoch_;
+  // Several workers must train the same model from the same step (checked before any
+  // collective of the step, so a mismatch is an error rather than a hang or garbage).
+  STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(
+      "the model and schedule",
+      "model '" + name_ + "' (" + std::to_string(layers_.size()) + " layers, " + std::to_string(count_params()) +
+          " params, optimizer " + compile_.optimizer.name() + ", precision " + compile_.precision + "), epochs " +
+          std::to_string(first_epoch) + ".." + std::to_string(options.epochs) + ", " +
+          std::to_string(options.steps_per_epoch) + " steps per epoch, at step " + std::to_string(global_step_)));
+  bool batch_checked = false;
 
   STRATA_ASSIGN_OR_RETURN(auto iterator, train.make_iterator());
   train_iterator_ = iterator.get();
@@ -137,6 +146,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
         STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(batch[0].shape()[0] / std::max(1, num_replicas())));
         STRATA_RETURN_IF_ERROR(mon->Start());
         monitor_ = mon.get();
+      }
+      if (!batch_checked) {
+        STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(
+            "the batch", "per-worker batch " + batch.DebugString() + " over " + std::to_string(num_replicas()) + " replicas"));
+        batch_checked = true;
       }
       STRATA_RETURN_IF_ERROR(TrainStep(batch, batch[0].shape()[0], &logs, metrics, loss_mean)
                                  .WithContext("training step " + std::to_string(global_step_)));

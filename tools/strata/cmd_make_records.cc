@@ -1,11 +1,13 @@
 // strata make-records: image folders or Fashion-MNIST to TFRecords (image/make_records.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "command.h"
+#include "strata/data/recipes.h"
 #include "strata/image/make_records.h"
 
 namespace strata::cli {
@@ -40,11 +42,13 @@ class ProgressBar {
 int RunMakeRecords(const std::vector<std::string>& args) {
   std::string from, out, split = "train";
   int64_t shards = 0, image_size = 192, quality = 95, seed = 0, threads = 0;
+  int64_t classes = 104, per_class = 20, val_per_class = -1, test_per_class = -1;
   bool no_label = false, skip_bad = false, quiet = false;
   FlagParser flags(
       "make-records",
-      "--from DIR|fashion-mnist --out DIR [--split train] [--shards N] [--image-size S] [--quality Q] [--seed N]\n"
-      "       [--no-label] [--skip-bad] [--threads N] [--quiet]",
+      "--from DIR|fashion-mnist|generated-flowers --out DIR [--split train] [--shards N] [--image-size S]\n"
+      "       [--quality Q] [--seed N] [--no-label] [--skip-bad] [--threads N] [--quiet]\n"
+      "       [--classes N --per-class K --val-per-class K --test-per-class K]  (generated-flowers)",
       "Writes TFRecord files of tf.train.Example.\n"
       "  --from DIR: DIR holds one sub-folder per class (Keras image_dataset_from_directory layout). Writes\n"
       "    OUT/SPLIT/{shard:02d}-{S}x{S}-{count}.tfrec in the flowers competition schema (image: JPEG SxSx3,\n"
@@ -52,8 +56,15 @@ int RunMakeRecords(const std::vector<std::string>& args) {
       "    --no-label writes a test split (image and id only).\n"
       "  --from fashion-mnist: reads Debian's dataset-fashion-mnist IDX files and writes TFDS's layout,\n"
       "    OUT/fashion_mnist/3.0.1/fashion_mnist-{train,test}.tfrecord-*-of-* (image: PNG 28x28x1, label: int64).\n"
+      "  --from generated-flowers: draws a small flowers-schema dataset whose pixels carry class-dependent\n"
+      "    structure (petal hue and count, centre, background) into OUT/{train,val,test}/ (test: image and id),\n"
+      "    plus OUT/classes.txt (the competition's names) and OUT/test_labels.csv (the test answers).\n"
       "A file that cannot be decoded stops the run, naming it, unless --skip-bad is given.");
-  flags.String("from", &from, "an image folder, or fashion-mnist");
+  flags.String("from", &from, "an image folder, fashion-mnist or generated-flowers");
+  flags.Int("classes", &classes, "generated-flowers: number of classes (default 104)");
+  flags.Int("per-class", &per_class, "generated-flowers: training images per class (default 20)");
+  flags.Int("val-per-class", &val_per_class, "generated-flowers: validation images per class (default per-class / 4, at least 1)");
+  flags.Int("test-per-class", &test_per_class, "generated-flowers: test images per class (default per-class / 4, at least 1)");
   flags.String("out", &out, "output directory (created)");
   flags.String("split", &split, "sub-folder of --out for the shards (folder form)");
   flags.Int("shards", &shards, "number of shard files (folder form: default min(16, images); fashion-mnist: per split, default 1)");
@@ -73,7 +84,7 @@ int RunMakeRecords(const std::vector<std::string>& args) {
     return Fail("make-records", "bad flag value (shards and threads >= 0, image-size > 0, quality 1..100)",
                 kExitUsage);
   }
-  ProgressBar bar(from == "fashion-mnist" ? "fashion-mnist" : "make-records");
+  ProgressBar bar(from == "fashion-mnist" || from == "generated-flowers" ? from.c_str() : "make-records");
   image::ProgressFn progress;
   if (!quiet) progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
 
@@ -84,6 +95,21 @@ int RunMakeRecords(const std::vector<std::string>& args) {
                                                   .test_shards = per_split,
                                                   .threads = static_cast<int>(threads),
                                                   .progress = progress});
+    }
+    if (from == "generated-flowers") {
+      const int64_t quarter = std::max<int64_t>(1, per_class / 4);
+      image::GeneratedFlowersOptions g{.classes = static_cast<int>(classes),
+                                       .train_per_class = static_cast<int>(per_class),
+                                       .val_per_class = static_cast<int>(val_per_class >= 0 ? val_per_class : quarter),
+                                       .test_per_class = static_cast<int>(test_per_class >= 0 ? test_per_class : quarter),
+                                       .image_size = static_cast<int>(image_size),
+                                       .quality = static_cast<int>(quality),
+                                       .shards = shards > 0 ? static_cast<int>(shards) : 4,
+                                       .seed = static_cast<uint64_t>(seed),
+                                       .class_names = {data::kFlowersClasses, data::kFlowersClasses + data::kFlowersNumClasses},
+                                       .threads = static_cast<int>(threads),
+                                       .progress = progress};
+      return image::MakeGeneratedFlowerRecords(out, g);
     }
     return image::MakeImageFolderRecords(from, out,
                                          {.split = split,

@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "model_io.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
 #include "strata/core/file.h"
 #include "strata/core/peak_flops.h"
 #include "strata/data/recipes.h"
+#include "strata/distribute/collective.h"
 #include "strata/distribute/strategy.h"
 #include "strata/image/make_records.h"
 #include "strata/record/record_reader.h"
@@ -28,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct TrainFlags {
   std::string data, val, model = "reference-cnn", image_key = "image", label_key = "label";
-  std::string lr_scaling = "linear", schedule = "cosine", precision = "f32";
+  std::string lr_scaling = "linear", schedule = "cosine", precision = "f32", preset;
   std::string checkpoint_dir, tensorboard, summary_json, out, trace, monitor_bind = "127.0.0.1", report_json;
   double monitor_interval = 10;
   int64_t monitor_port = -1;
@@ -109,6 +111,35 @@ class EpochClock final : public keras::Callback {
   std::vector<double> seconds_;
 };
 
+// --preset flowers: Kaggle's "Flower Classification with TPUs" recipe (docs/flowers.md). Its
+// values become the defaults; flags given on the command line still override them.
+//   flowers-cnn at 192 px, `class` labels, 104 classes, 16 images per replica (the seed's
+//   16 x replicas), Adam, 12 epochs, accuracy and macro F1 on --val after each epoch, bf16
+//   where the CPU has AVX512_BF16. The learning rate is the notebooks' ramp-up / sustain /
+//   exponential decay, with max scaled by the replicas, but 10x higher: their 1e-5 .. 5e-5
+//   protect pretrained weights; a model trained from scratch needs Adam's usual 1e-3 range.
+constexpr keras::schedules::RampUpDecayOptions kFlowersFromScratch{
+    .start = 1e-4, .max = 5e-4, .min = 1e-5, .rampup_epochs = 3, .sustain_epochs = 2, .decay = 0.8};
+
+void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--preset" && i + 1 < args.size()) f->preset = args[i + 1];
+    if (args[i].rfind("--preset=", 0) == 0) f->preset = args[i].substr(9);
+  }
+  if (f->preset != "flowers") return;
+  f->model = "flowers-cnn";
+  f->label_key = "class";
+  f->image_size = 192;
+  f->classes = data::kFlowersNumClasses;
+  f->batch_per_replica = 16;
+  f->epochs = 12;
+  f->lr = kFlowersFromScratch.max;
+  f->warmup_epochs = kFlowersFromScratch.rampup_epochs;
+  f->weight_decay = 0;
+  f->schedule = "rampup";
+  f->precision = HostIsa().avx512_bf16 ? "bf16" : "f32";
+}
+
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
 // `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size.
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
@@ -130,6 +161,7 @@ Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& patter
   o.deterministic = f.deterministic || !training;
   o.augment = training;
   o.repeat = training;
+  o.drop_remainder = training;  // validation sees every record (a short last batch is padded)
   o.shuffle_buffer = training ? 2048 : 0;
   o.seed = static_cast<uint64_t>(f.seed);
   o.label_key = f.label_key;
@@ -149,16 +181,19 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("label-key", &f.label_key, "feature holding the int64 class (default label)");
   flags.Int("image-size", &f.image_size, "images are decoded and resized to SxS (default 28)");
   flags.Int("classes", &f.classes, "number of classes (default 10)");
-  flags.String("model", &f.model, "model spec: a JSON file or a built-in name (reference-cnn, flowers-cnn)");
+  flags.String("preset", &f.preset, "flowers: the Kaggle flowers recipe (see docs/flowers.md); flags after it override it");
+  flags.String("model", &f.model,
+               "model spec: a JSON file or a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception)");
   flags.Int("epochs", &f.epochs, "epochs (default 10)");
   flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");
   flags.Int("batch-per-replica", &f.batch_per_replica, "batch per replica (default 128); global = this x replicas");
-  flags.Double("lr", &f.lr, "learning rate for a global batch of 128 (default 0.05)");
+  flags.Double("lr", &f.lr, "learning rate for a global batch of 128 (default 0.05; --preset flowers: the peak per replica, 5e-4)");
   flags.String("lr-scaling", &f.lr_scaling, "linear: scale the learning rate with the global batch / 128; none");
-  flags.String("schedule", &f.schedule, "cosine (warm-up then cosine decay to 0) or constant");
-  flags.Double("warmup-epochs", &f.warmup_epochs, "linear warm-up length in epochs (default 0.5)");
+  flags.String("schedule", &f.schedule, "cosine (warm-up then cosine decay to 0), constant, or rampup (--preset flowers)");
+  flags.Double("warmup-epochs", &f.warmup_epochs, "linear warm-up length in epochs (default 0.5; rampup: whole epochs, 3)");
   flags.Double("weight-decay", &f.weight_decay, "SGD weight decay (default 5e-4)");
-  flags.String("precision", &f.precision, "f32 or bf16 (mixed_bfloat16: bf16 matmul/conv, f32 variables)");
+  flags.String("precision", &f.precision,
+               "f32 or bf16 (mixed_bfloat16: bf16 matmul/conv, f32 variables); --preset flowers: bf16 where the CPU has AVX512_BF16");
   flags.Int("seed", &f.seed, "seed for weights, shuffling and dropout (default 42)");
   flags.Bool("deterministic", &f.deterministic, "fixed input order: the same seed gives the same weights");
   flags.String("checkpoint-dir", &f.checkpoint_dir, "back up weights, optimizer and input position here");
@@ -173,10 +208,15 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Int("replicas", &f.replicas, "replicas (default: one per usable core)");
   flags.String("summary-json", &f.summary_json, "write final metrics, wall time and images/s here");
   flags.String("out", &f.out, "where to save the trained model (default: in the cache directory)");
+  ApplyPreset(args, &f);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (!f.preset.empty() && f.preset != "flowers") return Fail("train", "--preset must be flowers", kExitUsage);
+  if (f.preset == "flowers" && f.data.empty())
+    return Fail("train", "--preset flowers needs --data 'DIR/train/*.tfrec' (and --val 'DIR/val/*.tfrec')", kExitUsage);
   if (f.precision != "f32" && f.precision != "bf16") return Fail("train", "--precision must be f32 or bf16", kExitUsage);
   if (f.lr_scaling != "linear" && f.lr_scaling != "none") return Fail("train", "--lr-scaling must be linear or none", kExitUsage);
-  if (f.schedule != "cosine" && f.schedule != "constant") return Fail("train", "--schedule must be cosine or constant", kExitUsage);
+  if (f.schedule != "cosine" && f.schedule != "constant" && f.schedule != "rampup")
+    return Fail("train", "--schedule must be cosine, constant or rampup", kExitUsage);
   if (f.resume && f.checkpoint_dir.empty()) return Fail("train", "--resume needs --checkpoint-dir", kExitUsage);
   if (f.epochs < 1 || f.batch_per_replica < 1) return Fail("train", "--epochs and --batch-per-replica must be positive", kExitUsage);
 
@@ -216,38 +256,61 @@ int RunTrain(const std::vector<std::string>& args) {
 
   // ---- model, in the strategy's scope (as the seed's snippet)
   std::unique_ptr<keras::Model> model;
+  const bool flowers = f.preset == "flowers";
+  // What the saved checkpoint records, so `strata evaluate|predict --model CKPT` rebuild it.
+  ModelInfo info{.spec_json = "", .source = f.model, .preset = f.preset, .image_key = f.image_key, .label_key = f.label_key,
+                 .image_size = f.image_size, .classes = f.classes};
   {
     auto scope = (*strategy)->scope();
-    auto m = keras::LoadModelSpec(f.model);
-    if (!m.ok()) return Fail("train", m.status().ToString());
+    auto spec = SpecText(f.model);
+    // The flowers models end in global pooling: --image-size sets their input.
+    if (spec.ok() && flowers) spec = SpecWithImageSize(*spec, f.image_size);
+    if (!spec.ok()) return Fail("train", spec.status().ToString());
+    info.spec_json = *spec;
+    auto m = keras::ModelFromJson(*spec);
+    if (!m.ok()) return Fail("train", m.status().WithContext(f.model).ToString());
     model = std::move(m).value();
     // The seed's rule: learning rate scaled linearly with the global batch.
     const double lr = f.lr * (f.lr_scaling == "linear" ? static_cast<double>(global_batch) / 128.0 : 1.0);
     const int64_t total = steps_per_epoch * f.epochs;
     const int64_t warmup = static_cast<int64_t>(std::llround(f.warmup_epochs * static_cast<double>(steps_per_epoch)));
-    keras::Schedule schedule = f.schedule == "constant"
-                                   ? keras::schedules::Constant(lr)
+    keras::schedules::RampUpDecayOptions ramp = kFlowersFromScratch;
+    ramp.max = f.lr;  // per replica: the notebooks' LR_MAX x strategy.num_replicas_in_sync
+    ramp.rampup_epochs = static_cast<int>(std::llround(f.warmup_epochs));
+    ramp.replicas = replicas;
+    keras::Schedule schedule = f.schedule == "constant" ? keras::schedules::Constant(lr)
+                               : f.schedule == "rampup"
+                                   ? keras::schedules::RampUpSustainDecay(ramp, steps_per_epoch)
                                    : keras::schedules::CosineDecay(0.0, std::max<int64_t>(1, total - warmup),
                                                                    {.alpha = 0, .warmup_target = lr, .warmup_steps = warmup});
-    // The last layer of a spec either ends in softmax (probabilities) or gives logits.
-    Status st = model->compile({.optimizer = keras::optimizers::SGD(schedule, {.momentum = 0.9, .nesterov = true,
-                                                                               .weight_decay = f.weight_decay}),
-                                .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                                .metrics = {"accuracy"},
+    // The flowers recipe: Adam, as the codelab and the seed's notebook; the default job:
+    // SGD with Nesterov momentum and weight decay.
+    auto optimizer = [&] {
+      return flowers ? keras::optimizers::Adam(schedule, {.weight_decay = f.weight_decay})
+                     : keras::optimizers::SGD(schedule, {.momentum = 0.9, .nesterov = true, .weight_decay = f.weight_decay});
+    };
+    std::vector<std::string> metrics = {"accuracy"};
+    if (flowers) metrics.push_back("f1_macro");  // the competition's metric, on --val after each epoch
+    // The last layer of a spec either ends in softmax (probabilities) or gives logits: from_logits
+    // = false is refused for a model without the softmax (and from_logits = true on a softmax
+    // would apply it twice), so try that first.
+    Status st = model->compile({.optimizer = optimizer(),
+                                .loss = keras::losses::SparseCategoricalCrossentropy(),
+                                .metrics = metrics,
                                 .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
                                 .seed = static_cast<uint64_t>(f.seed)});
     if (!st.ok() && st.message().find("from_logits") != std::string::npos)
-      st = model->compile({.optimizer = keras::optimizers::SGD(schedule, {.momentum = 0.9, .nesterov = true,
-                                                                          .weight_decay = f.weight_decay}),
-                           .loss = keras::losses::SparseCategoricalCrossentropy(),
-                           .metrics = {"accuracy"},
+      st = model->compile({.optimizer = optimizer(),
+                           .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                           .metrics = metrics,
                            .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
                            .seed = static_cast<uint64_t>(f.seed)});
     if (!st.ok()) return Fail("train", st.ToString());
     if (chief)
       std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)\n",
                 (*strategy)->name().c_str(), replicas, static_cast<long long>(global_batch),
-                static_cast<long long>(f.batch_per_replica), replicas, lr, schedule.description.c_str());
+                static_cast<long long>(f.batch_per_replica), replicas, f.schedule == "rampup" ? f.lr * replicas : lr,
+                schedule.description.c_str());
   }
   if (chief) model->summary();
 
@@ -290,28 +353,50 @@ int RunTrain(const std::vector<std::string>& args) {
 
   if (!chief) return kExitOk;
   // ---- evaluate, save, report (the chief)
-  double test_accuracy = 0, test_loss = 0;
+  double test_accuracy = 0, test_loss = 0, val_f1 = 0;
   if (val) {
     auto logs = model->evaluate(*val);
     if (!logs.ok()) return Fail("train", logs.status().ToString());
     test_accuracy = keras::LogValue(*logs, "accuracy");
     test_loss = keras::LogValue(*logs, "loss");
+    val_f1 = keras::LogValue(*logs, "f1_macro");
   }
   std::string out = f.out.empty() ? UserCacheDir() + "/models/" + model->name() + ".ckpt" : f.out;
   std::error_code ec;
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
   if (Status s = model->save_weights(out); !s.ok()) return Fail("train", s.ToString());
+  if (Status s = RecordModelInfo(out, info); !s.ok()) return Fail("train", s.ToString());
   const int64_t trained = steps_per_epoch * f.epochs * global_batch;
   const double images_per_second = static_cast<double>(trained) / train_seconds;
   std::printf("trained %lld images in %.1f s (%.0f images/s)\n", static_cast<long long>(trained), train_seconds, images_per_second);
   std::printf("model saved to %s\n", out.c_str());
-  if (val) std::printf("test loss: %.4f\ntest accuracy: %.4f\n", test_loss, test_accuracy);
+  // The MPI path's cost: what crossed between workers per step, and the time it took.
+  nlohmann::json cross_host;
+  if (const distribute::Collective* c = (*strategy)->collective()) {
+    const distribute::CollectiveStats cs = c->stats();
+    const double steps = static_cast<double>(std::max<int64_t>(1, steps_per_epoch * f.epochs));
+    const double step_ms = train_seconds * 1e3 / steps, ms = cs.all_reduce_seconds * 1e3 / steps;
+    cross_host = {{"workers", workers}, {"all_reduce_bytes_per_step", static_cast<double>(cs.all_reduce_bytes) / steps},
+                  {"all_reduce_ms_per_step", ms}, {"step_ms", step_ms}};
+    std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step (%.1f%% of a %.0f ms step), %d workers\n",
+                static_cast<double>(cs.all_reduce_bytes) / steps / 1e6, ms, 100.0 * ms / std::max(step_ms, 1e-9), step_ms,
+                workers);
+  }
+  if (val && flowers) {
+    std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", test_loss, test_accuracy, val_f1);
+    std::printf("next: strata evaluate --model %s --data '%s'; strata predict --model %s --data 'DIR/test/*.tfrec' --out submission.csv\n",
+                out.c_str(), f.val.c_str(), out.c_str());
+  } else if (val) {
+    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", test_loss, test_accuracy);
+  }
   if (!f.summary_json.empty()) {
     nlohmann::json j = {{"test_accuracy", test_accuracy}, {"test_loss", test_loss},
+                        {"preset", f.preset}, {"val_f1_macro", val_f1},
                         {"wall_seconds", wall.ElapsedSeconds()}, {"train_seconds", train_seconds},
                         {"images_per_second", images_per_second}, {"replicas", replicas},
                         {"global_batch", global_batch}, {"epochs", f.epochs}, {"model_path", out},
                         {"history", history->history}, {"seconds_at_epoch_end", epoch_clock->seconds()}};
+    if (!cross_host.is_null()) j["cross_host"] = cross_host;
     if (Status s = WriteFileAtomic(f.summary_json, j.dump(2) + "\n"); !s.ok()) return Fail("train", s.ToString());
   }
   return kExitOk;

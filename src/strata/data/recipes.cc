@@ -40,6 +40,7 @@ Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions o) {
   STRATA_ASSIGN_OR_RETURN(Dataset files, list_files(file_glob, {.shuffle = true, .seed = MixSeed(seed, 1)}));
   std::vector<record::FeatureSpec> spec = {{.key = "image", .type = record::FeatureKind::kBytes}};
   if (!o.label_key.empty()) spec.push_back({.key = o.label_key, .type = record::FeatureKind::kInt64});
+  if (!o.id_key.empty()) spec.push_back({.key = o.id_key, .type = record::FeatureKind::kBytes});
   STRATA_ASSIGN_OR_RETURN(MapFn parse, ParseExampleFn(spec));
   image::AugmentOptions ao;
   ao.height = ao.width = o.image_size;
@@ -56,15 +57,25 @@ Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions o) {
                    .with_options({.deterministic = o.deterministic, .autotune = o.autotune});
   // Parse and decode in one parallel stage: one hand-off per element instead of two.
   MapRngFn decode = DecodeFn(shared, o.label_key, "flowers");
+  const std::string id_key = o.id_key;
   ds = ds.map_with_rng(
-      [parse, decode](Element e, Rng& rng) -> Result<Element> {
+      [parse, decode, id_key](Element e, Rng& rng) -> Result<Element> {
         STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
-        return decode(std::move(parsed), rng);
+        Tensor id;
+        if (!id_key.empty()) {
+          STRATA_ASSIGN_OR_RETURN(id, parsed.Get(id_key));
+        }
+        STRATA_ASSIGN_OR_RETURN(Element out, decode(std::move(parsed), rng));
+        if (!id_key.empty()) out.tensors.push_back(std::move(id));  // u8 [L]
+        return out;
       },
       {.num_parallel_calls = o.num_parallel_calls, .seed = MixSeed(seed, 3)});
   if (o.repeat) ds = ds.repeat();
   if (o.shuffle_buffer > 0) ds = ds.shuffle(o.shuffle_buffer, {.seed = MixSeed(seed, 4)});
-  ds = ds.batch(o.batch_size * o.replicas, {.drop_remainder = true});
+  const int64_t global_batch = o.batch_size * o.replicas;
+  // Ids differ in length from file to file: zero-padded to the longest of the batch.
+  ds = id_key.empty() ? ds.batch(global_batch, {.drop_remainder = o.drop_remainder})
+                      : ds.padded_batch(global_batch, {.drop_remainder = o.drop_remainder});
   return ds.prefetch(o.prefetch);
 }
 

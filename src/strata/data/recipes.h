@@ -31,6 +31,10 @@ struct FlowersOptions {
   int64_t shuffle_buffer = 2048;   // 0: no shuffle
   std::optional<uint64_t> seed;    // shuffle, file order and augmentation; unset: random
   std::string label_key = "class"; // "class" (labeled) ; set "" to omit the label
+  // Evaluation and prediction: keep the last short batch, and carry each record's `id`
+  // bytes as a last component, u8 [B, L] zero-padded to the batch's longest id.
+  bool drop_remainder = true;      // static shapes for the compiled training step
+  std::string id_key;              // "" : no ids; "id" in the competition's files
   int64_t num_parallel_reads = AUTOTUNE;  // reader threads
   int64_t files_open = 8;                 // TFRecord cycle_length: fixes the order with the seed
   int64_t num_parallel_calls = AUTOTUNE;  // decode+augment workers
@@ -38,6 +42,11 @@ struct FlowersOptions {
   AutotuneOptions autotune{};      // budgets (training_replicas = replicas sharing the cores)
 };
 Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions options = {});
+
+// The competition's 104 class names in label order, exact strings (two end in a space:
+// "cyclamen " and "hippeastrum ", as in the competition's notebooks).
+inline constexpr int kFlowersNumClasses = 104;
+extern const char* const kFlowersClasses[kFlowersNumClasses];
 
 // Fashion-MNIST in the TFDS layout (`image` PNG bytes 28x28x1, `label` int64), images
 // scaled to [0, 1] f32.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -103,6 +104,78 @@ std::string Hex9(uint64_t v) {
   return s;
 }
 
+
+// Ids: 36 bits of the seed's stream per item in sorted order (counted from `first`),
+// redrawn on a collision with any id in `ids`; then a shuffle across shards (Fisher-Yates
+// on the seed's stream).
+void AssignIdsAndShuffle(uint64_t seed, uint64_t first, std::set<std::string>* ids, std::vector<Item>* items) {
+  for (size_t i = 0; i < items->size(); ++i) {
+    SeedStream rng(seed, first + i, /*purpose=*/2);
+    std::string id;
+    do {
+      const uint64_t v = (static_cast<uint64_t>(rng.NextU32()) << 4) ^ (rng.NextU32() & 15);
+      id = Hex9(v & 0xFFFFFFFFFull);
+    } while (!ids->insert(id).second);
+    (*items)[i].id = id;
+  }
+  SeedStream shuffle(seed, first, /*purpose=*/1);
+  for (size_t i = items->size(); i > 1; --i)
+    std::swap((*items)[i - 1], (*items)[shuffle.UniformInt(static_cast<uint32_t>(i))]);
+}
+
+// Encodes `items` on the pool and writes them to SPLIT_DIR/{shard:02d}-{S}x{S}-{count}.tfrec
+// in the flowers schema (class when o.labels, id, image).
+using EncodeFn = std::function<Status(const Item&, std::string* jpeg)>;
+Status WriteShards(const std::vector<Item>& items, int shards, const fs::path& split_dir, const MakeRecordsOptions& o,
+                   const EncodeFn& encode, ThreadPool& pool, Progress& progress, MakeRecordsReport* report) {
+  const int64_t total = static_cast<int64_t>(items.size());
+  const std::string size = std::to_string(o.image_size) + "x" + std::to_string(o.image_size);
+  int64_t begin = 0;
+  std::vector<std::string> jpegs;
+  std::vector<Status> errors;
+  record::ExampleBuilder builder;
+  for (int shard = 0; shard < shards; ++shard) {
+    const int64_t count = total / shards + (shard < total % shards ? 1 : 0);
+    jpegs.assign(count, std::string());
+    errors.assign(count, Status::OK());
+    pool.ParallelFor(count, [&](int64_t i) {
+      errors[i] = encode(items[begin + i], &jpegs[i]);
+      progress.Add(1);
+    });
+    int64_t good = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (errors[i].ok()) {
+        ++good;
+        continue;
+      }
+      const std::string what = items[begin + i].path + ": " + errors[i].ToString();
+      if (!o.skip_bad) return errors[i].WithContext("make-records: cannot use " + items[begin + i].path + " (--skip-bad to go on)");
+      report->skipped.push_back(what);
+    }
+    char name[64];
+    std::snprintf(name, sizeof(name), "%02d-%s-%lld.tfrec", shard, size.c_str(), static_cast<long long>(good));
+    const std::string path = (split_dir / name).string();
+    STRATA_ASSIGN_OR_RETURN(auto writer, record::RecordWriter::Open(path));
+    for (int64_t i = 0; i < count; ++i) {
+      if (!errors[i].ok()) continue;
+      const Item& item = items[begin + i];
+      builder.Clear();
+      if (o.labels) {
+        const int64_t label = item.label;
+        builder.AddInt64s("class", std::span(&label, 1));
+      }
+      builder.AddBytes("id", item.id);
+      builder.AddBytes("image", jpegs[i]);
+      STRATA_RETURN_IF_ERROR(writer->WriteRecord(builder.Finish()).WithContext(path));
+    }
+    STRATA_RETURN_IF_ERROR(writer->Close());
+    report->files.push_back(path);
+    report->written += good;
+    begin += count;
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<MakeRecordsReport> MakeImageFolderRecords(const std::string& from_dir, const std::string& out_dir,
@@ -134,20 +207,8 @@ Result<MakeRecordsReport> MakeImageFolderRecords(const std::string& from_dir, co
   }
   if (items.empty()) return InvalidArgument("make-records: no .jpg, .jpeg or .png files under " + from_dir);
 
-  // Ids: 36 bits of the seed's stream per item in sorted order, redrawn on a collision.
   std::set<std::string> ids;
-  for (size_t i = 0; i < items.size(); ++i) {
-    SeedStream rng(o.seed, i, /*purpose=*/2);
-    std::string id;
-    do {
-      const uint64_t v = (static_cast<uint64_t>(rng.NextU32()) << 4) ^ (rng.NextU32() & 15);
-      id = Hex9(v & 0xFFFFFFFFFull);
-    } while (!ids.insert(id).second);
-    items[i].id = id;
-  }
-  // Shuffle across shards (Fisher-Yates on the seed's stream).
-  SeedStream shuffle(o.seed, 0, /*purpose=*/1);
-  for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[shuffle.UniformInt(static_cast<uint32_t>(i))]);
+  AssignIdsAndShuffle(o.seed, 0, &ids, &items);
 
   const int64_t total = static_cast<int64_t>(items.size());
   const int shards = static_cast<int>(std::min<int64_t>(o.shards > 0 ? o.shards : 16, total));
@@ -162,51 +223,115 @@ Result<MakeRecordsReport> MakeImageFolderRecords(const std::string& from_dir, co
 
   ThreadPool pool({.num_threads = Threads(o.threads), .name = "make-records"});
   Progress progress(o.progress, total);
-  const std::string size = std::to_string(o.image_size) + "x" + std::to_string(o.image_size);
-  int64_t begin = 0;
-  std::vector<std::string> jpegs;
-  std::vector<Status> errors;
-  record::ExampleBuilder builder;
-  for (int shard = 0; shard < shards; ++shard) {
-    const int64_t count = total / shards + (shard < total % shards ? 1 : 0);
-    jpegs.assign(count, std::string());
-    errors.assign(count, Status::OK());
-    pool.ParallelFor(count, [&](int64_t i) {
-      const Item& item = items[begin + i];
-      errors[i] = EncodeSquareJpeg(item.path, o.image_size, o.quality, &jpegs[i]);
-      progress.Add(1);
-    });
-    int64_t good = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      if (errors[i].ok()) {
-        ++good;
-        continue;
-      }
-      const std::string what = items[begin + i].path + ": " + errors[i].ToString();
-      if (!o.skip_bad) return errors[i].WithContext("make-records: cannot use " + items[begin + i].path + " (--skip-bad to go on)");
-      report.skipped.push_back(what);
+  auto encode = [&o](const Item& item, std::string* jpeg) { return EncodeSquareJpeg(item.path, o.image_size, o.quality, jpeg); };
+  STRATA_RETURN_IF_ERROR(WriteShards(items, shards, split_dir, o, encode, pool, progress, &report));
+  return report;
+}
+
+// ---- generated flowers -----------------------------------------------------------------
+
+namespace {
+
+// HSV in [0, 1] to RGB in [0, 255].
+void HsvToRgb(float h, float sat, float v, float rgb[3]) {
+  h = (h - std::floor(h)) * 6.0f;
+  const int i = static_cast<int>(h) % 6;
+  const float f = h - std::floor(h), p = v * (1 - sat), q = v * (1 - sat * f), t = v * (1 - sat * (1 - f));
+  const float table[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+  for (int c = 0; c < 3; ++c) rgb[c] = 255.0f * table[i][c];
+}
+
+}  // namespace
+
+void RenderGeneratedFlower(int label, uint64_t seed, uint64_t index, int size, uint8_t* rgb) {
+  // The class: golden-ratio hues keep neighbouring classes apart; 3..9 petals.
+  const float petal_hue = std::fmod(0.61803398f * static_cast<float>(label), 1.0f);
+  const float centre_hue = std::fmod(0.5f + 0.2763932f * static_cast<float>(label), 1.0f);
+  const int petals = 3 + (label * 5) % 7;
+  const float bg_hue = 0.22f + 0.16f * static_cast<float>((label * 3) % 5) / 4.0f;  // greens to teals
+  // The image: position, size, rotation, lighting, noise.
+  SeedStream rng(seed, index, /*purpose=*/7);
+  const float s = static_cast<float>(size);
+  const float cx = s * rng.Uniform(0.38f, 0.62f), cy = s * rng.Uniform(0.38f, 0.62f);
+  const float radius = s * rng.Uniform(0.26f, 0.40f), turn = rng.Uniform(0.0f, 6.2831853f);
+  const float light = rng.Uniform(0.75f, 1.0f);
+  float petal[3], centre[3], bg[3];
+  HsvToRgb(petal_hue + rng.Uniform(-0.02f, 0.02f), 0.8f, light, petal);
+  HsvToRgb(centre_hue, 0.9f, 0.9f * light, centre);
+  HsvToRgb(bg_hue, 0.6f, 0.35f * light, bg);
+  for (int y = 0; y < size; ++y) {
+    for (int x = 0; x < size; ++x) {
+      const float dx = static_cast<float>(x) + 0.5f - cx, dy = static_cast<float>(y) + 0.5f - cy;
+      const float r = std::sqrt(dx * dx + dy * dy), phi = std::atan2(dy, dx);
+      const float edge = radius * (0.45f + 0.55f * std::fabs(std::cos(0.5f * static_cast<float>(petals) * (phi - turn))));
+      const float* base = r < 0.22f * radius ? centre : r < edge ? petal : bg;
+      // Petals darken towards their tips; the background has a vertical gradient.
+      const float shade = base == petal ? 1.0f - 0.35f * r / radius : base == bg ? 0.8f + 0.4f * static_cast<float>(y) / s : 1.0f;
+      uint8_t* px = rgb + (static_cast<int64_t>(y) * size + x) * 3;
+      const float noise = static_cast<float>(static_cast<int>(rng.NextU32() % 25) - 12);
+      for (int c = 0; c < 3; ++c) px[c] = static_cast<uint8_t>(std::clamp(base[c] * shade + noise, 0.0f, 255.0f));
     }
-    char name[64];
-    std::snprintf(name, sizeof(name), "%02d-%s-%lld.tfrec", shard, size.c_str(), static_cast<long long>(good));
-    const std::string path = (split_dir / name).string();
-    STRATA_ASSIGN_OR_RETURN(auto writer, record::RecordWriter::Open(path));
-    for (int64_t i = 0; i < count; ++i) {
-      if (!errors[i].ok()) continue;
-      const Item& item = items[begin + i];
-      builder.Clear();
-      if (o.labels) {
-        const int64_t label = item.label;
-        builder.AddInt64s("class", std::span(&label, 1));
-      }
-      builder.AddBytes("id", item.id);
-      builder.AddBytes("image", jpegs[i]);
-      STRATA_RETURN_IF_ERROR(writer->WriteRecord(builder.Finish()).WithContext(path));
-    }
-    STRATA_RETURN_IF_ERROR(writer->Close());
-    report.files.push_back(path);
-    report.written += good;
-    begin += count;
   }
+}
+
+Result<MakeRecordsReport> MakeGeneratedFlowerRecords(const std::string& out_dir, const GeneratedFlowersOptions& o) {
+  if (o.classes < 1 || o.classes > 100000) return InvalidArgument("make-records: --classes must be in 1..100000");
+  if (o.image_size < 8 || o.image_size > 8192) return InvalidArgument("make-records: --image-size must be in 8..8192");
+  if (o.train_per_class < 0 || o.val_per_class < 0 || o.test_per_class < 0 || o.shards < 1)
+    return InvalidArgument("make-records: per-class counts must be >= 0 and --shards >= 1");
+  MakeRecordsReport report;
+  for (int c = 0; c < o.classes; ++c) {
+    char fallback[32];
+    std::snprintf(fallback, sizeof(fallback), "class_%03d", c);
+    report.classes.push_back(c < static_cast<int>(o.class_names.size()) ? o.class_names[c] : fallback);
+  }
+  std::string text;
+  for (const auto& c : report.classes) text += c + "\n";
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return IOError("make-records: cannot create " + out_dir + ": " + ec.message());
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic((fs::path(out_dir) / "classes.txt").string(), text));
+
+  struct Split {
+    const char* name;
+    int per_class;
+  };
+  const Split splits[3] = {{"train", o.train_per_class}, {"val", o.val_per_class}, {"test", o.test_per_class}};
+  const int64_t total = static_cast<int64_t>(o.classes) * (o.train_per_class + o.val_per_class + o.test_per_class);
+  ThreadPool pool({.num_threads = Threads(o.threads), .name = "make-records"});
+  Progress progress(o.progress, total);
+  std::set<std::string> ids;
+  uint64_t next_index = 0;
+  MakeRecordsOptions write{.image_size = o.image_size, .quality = o.quality, .seed = o.seed};
+  const uint64_t seed = o.seed, size = static_cast<uint64_t>(o.image_size);
+  // The item's path field holds the image's global index: it seeds the rendering.
+  auto encode = [seed, size, &write](const Item& item, std::string* jpeg) -> Status {
+    thread_local Image img;
+    const uint64_t index = std::stoull(item.path.substr(item.path.rfind('#') + 1));
+    RenderGeneratedFlower(static_cast<int>(item.label), seed, index, static_cast<int>(size),
+                          img.Reset(static_cast<int>(size), static_cast<int>(size), 3));
+    return EncodeJpeg(img.view(), {.quality = write.quality, .subsampling = 420}, jpeg);
+  };
+  std::string test_labels = "id,label\n";
+  for (const Split& split : splits) {
+    std::vector<Item> items;
+    for (int c = 0; c < o.classes; ++c)
+      for (int i = 0; i < split.per_class; ++i)
+        items.push_back({"generated:" + std::string(split.name) + "/" + report.classes[c] + "#" +
+                             std::to_string(next_index + items.size()), c, ""});
+    if (items.empty()) continue;
+    AssignIdsAndShuffle(o.seed, next_index, &ids, &items);
+    next_index += items.size();
+    write.labels = std::string(split.name) != "test";
+    const fs::path split_dir = fs::path(out_dir) / split.name;
+    fs::create_directories(split_dir, ec);
+    if (ec) return IOError("make-records: cannot create " + split_dir.string() + ": " + ec.message());
+    const int shards = static_cast<int>(std::min<int64_t>(o.shards, static_cast<int64_t>(items.size())));
+    STRATA_RETURN_IF_ERROR(WriteShards(items, shards, split_dir, write, encode, pool, progress, &report));
+    if (!write.labels)
+      for (const Item& item : items) test_labels += item.id + "," + std::to_string(item.label) + "\n";
+  }
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic((fs::path(out_dir) / "test_labels.csv").string(), test_labels));
   return report;
 }
 

@@ -58,6 +58,31 @@ struct MakeRecordsReport {
 Result<MakeRecordsReport> MakeImageFolderRecords(const std::string& from_dir, const std::string& out_dir,
                                                  const MakeRecordsOptions& options);
 
+// Generated flowers: a small dataset in the flowers schema, made from nothing, whose pixels
+// carry class-dependent structure (so a short training run learns something measurable):
+// each class has its own petal hue, petal count, centre hue and background; each image
+// draws its position, size, rotation, lighting and noise from (seed, index).
+//   OUT/{train,val,test}/{shard:02d}-{S}x{S}-{count}.tfrec  (test: image and id only)
+//   OUT/classes.txt       the class names, index order
+//   OUT/test_labels.csv   id,label of the test split (the answer key a real test set hides)
+// Ids are unique across the three splits. The same options give the same files.
+struct GeneratedFlowersOptions {
+  int classes = 104;
+  int train_per_class = 20;
+  int val_per_class = 5;
+  int test_per_class = 5;
+  int image_size = 192;
+  int quality = 90;
+  int shards = 4;                        // per split (fewer when a split is smaller)
+  uint64_t seed = 0;
+  std::vector<std::string> class_names;  // for classes.txt; shorter: "class_NNN" for the rest
+  int threads = 0;                       // 0: every usable core
+  ProgressFn progress;
+};
+Result<MakeRecordsReport> MakeGeneratedFlowerRecords(const std::string& out_dir, const GeneratedFlowersOptions& options);
+// One generated image of class `label`: rgb is [size, size, 3] u8.
+void RenderGeneratedFlower(int label, uint64_t seed, uint64_t index, int size, uint8_t* rgb);
+
 // Where Debian's dataset-fashion-mnist puts the IDX files.
 constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 // Fashion-MNIST's class names, label order.

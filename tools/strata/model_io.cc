@@ -1,0 +1,231 @@
+#include "model_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "strata/core/cpu.h"
+#include "strata/core/file.h"
+#include "strata/data/recipes.h"
+#include "strata/image/make_records.h"
+#include "strata/keras/spec.h"
+#include "strata/record/record_reader.h"
+#include "strata/record/record_writer.h"
+
+namespace strata::cli {
+
+using nlohmann::json;
+
+Result<std::string> SpecText(const std::string& name_or_path) {
+  auto builtin = keras::BuiltinSpec(name_or_path);
+  if (builtin.ok()) return builtin;
+  if (std::filesystem::exists(name_or_path)) return ReadFileToString(name_or_path);
+  return NotFound(builtin.status().message() + "; and no file " + name_or_path);
+}
+
+Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (!spec.is_object() || !spec.contains("config") || !spec["config"].contains("layers"))
+    return InvalidArgument("model spec: not a Keras-style {\"class_name\", \"config\": {\"layers\"}} object");
+  int inputs = 0;
+  for (auto& layer : spec["config"]["layers"]) {
+    if (layer.value("class_name", "") != "InputLayer") continue;
+    auto& shape = layer["config"]["batch_input_shape"];
+    if (!shape.is_array() || shape.size() != 4)
+      return InvalidArgument("model spec: InputLayer " + layer["config"].value("name", std::string("input")) +
+                             " is not an image input [None, H, W, C]; --image-size cannot set it");
+    shape[1] = size;
+    shape[2] = size;
+    ++inputs;
+  }
+  if (inputs == 0) return InvalidArgument("model spec: no InputLayer to set the image size on");
+  return spec.dump();
+}
+
+namespace {
+
+struct CheckpointRecords {
+  json header;
+  std::string params, slots, iterator;
+};
+
+Result<CheckpointRecords> ReadCheckpointRecords(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  CheckpointRecords c;
+  std::string header;
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header).WithContext("checkpoint " + path + " header"));
+  c.header = json::parse(header, nullptr, false);
+  if (!c.header.is_object() || c.header.value("format", "") != "strata-checkpoint")
+    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.params).WithContext("checkpoint " + path + " parameters"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.slots).WithContext("checkpoint " + path + " optimizer slots"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.iterator).WithContext("checkpoint " + path + " iterator state"));
+  return c;
+}
+
+Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
+  if (!m.is_object() || !m.contains("spec"))
+    return NotFound("checkpoint " + path + " does not record its model spec (written before specs were recorded?): "
+                    "pass --model SPEC --weights " + path);
+  ModelInfo info;
+  info.spec_json = m["spec"].dump();
+  info.source = m.value("source", "");
+  info.preset = m.value("preset", "");
+  info.image_key = m.value("image_key", "image");
+  info.label_key = m.value("label_key", "label");
+  info.image_size = m.value("image_size", int64_t{28});
+  info.classes = m.value("classes", int64_t{10});
+  return info;
+}
+
+}  // namespace
+
+Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(checkpoint));
+  json spec = json::parse(info.spec_json, nullptr, false);
+  if (spec.is_discarded()) return InvalidArgument("model spec of " + checkpoint + " is not JSON");
+  if (!c.header.contains("extra") || !c.header["extra"].is_object()) c.header["extra"] = json::object();
+  c.header["extra"]["model"] = {{"spec", spec},           {"source", info.source},
+                                {"preset", info.preset},   {"image_key", info.image_key},
+                                {"label_key", info.label_key}, {"image_size", info.image_size},
+                                {"classes", info.classes}};
+  STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(checkpoint));  // atomic: temp + rename
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.header.dump()));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.params));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.slots));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.iterator));
+  return w->Close();
+}
+
+bool IsCheckpoint(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  auto r = record::RecordReader::Open(path);
+  if (!r.ok()) return false;
+  std::string header;
+  if (!(*r)->ReadRecord(&header).ok()) return false;
+  auto h = json::parse(header, nullptr, false);
+  return h.is_object() && h.value("format", "") == "strata-checkpoint";
+}
+
+Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const std::string& weights_arg) {
+  LoadedModel out;
+  std::string weights = weights_arg;
+  int64_t slots = 0, trainable = 0;
+  if (IsCheckpoint(model_arg)) {
+    if (!weights.empty()) return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
+    weights = model_arg;
+  } else {
+    STRATA_ASSIGN_OR_RETURN(out.info.spec_json, SpecText(model_arg));
+    out.info.source = model_arg;
+  }
+  if (!weights.empty()) {
+    STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(weights));
+    if (weights == model_arg) {
+      STRATA_ASSIGN_OR_RETURN(out.info, InfoFromJson(c.header.contains("extra") ? c.header["extra"].value("model", json()) : json(), weights));
+    }
+    slots = c.header.value("slots", int64_t{0});
+    for (const auto& v : c.header.value("variables", json::array()))
+      if (v.value("trainable", false)) trainable += v.value("size", int64_t{0});
+  }
+  // The input settings follow the spec when no checkpoint recorded them.
+  if (weights != model_arg) {
+    json spec = json::parse(out.info.spec_json, nullptr, false);
+    for (const auto& layer : spec.is_object() ? spec["config"].value("layers", json::array()) : json::array()) {
+      if (layer.value("class_name", "") != "InputLayer") continue;
+      auto shape = layer["config"].value("batch_input_shape", json::array());
+      if (shape.size() == 4 && shape[1].is_number()) out.info.image_size = shape[1].get<int64_t>();
+    }
+    if (out.info.image_size != 28) out.info.label_key = "class";  // the flowers schema
+  }
+  STRATA_ASSIGN_OR_RETURN(out.model, keras::ModelFromJson(out.info.spec_json));
+  // Loading checks the optimizer slots' size, so compile with an optimizer of the same shape:
+  // none (plain SGD), one block (SGD with momentum) or two (Adam, RMSprop).
+  const int64_t blocks = trainable > 0 ? slots / trainable : 0;
+  keras::Optimizer opt = blocks == 0   ? keras::optimizers::SGD(0.01)
+                         : blocks == 1 ? keras::optimizers::SGD(0.01, {.momentum = 0.9})
+                                       : keras::optimizers::Adam(0.001);
+  Status st = out.model->compile({.optimizer = opt,
+                                  .loss = keras::losses::SparseCategoricalCrossentropy(),
+                                  .metrics = {"accuracy"},
+                                  .threads = std::max(1, UsableCores())});
+  if (!st.ok() && st.message().find("from_logits") != std::string::npos)
+    st = out.model->compile({.optimizer = opt,
+                             .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                             .metrics = {"accuracy"},
+                             .threads = std::max(1, UsableCores())});
+  STRATA_RETURN_IF_ERROR(st);
+  if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights));
+  return out;
+}
+
+Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
+                                       bool ids) {
+  if (info.image_size == 28 && info.label_key == "label") {  // Fashion-MNIST's TFDS layout
+    if (ids) return InvalidArgument("Fashion-MNIST records have no id feature to predict for");
+    return data::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
+                                            .cache = false});
+  }
+  data::FlowersOptions o;
+  o.image_size = static_cast<int>(info.image_size);
+  o.batch_size = batch;
+  o.deterministic = true;
+  o.augment = false;
+  o.repeat = false;
+  o.shuffle_buffer = 0;
+  o.seed = 0;
+  o.label_key = labels ? info.label_key : "";
+  o.drop_remainder = false;
+  o.id_key = ids ? "id" : "";
+  return data::FlowersDataset(glob, o);
+}
+
+std::vector<float> ToProbabilities(const Tensor& outputs) {
+  const int64_t rows = outputs.shape()[0], k = outputs.num_elements() / std::max<int64_t>(rows, 1);
+  const float* p = outputs.data<float>();
+  std::vector<float> out(p, p + rows * k);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = out.data() + r * k;
+    double sum = 0;
+    bool distribution = true;
+    for (int64_t j = 0; j < k; ++j) {
+      sum += row[j];
+      distribution &= row[j] >= 0 && row[j] <= 1;
+    }
+    if (distribution && std::fabs(sum - 1) < 1e-3) continue;
+    const float mx = *std::max_element(row, row + k);
+    double z = 0;
+    for (int64_t j = 0; j < k; ++j) z += std::exp(static_cast<double>(row[j] - mx));
+    for (int64_t j = 0; j < k; ++j) row[j] = static_cast<float>(std::exp(static_cast<double>(row[j] - mx)) / z);
+  }
+  return out;
+}
+
+Status ForEachPrediction(keras::Model& model, const data::Dataset& ds, const PredictionFn& fn) {
+  STRATA_ASSIGN_OR_RETURN(auto it, ds.make_iterator());
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<data::Element> batch, it->Next());
+    if (!batch) return Status::OK();
+    const Tensor& images = (*batch)[0];  // [B, H, W, C]
+    const int64_t rows = images.shape()[0];
+    // The batch as a one-batch dataset: predict() pads a short last batch and cuts it off.
+    data::Dataset one = data::Dataset::from_tensor_slices(data::Element({images})).batch(rows);
+    STRATA_ASSIGN_OR_RETURN(Tensor out, model.predict(one));
+    const int64_t k = out.num_elements() / std::max<int64_t>(rows, 1);
+    STRATA_RETURN_IF_ERROR(fn(*batch, ToProbabilities(out), rows, k));
+  }
+}
+
+std::vector<std::string> ClassNames(const ModelInfo& info, int64_t classes) {
+  std::vector<std::string> names;
+  const bool flowers = info.preset == "flowers" || classes == data::kFlowersNumClasses;
+  for (int64_t c = 0; c < classes; ++c) {
+    if (flowers && c < data::kFlowersNumClasses) names.push_back(data::kFlowersClasses[c]);
+    else if (classes == 10 && info.label_key == "label") names.push_back(image::kFashionMnistClasses[c]);
+    else names.push_back("class " + std::to_string(c));
+  }
+  return names;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,67 @@
+// Saved models on the command line: `strata train` records in the checkpoint which spec (and
+// which input settings) its weights belong to, so `strata evaluate|predict --model x.ckpt`
+// rebuild the model with nothing else given. The record is the checkpoint header's
+// "extra"."model" object (docs/formats/checkpoint.md):
+//   {"spec": {Keras-style spec}, "source": "flowers-cnn", "preset": "flowers",
+//    "image_key": "image", "label_key": "class", "image_size": 192, "classes": 104}
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/status.h"
+#include "strata/core/tensor.h"
+#include "strata/data/dataset.h"
+#include "strata/keras/model.h"
+
+namespace strata::cli {
+
+struct ModelInfo {
+  std::string spec_json;       // the spec the weights belong to (input size already set)
+  std::string source;          // built-in name or spec file it came from
+  std::string preset;          // "flowers", or "" for the default job and plain --model runs
+  std::string image_key = "image", label_key = "label";
+  int64_t image_size = 28, classes = 10;
+};
+
+// A built-in spec's JSON (reference-cnn, flowers-cnn, ...) or a spec file's text.
+Result<std::string> SpecText(const std::string& name_or_path);
+// The spec with its InputLayer(s) set to size x size (convnets ending in global pooling take
+// any size); the channel count is kept.
+Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size);
+
+// Adds `info` to the checkpoint's header (rewritten atomically; the other records unchanged).
+Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info);
+// True when `path` is a Strata checkpoint file (its first record is the JSON header).
+bool IsCheckpoint(const std::string& path);
+
+// A model ready for evaluate/predict: --model CKPT (a checkpoint `strata train` wrote), or
+// --model SPEC (a built-in name or JSON file) with --weights CKPT (or fresh weights).
+struct LoadedModel {
+  std::unique_ptr<keras::Model> model;
+  ModelInfo info;
+};
+Result<LoadedModel> LoadModelForInference(const std::string& model, const std::string& weights);
+
+// The records for evaluation or prediction, in file order, unaugmented, the last short batch
+// kept: (image f32 [B, S, S, C], label i64 [B] when `labels`, id u8 [B, L] when `ids`).
+Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
+                                       bool ids);
+
+// Class probabilities of a batch of model outputs [B, K]: rows that are not already a
+// distribution (a model ending in logits) go through softmax.
+std::vector<float> ToProbabilities(const Tensor& outputs);
+
+// Runs the model over every batch of `ds` in order and hands each batch with its class
+// probabilities (rows x k, row-major) to `fn`, so labels and ids stay beside their rows.
+using PredictionFn = std::function<Status(const data::Element& batch, const std::vector<float>& probs, int64_t rows, int64_t k)>;
+Status ForEachPrediction(keras::Model& model, const data::Dataset& ds, const PredictionFn& fn);
+
+// The class names for a model: the competition's 104 for the flowers preset (or 104
+// classes), Fashion-MNIST's for 10; otherwise "class N".
+std::vector<std::string> ClassNames(const ModelInfo& info, int64_t classes);
+
+}  // namespace strata::cli

@@ -146,6 +146,19 @@ TEST_F(FlowersCli, PredictProbabilitiesAddsAColumnPerClass) {
   }
 }
 
+// examples/flowers: the same recipe through the library API learns the generated classes.
+TEST_F(FlowersCli, TheLibraryExampleRunsTheRecipe) {
+  ASSERT_EQ(make_.exit_code, 0) << make_.output;
+  auto r = RunCommand(std::string(STRATA_EXAMPLES_DIR) + "/flowers/example_flowers '" + (*dir_ / "train/*.tfrec").string() +
+                          "' '" + (*dir_ / "val/*.tfrec").string() + "' 64 2 250",
+                      true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto at = r.output.find("val accuracy: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_GT(std::stod(r.output.substr(at + 14)), 0.5) << r.output;  // chance: 0.125
+  EXPECT_NE(r.output.find("val macro F1: "), std::string::npos) << r.output;
+}
+
 TEST(FlowersClasses, AreTheCompetitionsNames) {
   EXPECT_STREQ(data::kFlowersClasses[0], "pink primrose");
   EXPECT_STREQ(data::kFlowersClasses[4], "wild geranium");

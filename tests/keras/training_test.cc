@@ -183,6 +183,16 @@ TEST(Clipping, AHugeLimitIsBitwiseIdenticalToNoClipping) {
   EXPECT_NE(run({.global_clipnorm = 1e-3}), plain);  // and a small one does change the run
 }
 
+TEST(Clipping, EveryOptimizerTakesTheLimits) {
+  EXPECT_EQ(optimizers::SGD(0.1, {.clipnorm = 2}).clipnorm, 2);
+  EXPECT_EQ(optimizers::Adam(0.1, {.global_clipnorm = 3}).global_clipnorm, 3);
+  EXPECT_EQ(optimizers::RMSprop(0.1, {.clipnorm = 4}).clipnorm, 4);
+  const Optimizer adamw = optimizers::AdamW(0.1, {.clipnorm = 5});
+  EXPECT_EQ(adamw.clipnorm, 5);
+  EXPECT_EQ(adamw.weight_decay, 0.004);  // Keras's default survives naming another field
+  EXPECT_EQ(adamw.name(), "AdamW");
+}
+
 TEST(Clipping, CompileRejectsBothOrNegativeLimits) {
   auto m = Build({InputLayer({2}), Dense(2)}, "clip");
   Status both = m->compile({.optimizer = optimizers::Adam(0.1, {.clipnorm = 1, .global_clipnorm = 1})});

@@ -79,12 +79,21 @@ inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
   return opt;
 }
 inline Optimizer Adam(double lr = 0.001, AdamOptions o = {}) { return Adam(schedules::Constant(lr), o); }
-inline Optimizer AdamW(Schedule lr, AdamOptions o = {.weight_decay = 0.004}) {
-  Optimizer opt = Adam(std::move(lr), o);
+// AdamW's own options: Keras's default decay 0.004 stays when only other fields are given
+// (AdamW(1e-3, {.clipnorm = 1}) still decays).
+struct AdamWOptions {
+  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  double weight_decay = 0.004;
+  double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
+};
+inline Optimizer AdamW(Schedule lr, AdamWOptions o = {}) {
+  Optimizer opt = Adam(std::move(lr), {.beta_1 = o.beta_1, .beta_2 = o.beta_2, .epsilon = o.epsilon,
+                                       .weight_decay = o.weight_decay, .clipnorm = o.clipnorm,
+                                       .global_clipnorm = o.global_clipnorm});
   opt.kind = Optimizer::Kind::kAdamW;
   return opt;
 }
-inline Optimizer AdamW(double lr = 0.001, AdamOptions o = {.weight_decay = 0.004}) { return AdamW(schedules::Constant(lr), o); }
+inline Optimizer AdamW(double lr = 0.001, AdamWOptions o = {}) { return AdamW(schedules::Constant(lr), o); }
 struct RMSpropOptions {
   double rho = 0.9, momentum = 0, epsilon = 1e-7;
   double weight_decay = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "strata/data/synthetic.h"
 
@@ -112,6 +113,53 @@ TEST(Flowers, NonDeterministicDefaultRunsAndNamesBadGlobs) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("*.nothing"), std::string::npos);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata::data
+
+// Evaluation/prediction: every record once (the last short batch kept), each with its id.
+namespace strata::data {
+namespace {
+
+TEST(Flowers, EvaluationKeepsTheRemainderAndCarriesIds) {
+  const std::string dir = TempDir("flowers_ids");
+  auto files = WriteSyntheticFlowers(dir, {.files = 2, .records_per_file = 7, .image_size = 32});
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  auto ds = FlowersDataset(dir + "/*.tfrec", {.image_size = 16, .batch_size = 4, .deterministic = true,
+                                              .augment = false, .repeat = false, .shuffle_buffer = 0, .seed = 1,
+                                              .drop_remainder = false, .id_key = "id"});
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  auto it = ds->make_iterator();
+  ASSERT_TRUE(it.ok());
+  std::vector<int64_t> rows;
+  std::set<std::string> ids;
+  for (;;) {
+    auto e = (*it)->Next();
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (!e->has_value()) break;
+    ASSERT_EQ((**e).size(), 3u);  // image, class, id
+    const Tensor& id = (**e)[2];
+    ASSERT_EQ(id.dtype(), DType::kU8);
+    const int64_t b = (**e)[0].shape()[0], len = id.num_elements() / b;
+    rows.push_back(b);
+    for (int64_t r = 0; r < b; ++r) {
+      std::string s(reinterpret_cast<const char*>(id.data<uint8_t>() + r * len), static_cast<size_t>(len));
+      s.erase(s.find_last_not_of('\0') + 1);
+      EXPECT_FALSE(s.empty());
+      ids.insert(s);
+    }
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{4, 4, 4, 2}));  // 14 records, the remainder kept
+  EXPECT_EQ(ids.size(), 14u);                           // distinct ids, none lost
+  fs::remove_all(dir);
+}
+
+TEST(Flowers, ClassNamesAreTheCompetitions) {
+  EXPECT_STREQ(kFlowersClasses[0], "pink primrose");
+  EXPECT_STREQ(kFlowersClasses[87], "cyclamen ");
+  EXPECT_STREQ(kFlowersClasses[90], "hippeastrum ");
+  EXPECT_STREQ(kFlowersClasses[103], "wild rose");
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ void MergeOptions(const DatasetNode& node, Options* out) {
     if (o->deterministic) out->deterministic = o->deterministic;
     if (o->autotune) out->autotune = o->autotune;
     if (o->retain_freed_memory) out->retain_freed_memory = o->retain_freed_memory;
+    if (o->shard_files) out->shard_files = o->shard_files;
   }
 }
 

@@ -63,6 +63,13 @@ struct Options {
   // trim, one malloc arena), so batch and image buffers freed by the consumer are reused
   // without the ~11 us first touch per page.
   std::optional<bool> retain_freed_memory;  // default true
+  // Auto-shard by file (tf.data's AutoShardPolicy.FILE, set by distribute's
+  // experimental_distribute_dataset): every file-name source (list_files, from_strings)
+  // keeps names i with i % num_shards == index.
+  struct FileShard {
+    int64_t num_shards = 1, index = 0;
+  };
+  std::optional<FileShard> shard_files;
 };
 
 struct MapOptions {

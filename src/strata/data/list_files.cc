@@ -12,14 +12,20 @@ namespace {
 
 class StringsIterator : public StageIterator {
  public:
-  StringsIterator(const IteratorContext& ctx, const std::vector<std::string>* s) : StageIterator(ctx, "files"), s_(s) {}
+  StringsIterator(const IteratorContext& ctx, const std::vector<std::string>* s) : StageIterator(ctx, "files"), s_(s) {
+    if (const auto& shard = ctx.pipeline->options().shard_files; shard && shard->num_shards > 1) {
+      stride_ = static_cast<size_t>(shard->num_shards);
+      next_ = static_cast<size_t>(shard->index);
+    }
+  }
   Status GetNext(Element* out, bool* end) override {
     if (next_ >= s_->size()) {
       *end = true;
       return Status::OK();
     }
     *end = false;
-    *out = Element({StringTensor((*s_)[next_++])});
+    *out = Element({StringTensor((*s_)[next_])});
+    next_ += stride_;
     stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return Status::OK();
   }
@@ -29,7 +35,7 @@ class StringsIterator : public StageIterator {
   }
   Status Restore(const IteratorState& st) override {
     STRATA_ASSIGN_OR_RETURN(int64_t n, st.GetInt(Key("next")));
-    if (n < 0 || static_cast<size_t>(n) > s_->size()) return Corruption("files state index out of range");
+    if (n < 0 || static_cast<size_t>(n) > s_->size() + stride_) return Corruption("files state index out of range");
     next_ = static_cast<size_t>(n);
     return Status::OK();
   }
@@ -37,11 +43,13 @@ class StringsIterator : public StageIterator {
  private:
   const std::vector<std::string>* s_;
   size_t next_ = 0;
+  size_t stride_ = 1;  // > 1 when auto-sharded by file: this worker's names only
 };
 
 class StringsNode : public DatasetNode {
  public:
   explicit StringsNode(std::vector<std::string> s) : DatasetNode("files", {}), s_(std::move(s)) {}
+  const std::vector<std::string>* file_names() const override { return &s_; }
 
  protected:
   Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {

@@ -140,6 +140,8 @@ class DatasetNode {
   // A bad argument given when the stage was built ("batch: batch_size must be > 0, got 0").
   const Status& error() const { return error_; }
   virtual const Options* options() const { return nullptr; }
+  // A file-name source's names (list_files, from_strings), else null: auto-shard by file.
+  virtual const std::vector<std::string>* file_names() const { return nullptr; }
 
   // Makes this stage's iterator (and, through it, its inputs').
   Result<std::unique_ptr<IteratorBase>> Make(const IteratorContext& ctx) const {

@@ -80,6 +80,12 @@ double Strategy::reduce(ReduceOp op, const std::vector<double>& v) {
   return op == ReduceOp::kMean && !v.empty() ? s / static_cast<double>(v.size()) : s;
 }
 
+Result<double> Strategy::reduce(ReduceOp op, const PerReplica<double>& v) const {
+  double sum[2] = {reduce(ReduceOp::kSum, v.values), static_cast<double>(v.size())};
+  if (collective_ && collective_->world_size() > 1) STRATA_RETURN_IF_ERROR(collective_->AllReduceSum(sum, 2));
+  return op == ReduceOp::kMean && sum[1] > 0 ? sum[0] / sum[1] : sum[0];
+}
+
 std::pair<int64_t, int64_t> Strategy::Slice(int64_t n, int replica) const {
   // Slices start on 16-float (64-byte) boundaries so replicas never share a cache line.
   const int64_t chunk = ((n + replicas_ - 1) / replicas_ + 15) / 16 * 16;

@@ -36,6 +36,14 @@ namespace strata::distribute {
 
 enum class ReduceOp { kSum, kMean };
 
+// One value per local replica (tf.distribute's PerReplica), indexed by replica.
+template <typename T>
+struct PerReplica {
+  std::vector<T> values;
+  const T& operator[](int replica) const { return values[static_cast<size_t>(replica)]; }
+  size_t size() const { return values.size(); }
+};
+
 class Strategy {
  public:
   virtual ~Strategy();
@@ -52,11 +60,21 @@ class Strategy {
   // Runs fn(replica) once on every replica thread and waits for all. Inside, fn may call
   // barrier(). The first error (lowest replica) is returned.
   Status run(const std::function<Status(int replica)>& fn);
+  // strategy.run(fn, args=(per_replica_inputs,)): fn(replica, its input) on every replica.
+  template <typename T>
+  Status run(const std::function<Status(int replica, const T& input)>& fn, const PerReplica<T>& inputs) {
+    if (static_cast<int>(inputs.size()) != replicas_)
+      return InvalidArgument("Strategy::run: " + std::to_string(inputs.size()) + " per-replica inputs for " +
+                             std::to_string(replicas_) + " replicas");
+    return run([&](int r) { return fn(r, inputs[r]); });
+  }
   // All replicas wait here until every one has arrived (only inside run()).
   void barrier();
 
   // Reduces one value per replica.
   static double reduce(ReduceOp op, const std::vector<double>& per_replica);
+  // Over every replica of every worker: this worker's values, then an all-reduce.
+  Result<double> reduce(ReduceOp op, const PerReplica<double>& per_replica) const;
   // The slice [begin, end) of an n-element buffer that replica r reduces and updates.
   std::pair<int64_t, int64_t> Slice(int64_t n, int replica) const;
   // out[i] = op over r of inputs[r][i] for i in this replica's slice, summed in replica

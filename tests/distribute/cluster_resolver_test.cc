@@ -25,12 +25,14 @@ TEST(ClusterResolver, NoLauncherIsOneLocalWorker) {
 }
 
 TEST(ClusterResolver, ReadsOpenMpiMpichAndSlurm) {
-  auto ompi = ClusterResolver::FromVariables({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "3"}}, {});
+  auto ompi = ClusterResolver::FromVariables(
+      {{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}, {});
   ASSERT_TRUE(ompi.ok()) << ompi.status().ToString();
   EXPECT_EQ(ompi->environment().source, "OpenMPI");
   EXPECT_EQ(ompi->environment().num_workers, 4);
   EXPECT_EQ(ompi->environment().worker_index, 3);
   EXPECT_TRUE(ompi->environment().launched_under_mpi);
+  EXPECT_EQ(ompi->environment().local_worker_index, 1);  // its replicas pin after worker 0's
 
   auto mpich = ClusterResolver::FromVariables({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}}, {.replicas = 3});
   ASSERT_TRUE(mpich.ok());

@@ -215,6 +215,36 @@ TEST(MonitorTest, StarvedPipelineReadsIdleOverHalfAndTheReportNamesTheStage) {
   EXPECT_GT(windows[0].stages[1].busy_pct, 50.0);  // one map thread, busy most of the time
 }
 
+TEST(MonitorTest, PausedTimeIsInNoWindowAndNotInTheRunTotals) {
+  // Training steps, a pause as long as six windows (validation), then steps again: no window
+  // reads 0 img/s and the report's seconds cover the training time only.
+  std::vector<Window> windows;
+  InputPipelineReport report;
+  auto m = Monitor::Create({.interval_seconds = 0.1, .replicas = 1, .peak_gflops_per_core = 100});
+  ASSERT_TRUE(m.ok());
+  Monitor* mon = m->get();
+  mon->AddReporter(std::make_unique<Collect>(&windows, &report));
+  ASSERT_TRUE(mon->Start().ok());
+  auto steps = [&](double seconds) {
+    const int64_t end = NowNanos() + static_cast<int64_t>(seconds * 1e9);
+    while (NowNanos() < end) {
+      mon->StepBegin(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      mon->StepEnd(0, 1e6, 8);
+    }
+  };
+  steps(0.35);
+  mon->Pause();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  mon->Resume();
+  steps(0.35);
+  ASSERT_TRUE(mon->Stop().ok());
+  ASSERT_GE(windows.size(), 4u);
+  for (const Window& w : windows) EXPECT_GT(w.examples_per_s, 0) << "window " << w.index << " of " << w.seconds << " s";
+  EXPECT_LT(report.seconds, 0.95) << "the 0.6 s pause was counted";
+  EXPECT_GT(report.seconds, 0.6);
+}
+
 TEST(MonitorTest, ConsoleLineLooksLikeTheSeeds) {
   Window w;
   w.utilization_pct = 61.2;

@@ -51,11 +51,10 @@ Result<std::pair<std::string, std::string>> DefaultFashionMnist() {
     std::printf("Making the Fashion-MNIST TFRecords in %s (first run only)\n", dir.c_str());
     image::FashionMnistOptions o;
     const bool tty = ::isatty(::fileno(stdout));
-    o.progress = [tty](int64_t done, int64_t total) {
+    Stopwatch clock;
+    o.progress = [tty, clock](int64_t done, int64_t total) {
       if (!tty) return;
-      const int width = 30, filled = static_cast<int>(width * done / std::max<int64_t>(total, 1));
-      std::printf("\r%lld/%lld [%s%s]", static_cast<long long>(done), static_cast<long long>(total),
-                  std::string(static_cast<size_t>(filled), '=').c_str(), std::string(static_cast<size_t>(width - filled), '.').c_str());
+      std::printf("\r%s", keras::ProgbarLogger::Line(done, total, clock.ElapsedSeconds(), {}, done == total).c_str());
       std::fflush(stdout);
     };
     STRATA_ASSIGN_OR_RETURN(auto report, image::MakeFashionMnistRecords(data_dir, o));

@@ -120,6 +120,13 @@ Result<ClusterResolver> ClusterResolver::FromVariables(const Vars& vars, Options
     env.worker_index = std::max(slurm_rank, 0);
     env.launched_under_mpi = true;
   }
+  for (const char* local : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    STRATA_ASSIGN_OR_RETURN(int l, ParseCount(vars, local));
+    if (env.launched_under_mpi && l >= 0) {
+      env.local_worker_index = l;
+      break;
+    }
+  }
   if (const std::string* nodes = Find(vars, "SLURM_JOB_NODELIST")) env.worker_hosts = ExpandSlurmNodeList(*nodes);
 
   // The spec, checked against the launcher.
@@ -187,7 +194,7 @@ Result<ClusterResolver> ClusterResolver::FromEnvironment(Options options) {
     if (eq == std::string::npos) continue;
     std::string k = kv.substr(0, eq);
     if (k.rfind("OMPI_COMM_WORLD_", 0) == 0 || k.rfind("PMI_", 0) == 0 || k.rfind("SLURM_", 0) == 0 ||
-        k == "STRATA_CLUSTER")
+        k == "MPI_LOCALRANKID" || k == "STRATA_CLUSTER")
       vars.emplace_back(std::move(k), kv.substr(eq + 1));
   }
   return FromVariables(vars, options);

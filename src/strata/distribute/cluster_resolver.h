@@ -55,6 +55,10 @@ struct ClusterEnvironment {
   std::string source = "local";  // local | STRATA_CLUSTER | OpenMPI | MPICH | Slurm
   int num_workers = 1;
   int worker_index = 0;
+  // This worker's place among the workers on its host (OMPI_COMM_WORLD_LOCAL_RANK,
+  // MPI_LOCALRANKID, SLURM_LOCALID): several workers on one host pin their replicas to
+  // different cores.
+  int local_worker_index = 0;
   bool launched_under_mpi = false;  // a launcher started this process: MPI can connect
   int replicas_per_worker = 0;      // from STRATA_CLUSTER; 0: one per usable core
   std::vector<std::string> worker_hosts;  // as listed (STRATA_CLUSTER, SLURM_JOB_NODELIST)

@@ -11,8 +11,8 @@ namespace {
 thread_local Strategy* g_current = nullptr;
 }  // namespace
 
-Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective)
-    : name_(std::move(name)), replicas_(replicas), pin_(pin), barrier_(replicas), results_(replicas),
+Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective, int first_core)
+    : name_(std::move(name)), replicas_(replicas), pin_(pin), first_core_(first_core), barrier_(replicas), results_(replicas),
       collective_(std::move(collective)) {
   threads_.reserve(replicas);
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { Worker(r); });
@@ -35,7 +35,7 @@ void Strategy::Worker(int replica) {
     std::vector<int> cpus = UsableCpuList();
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpus[static_cast<size_t>(replica) % cpus.size()], &set);
+    CPU_SET(cpus[static_cast<size_t>(first_core_ + replica) % cpus.size()], &set);
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   }
   uint64_t seen = 0;
@@ -122,8 +122,8 @@ Strategy* Strategy::Current() { return g_current; }
 namespace {
 class LocalStrategy final : public Strategy {
  public:
-  LocalStrategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> c = nullptr)
-      : Strategy(std::move(name), replicas, pin, std::move(c)) {}
+  LocalStrategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> c = nullptr, int first_core = 0)
+      : Strategy(std::move(name), replicas, pin, std::move(c), first_core) {}
 };
 }  // namespace
 
@@ -151,7 +151,11 @@ Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(ClusterResolver& r
   STRATA_RETURN_IF_ERROR(resolver.initialize());  // connects first; replicas agree
   const int replicas = resolver.replicas_per_worker();
   if (!resolver.collective()) return std::unique_ptr<Strategy>(new LocalStrategy("MirroredStrategy", replicas, true));
-  return std::unique_ptr<Strategy>(new LocalStrategy("MultiWorkerMirroredStrategy", replicas, true, resolver.collective()));
+  // Workers sharing a host take consecutive cores (mpirun --bind-to none shows every worker
+  // all of them; with a per-worker binding the offset wraps within the worker's own cores).
+  const int first_core = resolver.environment().local_worker_index * replicas;
+  return std::unique_ptr<Strategy>(
+      new LocalStrategy("MultiWorkerMirroredStrategy", replicas, true, resolver.collective(), first_core));
 }
 
 }  // namespace strata::distribute

@@ -101,7 +101,8 @@ class Strategy {
   static Strategy* Current();
 
  protected:
-  Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective = nullptr);
+  // Replica r is pinned to usable core (first_core + r) mod cores.
+  Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective = nullptr, int first_core = 0);
 
  private:
   void Worker(int replica);
@@ -109,6 +110,7 @@ class Strategy {
   std::string name_;
   int replicas_;
   bool pin_;
+  int first_core_;
   std::vector<std::thread> threads_;
   std::barrier<> barrier_;
   std::mutex mu_;

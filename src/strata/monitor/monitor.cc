@@ -388,21 +388,61 @@ void Monitor::NoteError(const Status& st) {
   }
 }
 
+void Monitor::Pause() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pause_requested_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Monitor::Resume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pause_requested_ = false;
+  }
+  cv_.notify_all();
+}
+
 void Monitor::Loop() {
   const int64_t interval_ns = static_cast<int64_t>(options_.interval_seconds * 1e9);
   const int64_t sample_ns = trace_ ? std::min<int64_t>(interval_ns, static_cast<int64_t>(options_.trace_sample_seconds * 1e9))
                                    : interval_ns;
   int64_t next_window = start_ns_ + interval_ns;
   int64_t next_sample = start_ns_ + sample_ns;
+  bool paused = false;
   for (;;) {
     const int64_t wake = std::min(next_window, next_sample);
+    bool pause_now = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const auto deadline = MonoClock::time_point(std::chrono::nanoseconds(wake));
-      cv_.wait_until(lock, deadline, [this] { return stop_requested_; });
-      if (stop_requested_) return;
+      if (paused) {
+        cv_.wait(lock, [this] { return stop_requested_ || !pause_requested_; });
+      } else {
+        const auto deadline = MonoClock::time_point(std::chrono::nanoseconds(wake));
+        cv_.wait_until(lock, deadline, [this] { return stop_requested_ || pause_requested_; });
+      }
+      if (stop_requested_) {
+        if (paused) window_start_ns_ = NowNanos();  // the paused time is in no window
+        return;
+      }
+      pause_now = pause_requested_;
     }
     const int64_t now = NowNanos();
+    if (paused && !pause_now) {  // resumed: a fresh window starts now
+      paused = false;
+      window_start_ns_ = now;
+      next_window = now + interval_ns;
+      next_sample = now + sample_ns;
+      continue;
+    }
+    if (!paused && pause_now) {  // pausing: close what ran so far
+      DrainTrace(now);
+      Window w = CloseWindow(now, false);
+      if (w.seconds * 1e9 >= 0.25 * static_cast<double>(interval_ns)) Publish(w);
+      paused = true;
+      continue;
+    }
     if (now >= next_sample) {
       DrainTrace(now);
       while (next_sample <= now) next_sample += sample_ns;

@@ -104,6 +104,12 @@ class Monitor {
   // input-pipeline report of the whole run. Idempotent: a second call returns the report again.
   Result<InputPipelineReport> Stop();
 
+  // Between Pause() and Resume() no step runs (fit's validation passes): the open window
+  // closes at Pause() (published if at least a quarter interval long) and the next starts at
+  // Resume(), so no window reads 0 img/s and the run's idle share counts training time only.
+  void Pause();
+  void Resume();
+
   // ---- hooks, called from replica threads (replica in [0, replicas)) -------------------
   // Cheap: two clock reads at most, a few relaxed atomic stores into the replica's own
   // cache line. Calls before Start(), after Stop() or with a bad index are ignored.
@@ -162,6 +168,7 @@ class Monitor {
   mutable std::mutex mu_;              // guards stop_requested_, latest_, history_, error_, report_
   std::condition_variable cv_;
   bool stop_requested_ = false;
+  bool pause_requested_ = false;  // guarded by mu_; the monitor thread follows it
 
   // Monitor-thread state: counters as of the last window close.
   std::vector<internal::ReplicaMark> marks_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "strata/core/clock.h"
 #include "strata/record/wire.h"
 
 namespace strata::record {
@@ -240,10 +241,6 @@ std::string EncodeValue(const SummaryValue& v) {
   return s;
 }
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 bool SummaryTensor::ScalarValue(double* out) const {
@@ -340,7 +337,7 @@ std::string EventFileName(int64_t unix_seconds, std::string_view hostname, std::
 bool IsEventFileName(std::string_view filename) { return filename.find("tfevents") != std::string_view::npos; }
 
 Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir, EventWriterOptions options) {
-  double now = options.wall_time != 0 ? options.wall_time : NowSeconds();
+  double now = options.wall_time != 0 ? options.wall_time : WallSeconds();
   std::string host = options.hostname;
   if (host.empty()) {
     char buf[256] = {0};
@@ -371,7 +368,7 @@ Status EventWriter::WriteEvent(const Event& event) {
 
 Status EventWriter::WriteScalar(std::string_view tag, int64_t step, float value, double wall_time) {
   Event e;
-  e.wall_time = wall_time != 0 ? wall_time : NowSeconds();
+  e.wall_time = wall_time != 0 ? wall_time : WallSeconds();
   e.step = step;
   e.what = Event::What::kSummary;
   SummaryValue v;
@@ -384,7 +381,7 @@ Status EventWriter::WriteScalar(std::string_view tag, int64_t step, float value,
 
 Status EventWriter::WriteTensorScalar(std::string_view tag, int64_t step, float value, double wall_time) {
   Event e;
-  e.wall_time = wall_time != 0 ? wall_time : NowSeconds();
+  e.wall_time = wall_time != 0 ? wall_time : WallSeconds();
   e.step = step;
   e.what = Event::What::kSummary;
   SummaryValue v;

@@ -47,6 +47,7 @@ class FlowersCli : public ::testing::Test {
     train_ = RunCommand(Strata() + " train --preset flowers --data '" + (*dir_ / "train/*.tfrec").string() + "' --val '" +
                             (*dir_ / "val/*.tfrec").string() + "' --image-size 64 --epochs 2 --steps-per-epoch 250" +
                             " --batch-per-replica 16 --replicas 2 --warmup-epochs 0 --seed 7 --deterministic --no-monitor" +
+                            " --model flowers-cnn" +  // the small model keeps the test short
                             " --out " + (*dir_ / "model.ckpt").string() + " --summary-json " + (*dir_ / "train.json").string(),
                         true);
   }

@@ -112,7 +112,8 @@ class EpochClock final : public keras::Callback {
 
 // --preset flowers: Kaggle's "Flower Classification with TPUs" recipe (docs/flowers.md). Its
 // values become the defaults; flags given on the command line still override them.
-//   flowers-cnn at 192 px, `class` labels, 104 classes, 16 images per replica (the seed's
+//   flowers-xception at 192 px (the codelab's small flowers-cnn leaves 2 cores waiting on JPEG
+//   decode half the time: see docs/flowers.md, "What an epoch costs"), `class` labels, 104 classes, 16 images per replica (the seed's
 //   16 x replicas), Adam, 12 epochs, accuracy and macro F1 on --val after each epoch, bf16
 //   where the CPU has AVX512_BF16. The learning rate is the notebooks' ramp-up / sustain /
 //   exponential decay, with max scaled by the replicas, but 10x higher: their 1e-5 .. 5e-5
@@ -126,7 +127,7 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
     if (args[i].rfind("--preset=", 0) == 0) f->preset = args[i].substr(9);
   }
   if (f->preset != "flowers") return;
-  f->model = "flowers-cnn";
+  f->model = "flowers-xception";
   f->label_key = "class";
   f->image_size = 192;
   f->classes = data::kFlowersNumClasses;

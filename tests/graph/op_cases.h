@@ -69,6 +69,17 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.BatchNorm(x[0], x[1], x[2], mm, mv, {}, "bn");
                },
                1e-5, 1e-5, 0, 2e-4});
+  // Synchronized batch norm with one replica (no cross-replica sum): strata's own kernels
+  // instead of oneDNN's, the same function.
+  c.push_back({"batch_norm_training_synchronized", {{4, 3, 3, 5}, {5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value mv, g.Variable("bn/moving_variance", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 return g.BatchNorm(x[0], x[1], x[2], mm, mv, {.synchronized = true}, "bn");
+               },
+               1e-5, 1e-5, 0, 2e-4});
   c.push_back({"batch_norm_inference_relu", {{4, 3, 3, 5}, {5}, {5}},
                [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
                  STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,9 +97,15 @@ struct KernelInfo {
   int64_t other_flops = 0;   // element-wise and reduction work (approximate: 1 per element op)
 };
 
+// Sums data[0, n) in place over every replica of the step (synchronized batch norm), each
+// replica's program calling it at the same kernels in the same order; installed by the
+// model that runs the replicas. A program without one sums over itself alone.
+using CrossReplicaSum = std::function<Status(double* data, int64_t n)>;
+
 class Program {
  public:
   virtual ~Program() = default;
+  void set_cross_replica_sum(CrossReplicaSum fn) { *cross_replica_sum_ = std::move(fn); }
   // Executes every kernel once: forward, loss, gradients and updates as the graph says.
   virtual Status Run() = 0;
   // The counter that seeds per-step randomness (dropout masks); Run() advances it by one.
@@ -122,6 +129,10 @@ class Program {
   // Bytes of the planned arena (intermediate values) and of all program-owned memory.
   virtual int64_t arena_bytes() const = 0;
   virtual int64_t total_bytes() const = 0;
+
+ protected:
+  // Shared with the kernels that call it (empty: no other replica).
+  std::shared_ptr<CrossReplicaSum> cross_replica_sum_ = std::make_shared<CrossReplicaSum>();
 };
 
 Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options);

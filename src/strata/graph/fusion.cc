@@ -48,7 +48,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;
       }
-    } else if (nd.kind == OpKind::kBatchNorm) {
+    } else if (nd.kind == OpKind::kBatchNorm && !nd.attrs.bn.synchronized) {  // synchronized: strata's own kernel
       int a = SoleConsumer(g, s, i, 0);
       if (a >= 0 && g.node(a).kind == OpKind::kActivation && g.node(a).attrs.activation == Activation::kRelu) {
         f.activation[i] = a;

@@ -95,6 +95,10 @@ struct PoolOptions {
 struct BatchNormOptions {
   float momentum = 0.99f;  // moving = moving * momentum + batch * (1 - momentum), as Keras
   float epsilon = 1e-3f;
+  // Training statistics over the global batch (every replica, every worker) through the
+  // program's cross-replica sum (backend::Program::set_cross_replica_sum); false: this
+  // replica's shard only, as TPUStrategy.
+  bool synchronized = false;
 };
 
 struct SgdOptions {

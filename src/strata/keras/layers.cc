@@ -226,6 +226,7 @@ class BatchNormalizationLayer final : public Layer {
     graph::BatchNormOptions bo;
     bo.momentum = o_.momentum;
     bo.epsilon = o_.epsilon;
+    bo.synchronized = o_.synchronized;
     if (ctx.training) return ctx.graph->BatchNorm(x, gamma, beta, mean, var, bo, name());
     return ctx.graph->BatchNormInference(x, gamma, beta, mean, var, bo, name());
   }

@@ -66,6 +66,9 @@ struct BatchNormalizationOptions {
   float epsilon = 1e-3f;
   bool center = true;  // beta
   bool scale = true;   // gamma
+  // Keras 2.12's argument: training statistics over the global batch (every replica and
+  // worker), the exact gradient of that backward; false: each replica's own shard (TPUStrategy).
+  bool synchronized = false;
   std::string name;
 };
 LayerPtr BatchNormalization(BatchNormalizationOptions o = {});

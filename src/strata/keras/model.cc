@@ -188,6 +188,20 @@ Result<std::unique_ptr<Model>> Model::Functional(std::vector<KTensor> inputs, st
   return model;
 }
 
+// The cross-replica sum of synchronized batch norm. Each replica writes its partial sums into
+// its slot and meets the others at the strategy barrier; then every replica adds the slots in
+// replica order (the same bits everywhere). Across hosts replica 0 (the only thread that talks
+// to MPI) all-reduces that sum and a second barrier hands it to the others. Slots alternate by
+// call parity: a replica may write call k+1's partial while another still reads call k's, but
+// never call k+2's (call k+1's barrier lies between).
+struct Model::ReplicaSums {
+  std::vector<std::vector<double>> slots[2];  // [parity][replica]: f64 [n] partial sums
+  std::vector<double> total[2];               // [parity]: across hosts, the all-reduced sum
+  Status status[2];                           // [parity]: the all-reduce's outcome (replica 0 writes)
+  std::vector<int64_t> calls;                 // [replica]: calls made in the current step
+  int64_t calls_per_step = 0;                 // synchronized batch-norm kernels in one Run
+};
+
 Model::Model(std::string name, std::vector<KTensor> inputs, std::vector<KTensor> outputs)
     : name_(std::move(name)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
 
@@ -565,6 +579,20 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
     c.program = std::move(program).value();
   }
   replicas_ = std::move(built);
+  // Synchronized batch norm: every replica's program sums its statistics with the others'.
+  int64_t sync_kernels = 0;
+  for (const backend::KernelInfo& k : replicas_[0].program->kernels())
+    sync_kernels += k.op == "bn_fwd_sync" || k.op == "bn_bwd_sync";
+  replica_sums_.reset();
+  if (sync_kernels > 0 && (r_count > 1 || strategy_->collective() != nullptr)) {
+    replica_sums_ = std::make_unique<ReplicaSums>();
+    for (auto& slots : replica_sums_->slots) slots.resize(static_cast<size_t>(r_count));
+    replica_sums_->calls.assign(static_cast<size_t>(r_count), 0);
+    replica_sums_->calls_per_step = sync_kernels;
+    for (int r = 0; r < r_count; ++r)
+      replicas_[static_cast<size_t>(r)].program->set_cross_replica_sum(
+          [this, r](double* data, int64_t n) { return CrossReplicaSum(r, data, n); });
+  }
   return Status::OK();
 }
 
@@ -675,6 +703,53 @@ struct Model::StepSync {
   Status cross_host;  // written by replica 0 only
 };
 
+Status Model::CrossReplicaSum(int r, double* data, int64_t n) {
+  ReplicaSums& rs = *replica_sums_;
+  const int R = num_replicas();
+  const int parity = static_cast<int>(rs.calls[static_cast<size_t>(r)]++ & 1);
+  std::vector<std::vector<double>>& slots = rs.slots[parity];
+  if (n >= 0) {
+    slots[static_cast<size_t>(r)].assign(data, data + n);
+  } else {
+    slots[static_cast<size_t>(r)].clear();
+  }
+  strategy_->barrier();
+  auto label = [&] { return "model " + name_ + " replica " + std::to_string(r) + ": synchronized batch norm: "; };
+  // Every slot must hold this call's n values; a replica that failed left its slot empty.
+  size_t len = slots[0].size();
+  bool complete = true;
+  for (const auto& slot : slots) {
+    len = std::max(len, slot.size());
+    complete = complete && slot.size() == slots[0].size() && !slot.empty();
+  }
+  distribute::Collective* hosts = strategy_->collective();
+  if (hosts == nullptr) {
+    if (n < 0) return Status::OK();
+    if (!complete) return Internal(label() + "another replica failed this step");
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int q = 0; q < R; ++q) sum += slots[static_cast<size_t>(q)][static_cast<size_t>(j)];
+      data[j] = sum;
+    }
+    return Status::OK();
+  }
+  if (r == 0) {
+    // The all-reduce runs even when a local replica failed, so the other workers do not wait:
+    // every worker makes the same calls in the same order.
+    std::vector<double>& total = rs.total[parity];
+    total.assign(len, 0.0);
+    for (int q = 0; q < R; ++q)
+      for (size_t j = 0; j < slots[static_cast<size_t>(q)].size() && j < len; ++j) total[j] += slots[static_cast<size_t>(q)][j];
+    rs.status[parity] = len == 0 ? Status::OK() : hosts->AllReduceSum(total.data(), static_cast<int64_t>(len));
+    if (rs.status[parity].ok() && !complete) rs.status[parity] = Internal(label() + "a replica of this worker failed this step");
+  }
+  strategy_->barrier();
+  if (n < 0) return Status::OK();
+  if (!rs.status[parity].ok()) return rs.status[parity];
+  std::copy(rs.total[parity].begin(), rs.total[parity].end(), data);
+  return Status::OK();
+}
+
 void Model::ClipPartialSums(int replica) {
   const size_t groups = clip_groups_.size();
   const auto [begin, end] = strategy_->Slice(store_->num_trainable(), replica);
@@ -757,8 +832,12 @@ Status Model::GradientPhase(int r, const data::Element& batch, int64_t shard, St
   // 1. This replica's shard of the global batch, then forward + backward.
   Status s = FeedInputs(c, batch, r * shard, shard, /*with_labels=*/true);
   c.program->set_step(static_cast<uint64_t>(global_step_));  // dropout masks follow the global step
+  if (replica_sums_) replica_sums_->calls[static_cast<size_t>(r)] = 0;
   if (s.ok()) s = c.program->Run();
   if (!s.ok()) sync.failed = true;
+  // A replica that stopped early still meets the others at every synchronized batch norm.
+  if (replica_sums_)
+    while (replica_sums_->calls[static_cast<size_t>(r)] < replica_sums_->calls_per_step) (void)CrossReplicaSum(r, nullptr, -1);
   strategy_->barrier();
   // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
   const int64_t num_trainable = store_->num_trainable();

@@ -223,6 +223,11 @@ class Model {
   GradientTape StepOutputs();
   // Replica r's share of clipping: its slice's sum of squares of each clip group.
   void ClipPartialSums(int replica);
+  // Synchronized batch norm: replica r's cross-replica sum of data[0, n), installed on its
+  // train program (backend::Program::set_cross_replica_sum). n < 0: r has failed this step
+  // and only keeps the others company at the barriers.
+  struct ReplicaSums;
+  Status CrossReplicaSum(int replica, double* data, int64_t n);
   // Replica r's share of the optimizer update: slice r of the (reduced) gradient block.
   void ApplyUpdateSlice(int replica, float lr);
   Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
@@ -258,6 +263,7 @@ class Model {
   // replica's partial sums of squares, f64 [replicas, groups], added up after a barrier.
   std::vector<std::pair<int64_t, int64_t>> clip_groups_;
   std::vector<double> clip_partials_;
+  std::unique_ptr<ReplicaSums> replica_sums_;  // null: no synchronized batch norm to serve
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;
   Compiled eval_;

@@ -159,6 +159,7 @@ Result<LayerPtr> MakeLayer(const std::string& cls, const Json& config_json, cons
     SPEC_ASSIGN(double e, c.Number("epsilon", 1e-3));
     SPEC_ASSIGN(o.center, c.Bool("center", true));
     SPEC_ASSIGN(o.scale, c.Bool("scale", true));
+    SPEC_ASSIGN(o.synchronized, c.Bool("synchronized", false));
     SPEC_ASSIGN(int axis, c.Size("axis", -1));
     if (axis != -1 && axis != 3) return Unimplemented(c.label() + ": only the last axis (channels_last) is supported");
     o.momentum = static_cast<float>(m);

@@ -38,6 +38,7 @@ class CpuProgram : public Program {
     eng_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
     stream_ = dnnl::stream(eng_);
     Planner p(g, o, *vars_, eng_);
+    p.cross_replica_sum = cross_replica_sum_;
 
     // Gradients of variables are computed whenever the graph has them (they are the
     // program's product for a replica that all-reduces them before the update).

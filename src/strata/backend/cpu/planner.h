@@ -111,6 +111,8 @@ class Planner {
   std::map<int, std::shared_ptr<dnnl::convolution_forward::primitive_desc>> conv_pd;
   std::map<int, std::shared_ptr<dnnl::batch_normalization_forward::primitive_desc>> bn_pd;
   std::map<int, std::shared_ptr<dnnl::pooling_forward::primitive_desc>> pool_pd;
+  // The program's cross-replica sum, called by synchronized batch-norm kernels at run time.
+  std::shared_ptr<CrossReplicaSum> cross_replica_sum;
   size_t scratchpad_bytes = 0;
   void NoteScratchpad(const dnnl::primitive_desc_base& pd);
   // Runs `f` (which creates oneDNN objects) and converts any exception into a Status that

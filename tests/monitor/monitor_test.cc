@@ -144,15 +144,15 @@ TEST(MonitorTest, WaitInProgressCountsInEveryWindowItSpans) {
   (*m)->AddReporter(std::make_unique<Collect>(&windows));
   ASSERT_TRUE((*m)->Start().ok());
   (*m)->InputWaitBegin(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
   (*m)->InputWaitEnd(0);
   auto r = (*m)->Stop();
   ASSERT_TRUE(r.ok());
   // Windows that closed while the wait was still on (a loaded machine may close one late,
-  // after the wait ended: those are not checked).
+  // after the wait ended: those are not checked; ~8 close in time on an idle one).
   int checked = 0;
   for (const auto& w : windows) {
-    if (w.start_seconds + w.seconds > 0.40) continue;
+    if (w.start_seconds + w.seconds > 0.85) continue;
     EXPECT_GT(w.idle_pct, 99.0) << "window " << w.index;
     ++checked;
   }
@@ -235,13 +235,14 @@ TEST(MonitorTest, PausedTimeIsInNoWindowAndNotInTheRunTotals) {
   };
   steps(0.35);
   mon->Pause();
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   mon->Resume();
   steps(0.35);
   ASSERT_TRUE(mon->Stop().ok());
-  ASSERT_GE(windows.size(), 4u);
+  ASSERT_GE(windows.size(), 2u);
   for (const Window& w : windows) EXPECT_GT(w.examples_per_s, 0) << "window " << w.index << " of " << w.seconds << " s";
-  EXPECT_LT(report.seconds, 0.95) << "the 0.6 s pause was counted";
+  // 0.7 s of steps; the 1.2 s pause would make it 1.9 (slack for a loaded machine's late wake-ups).
+  EXPECT_LT(report.seconds, 1.3) << "the pause was counted";
   EXPECT_GT(report.seconds, 0.6);
 }
 

@@ -109,8 +109,8 @@ Status ReadFeatureValues(std::string_view feature, std::string_view key, Feature
   const char* p = from;
   const char* end = feature.data() + feature.size();
   while (p < end) {
-    uint32_t field;
-    int wt;
+    uint32_t field = 0;
+    int wt = 0;
     wire::ReadTag(p, end, &field, &wt);  // validated by the scan
     if (field == want && wt == wire::kLengthDelimited) {
       std::string_view list;

@@ -123,6 +123,29 @@ TEST_F(FlowersCli, PredictWritesOneRowPerTestId) {
   EXPECT_GT(right, 96 / 2) << "test accuracy " << right << "/96 (chance: 12)";
 }
 
+TEST_F(FlowersCli, PredictReadsARealTensorFlowFileOfTheSameSchema) {
+  // TFX's CIFAR-10 test records, written by TensorFlow: `image` (PNG bytes), `label`, `id`
+  // (testdata/real/PROVENANCE.md). A submission for them: every id as stored, in a valid class.
+  ASSERT_EQ(train_.exit_code, 0) << train_.output;
+  const fs::path out = *dir_ / "cifar.csv";
+  auto r = RunCommand(Strata() + " predict --model " + (*dir_ / "model.ckpt").string() + " --data " +
+                          std::string(STRATA_TESTDATA) + "/real/tfx_cifar10_test.tfrecord --out " + out.string(),
+                      true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = ReadCsv(out);
+  ASSERT_EQ(rows.size(), 129u);  // the header and the file's 128 records
+  std::set<std::string> ids;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 2u) << i;
+    EXPECT_EQ(rows[i][0].rfind("test_", 0), 0u) << rows[i][0];
+    EXPECT_EQ(rows[i][0].size(), 10u) << rows[i][0];
+    ids.insert(rows[i][0]);
+    EXPECT_LT(std::stoi(rows[i][1]), data::kFlowersNumClasses);
+  }
+  EXPECT_EQ(ids.size(), 128u);
+  EXPECT_TRUE(ids.count("test_09933")) << "the first record's id";
+}
+
 TEST_F(FlowersCli, PredictProbabilitiesAddsAColumnPerClass) {
   ASSERT_EQ(train_.exit_code, 0) << train_.output;
   const fs::path out = *dir_ / "probabilities.csv";

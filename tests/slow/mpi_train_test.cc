@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "../e2e/cli_support.h"
@@ -20,7 +21,9 @@ std::string Env() {
   fs::create_directories(cache);
   return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 }
-const char* kMpirun = "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_tcp_if_include lo -np 2 ";
+// Loopback only; MPMD tests append their own "-np 1 A : -np 1 B".
+const std::string kMpirunFlags = "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_tcp_if_include lo ";
+const std::string kMpirun = kMpirunFlags + "-np 2 ";
 
 std::vector<float> Params(const std::string& path) {
   auto r = record::RecordReader::Open(path);
@@ -32,6 +35,18 @@ std::vector<float> Params(const std::string& path) {
   std::vector<float> v(params.size() / 4);
   std::memcpy(v.data(), params.data(), v.size() * 4);
   return v;
+}
+
+// The largest absolute difference between two checkpoints' parameters (same model);
+// infinity when either cannot be read or they differ in size (the caller's bound fails).
+double MaxWeightDifference(const std::string& path_a, const std::string& path_b) {
+  auto a = Params(path_a), b = Params(path_b);
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_FALSE(a.empty());
+  if (a.empty() || a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double max_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+  return max_diff;
 }
 
 TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
@@ -47,11 +62,7 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   auto two = RunCommand(Env() + kMpirun + Strata() + flags + "--out " + dir + "/mpi.ckpt", true);
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("MultiWorkerMirroredStrategy replicas: 4"), std::string::npos) << two.output;
-  auto a = Params(dir + "/single.ckpt"), b = Params(dir + "/mpi.ckpt");
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_FALSE(a.empty());
-  double max_diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+  const double max_diff = MaxWeightDifference(dir + "/single.ckpt", dir + "/mpi.ckpt");
   // Only the order of the gradient sums differs (host means, then the mean of hosts).
   EXPECT_LT(max_diff, 1e-5) << "largest weight difference " << max_diff;
 }
@@ -84,11 +95,7 @@ TEST(MpiTrain, SynchronizedBatchNormTwoWorkersOfTwoReplicasMatchFourReplicasInOn
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = RunCommand(Env() + kMpirun + Strata() + common + "--replicas 2 --out " + dir + "/mpi.ckpt", true);
   ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto a = Params(dir + "/single.ckpt"), b = Params(dir + "/mpi.ckpt");
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_FALSE(a.empty());
-  double max_diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+  const double max_diff = MaxWeightDifference(dir + "/single.ckpt", dir + "/mpi.ckpt");
   EXPECT_LT(max_diff, 1e-5) << "largest weight difference " << max_diff;
 }
 
@@ -115,7 +122,7 @@ TEST(MpiTrain, AKilledRankEndsTheJobWithAClearError) {
                  "wait $job; rc=$?\n"
                  "echo \"job ended rc=$rc $(( $(date +%%s) - start )) s after the kill\"\n"
                  "exit $rc\n",
-                 ("env " + Env()).c_str(), kMpirun, Strata().c_str());
+                 ("env " + Env()).c_str(), kMpirun.c_str(), Strata().c_str());
     std::fclose(f);
   }
   auto r = RunCommand("timeout 240 bash " + script, true);
@@ -144,14 +151,15 @@ TEST(MpiTrain, DevicesUnderMpirunListsEveryWorker) {
 TEST(MpiTrain, MismatchedWorkersAreReportedAtStart) {
   // mpirun's MPMD form starts two different command lines as one job.
   const std::string base = " train --epochs 1 --steps-per-epoch 3 --no-monitor ";
-  auto replicas = RunCommand("timeout 120 env " + Env() + "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp "
-                             "--mca btl_tcp_if_include lo -np 1 " + Strata() + base + "--replicas 1 : -np 1 " + Strata() + base +
-                             "--replicas 2", true);
+  auto replicas = RunCommand("timeout 120 env " + Env() + kMpirunFlags + "-np 1 " + Strata() + base + "--replicas 1 : -np 1 " +
+                                 Strata() + base + "--replicas 2",
+                             true);
   EXPECT_NE(replicas.exit_code, 0) << replicas.output;
   EXPECT_NE(replicas.output.find("workers disagree on replicas per worker: worker 0 (") , std::string::npos) << replicas.output;
-  auto batch = RunCommand("timeout 120 env " + Env() + "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp "
-                          "--mca btl_tcp_if_include lo -np 1 " + Strata() + base + "--replicas 1 --batch-per-replica 32 : -np 1 " +
-                          Strata() + base + "--replicas 1 --batch-per-replica 16", true);
+  auto batch = RunCommand("timeout 120 env " + Env() + kMpirunFlags + "-np 1 " + Strata() + base +
+                              "--replicas 1 --batch-per-replica 32 : -np 1 " + Strata() + base +
+                              "--replicas 1 --batch-per-replica 16",
+                          true);
   EXPECT_NE(batch.exit_code, 0) << batch.output;
   EXPECT_NE(batch.exit_code, 124) << "hung: " << batch.output;
   EXPECT_NE(batch.output.find("workers disagree on"), std::string::npos) << batch.output;

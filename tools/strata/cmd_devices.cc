@@ -39,22 +39,12 @@ int RunDevices(const std::vector<std::string>& args) {
   if (json) {
     nlohmann::json hosts = nlohmann::json::array();
     for (const auto& x : spec.host_info) hosts.push_back(nlohmann::json::parse(distribute::HostInfoJson(x)));
-    nlohmann::json j = {
-        {"hosts", spec.hosts},
-        {"replicas", total_replicas},
-        {"cluster_source", env.source},
-        {"host_list", hosts},
-        {"cores", h.cores},
-        {"cpu_ids", h.cpu_ids},
-        {"cpu_model", h.cpu_model},
-        {"hostname", h.hostname},
-        {"isa", h.isa},
-        {"memory_bytes", h.memory_bytes},
-        {"peak_gflops_f32_per_core", h.peak.f32_gflops_per_core},
-        {"peak_gflops_bf16_per_core", h.peak.bf16_gflops_per_core},
-        {"peak_kernels", {{"f32", h.peak.f32_kernel}, {"bf16", h.peak.bf16_kernel}}},
-        {"peak_from_cache", h.peak.from_cache},
-    };
+    // This host's fields at the top level (as for one host), then the cluster's.
+    nlohmann::json j = hosts[0];
+    j["hosts"] = spec.hosts;
+    j["replicas"] = total_replicas;
+    j["cluster_source"] = env.source;
+    j["host_list"] = hosts;
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
   }

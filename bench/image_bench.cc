@@ -6,8 +6,10 @@
 // encoded at quality 90 with 4:2:0 subsampling. They are made once into a cache
 // directory ($STRATA_BENCH_CACHE or /tmp/strata-bench-cache) and never go into git.
 //
-//   BM_Decode_Strata/S        image::DecodeJpeg, full size, reused output buffer
-//   BM_Decode_BareTurbo/S     a bare tjDecompressHeader3 + tjDecompress2 loop
+//   BM_Decode_Strata/S/F      image::DecodeJpeg, full size, reused output buffer; F = 1: its
+//                             default, TensorFlow's INTEGER_FAST IDCT; F = 0: INTEGER_ACCURATE
+//   BM_Decode_BareTurbo/S/F   a bare tjDecompressHeader3 + tjDecompress2 loop with the same
+//                             IDCT (TJFLAG_FASTDCT when F = 1)
 //   (Pillow)                  bench/image_pillow_peer.py on the same files (run from here)
 //   BM_Augment512_Strata      512 px stored -> 192x192 f32, random flip + saturation [0, 2]:
 //                             DCT-scaled decode, crop, fused flip+resize, saturation kernel
@@ -107,9 +109,10 @@ const std::vector<std::string>& Tiles(int size) {
 void BM_Decode_Strata(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   si::Image out;
+  const si::JpegDecodeOptions options{.fast_dct = state.range(1) != 0};
   size_t i = 0;
   for (auto _ : state) {
-    if (!si::DecodeJpeg(tiles[i], {}, &out).ok()) state.SkipWithError("decode failed");
+    if (!si::DecodeJpeg(tiles[i], options, &out).ok()) state.SkipWithError("decode failed");
     benchmark::DoNotOptimize(out.data());
     if (++i == tiles.size()) i = 0;
   }
@@ -120,13 +123,14 @@ void BM_Decode_BareTurbo(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   tjhandle h = tjInitDecompress();
   std::vector<unsigned char> buf(512 * 512 * 3);
+  const int flags = state.range(1) != 0 ? TJFLAG_FASTDCT : 0;
   size_t i = 0;
   for (auto _ : state) {
     const std::string& t = tiles[i];
     int w, hh, samp, cs;
     tjDecompressHeader3(h, reinterpret_cast<const unsigned char*>(t.data()), t.size(), &w, &hh, &samp, &cs);
     if (tjDecompress2(h, reinterpret_cast<const unsigned char*>(t.data()), t.size(), buf.data(), w, w * 3, hh,
-                      TJPF_RGB, 0) != 0)
+                      TJPF_RGB, flags) != 0)
       state.SkipWithError("tjDecompress2 failed");
     benchmark::DoNotOptimize(buf.data());
     if (++i == tiles.size()) i = 0;
@@ -219,8 +223,10 @@ std::map<int, double> RunPillow(double seconds) {
 int main(int argc, char** argv) {
   if (!MakeTiles()) return 1;
   for (int s : kSizes) {
-    benchmark::RegisterBenchmark("BM_Decode_BareTurbo", BM_Decode_BareTurbo)->Arg(s);
-    benchmark::RegisterBenchmark("BM_Decode_Strata", BM_Decode_Strata)->Arg(s);
+    for (int fast : {1, 0}) {
+      benchmark::RegisterBenchmark("BM_Decode_BareTurbo", BM_Decode_BareTurbo)->Args({s, fast});
+      benchmark::RegisterBenchmark("BM_Decode_Strata", BM_Decode_Strata)->Args({s, fast});
+    }
   }
   benchmark::RegisterBenchmark("BM_Augment512_Strata", BM_Augment512_Strata);
   benchmark::RegisterBenchmark("BM_Augment512_FullDecode", BM_Augment512_FullDecode);
@@ -233,13 +239,19 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const std::map<int, double> pillow = RunPillow(1.0);
   auto& r = reporter.rate;
-  std::printf("\nratios (one core; medians when --benchmark_repetitions > 1):\n");
+  std::printf("\nratios (one core; medians when --benchmark_repetitions > 1). Strata's default IDCT is\n"
+              "TensorFlow's INTEGER_FAST; Pillow has no IDCT choice and decodes with libjpeg's accurate one:\n");
   for (int s : kSizes) {
     const std::string a = std::to_string(s);
-    const double strata = r["BM_Decode_Strata/" + a], bare = r["BM_Decode_BareTurbo/" + a];
+    const double strata = r["BM_Decode_Strata/" + a + "/1"], bare = r["BM_Decode_BareTurbo/" + a + "/1"];
+    const double acc = r["BM_Decode_Strata/" + a + "/0"], bare_acc = r["BM_Decode_BareTurbo/" + a + "/0"];
     const double pil = pillow.count(s) ? pillow.at(s) : 0;
-    std::printf("  %3d px decode: strata %7.0f img/s, bare tjDecompress2 %7.0f, Pillow %7.0f | strata/bare %.3f [>= 0.97]  strata/Pillow %.2f [>= 1.2]\n",
+    std::printf("  %3d px decode: strata %7.0f img/s, bare tjDecompress2 %7.0f, Pillow %7.0f | strata/bare %.3f [>= 0.97]"
+                "  strata/Pillow %.2f [>= 1.2]\n",
                 s, strata, bare, pil, bare > 0 ? strata / bare : 0, pil > 0 ? strata / pil : 0);
+    std::printf("         accurate IDCT: strata %7.0f img/s, bare tjDecompress2 %7.0f | strata/bare %.3f;"
+                "  strata/Pillow, same IDCT, %.2f\n",
+                acc, bare_acc, bare_acc > 0 ? acc / bare_acc : 0, pil > 0 ? acc / pil : 0);
   }
   const double aug = r["BM_Augment512_Strata"], full = r["BM_Augment512_FullDecode"], naive = r["BM_Augment512_Naive"];
   std::printf("  512 -> 192 f32 + flip + saturation: strata %.0f img/s, full decode then resize %.0f (ratio %.2f [>= 1.1]), naive passes %.0f (ratio %.2f)\n",

@@ -2,7 +2,9 @@
 // scaling, and the errors corrupt, truncated and oversized inputs must produce.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "strata/image/decode.h"
@@ -18,11 +20,12 @@ using testing::Psnr;
 using testing::ReadRaw;
 using testing::ReadTestFile;
 
-TEST(Jpeg, DecodeMatchesPillowExactly) {
+// Pillow decodes with libjpeg's accurate integer IDCT, TensorFlow's INTEGER_ACCURATE.
+TEST(Jpeg, AccurateDecodeMatchesPillowExactly) {
   const std::string jpg = ReadTestFile("photo_64x48.jpg");
   ASSERT_FALSE(jpg.empty());
   Image img;
-  ASSERT_TRUE(DecodeJpeg(jpg, {}, &img).ok());
+  ASSERT_TRUE(DecodeJpeg(jpg, {.fast_dct = false}, &img).ok());
   EXPECT_EQ(img.height(), 48);
   EXPECT_EQ(img.width(), 64);
   EXPECT_EQ(img.channels(), 3);
@@ -34,12 +37,28 @@ TEST(Jpeg, DecodeMatchesPillowExactly) {
 TEST(Jpeg, HalfScaleDecodeMatchesPillowDraft) {
   const std::string jpg = ReadTestFile("photo_64x48.jpg");
   Image img;
-  ASSERT_TRUE(DecodeJpeg(jpg, {.min_height = 20, .min_width = 30}, &img).ok());
+  ASSERT_TRUE(DecodeJpeg(jpg, {.min_height = 20, .min_width = 30, .fast_dct = false}, &img).ok());
   ASSERT_EQ(img.height(), 24);
   ASSERT_EQ(img.width(), 32);
   const auto golden = ReadRaw<uint8_t>("photo_32x24.rgb");
   ASSERT_EQ(golden.size(), img.size_bytes());
   EXPECT_EQ(0, std::memcmp(golden.data(), img.data(), golden.size()));
+}
+
+// The default is TensorFlow's: decode_jpeg's dct_method '' means INTEGER_FAST (JDCT_IFAST).
+// It is a different IDCT, so pixels differ from the accurate one, but only by IFAST's
+// rounding: a few levels at most, and the picture (PSNR) is the same.
+TEST(Jpeg, DefaultIsTensorFlowsFastIdctAndStaysCloseToAccurate) {
+  const std::string jpg = ReadTestFile("photo_64x48.jpg");
+  Image fast, accurate;
+  ASSERT_TRUE(DecodeJpeg(jpg, {}, &fast).ok());
+  ASSERT_TRUE(DecodeJpeg(jpg, {.fast_dct = false}, &accurate).ok());
+  ASSERT_EQ(fast.size_bytes(), accurate.size_bytes());
+  EXPECT_NE(0, std::memcmp(fast.data(), accurate.data(), fast.size_bytes())) << "the default is not INTEGER_FAST";
+  int max_diff = 0;
+  for (size_t i = 0; i < fast.size_bytes(); ++i) max_diff = std::max(max_diff, std::abs(fast.data()[i] - accurate.data()[i]));
+  EXPECT_LE(max_diff, 8);
+  EXPECT_GT(Psnr(fast.data(), accurate.data(), fast.size_bytes()), 40.0);
 }
 
 TEST(Jpeg, PicksSmallestScaleStillAtLeastTarget) {

@@ -29,7 +29,7 @@ struct DecodeOptions {
   int channels = 3;    // 0 as stored; JPEG supports 1 and 3, PNG 1..4
   int min_height = 0;  // JPEG only: decode at the smallest DCT scale still >= this ...
   int min_width = 0;   // ... and this (PNG has no scaled decode; it ignores them)
-  bool fast_dct = false;
+  bool fast_dct = true;  // JPEG IDCT: TensorFlow's INTEGER_FAST default; false = INTEGER_ACCURATE
   int64_t max_pixels = int64_t{1} << 28;
 };
 

@@ -26,7 +26,14 @@ PACKAGES=(
   "openmpi-bin          mpirun for multi-worker training and its e2e test"
   "libboost-dev         monitor: Boost.Beast (header-only HTTP) serves the live page, /metrics, /api/v1/monitor"
   "chromium             monitor e2e test: drives the live page headless and keeps a screenshot"
+  "libcurl4-openssl-dev io: https://, s3://, gs:// reads (range requests, keep-alive, retries) through libcurl"
+  "libssl-dev           io: SHA-256 and HMAC for AWS Signature V4 (s3://)"
+  "nginx-light          remote e2e tests and bench/remote_bench.sh: the reference HTTP server on loopback"
+  "python3-boto3        tools/sigv4_oracle.py: botocore signs the same requests as io/s3.cc (unit test); s3 test uploads"
+  "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json)"
 )
+# npm installs s3rver for the s3:// test; nodesource's nodejs bundles it, Debian's does not.
+command -v npm >/dev/null 2>&1 || PACKAGES+=("npm                  s3:// e2e test: installs s3rver")
 
 missing=()
 for line in "${PACKAGES[@]}"; do

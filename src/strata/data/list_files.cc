@@ -1,11 +1,10 @@
 // list_files(pattern) and from_strings(names): a source of string elements.
 // State: the next index.
-#include <glob.h>
-
 #include <algorithm>
 
 #include "strata/data/pipeline.h"
 #include "strata/data/sources.h"
+#include "strata/io/file_system.h"
 
 namespace strata::data {
 namespace {
@@ -73,12 +72,9 @@ Result<Dataset> list_files(const std::string& pattern, ListFilesOptions options)
     const std::string one = pattern.substr(start, comma - start);
     start = comma + 1;
     if (one.empty()) continue;
-    glob_t g{};
-    const int rc = ::glob(one.c_str(), 0, nullptr, &g);
-    if (rc == 0)
-      for (size_t i = 0; i < g.gl_pathc; ++i) names.emplace_back(g.gl_pathv[i]);
-    globfree(&g);
-    if (rc != 0 && rc != GLOB_NOMATCH) return IOError("list_files: glob failed for '" + one + "'");
+    // Local glob, or an object-store listing for s3:// and gs:// (io/file_system.h).
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> matched, io::Glob(one));
+    names.insert(names.end(), matched.begin(), matched.end());
   }
   if (names.empty()) return NotFound("list_files: no files match '" + pattern + "'");
   std::sort(names.begin(), names.end());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "strata/io/file_system.h"
 #include "strata/record/crc32c.h"
 #include "strata/record/input_stream.h"
 
@@ -16,7 +17,7 @@ RecordReader::~RecordReader() = default;
 const std::string& RecordReader::filename() const { return file_->name(); }
 
 Result<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path, RecordReaderOptions options) {
-  STRATA_ASSIGN_OR_RETURN(auto file, OpenRandomAccessFile(path));
+  STRATA_ASSIGN_OR_RETURN(auto file, io::OpenFile(path));  // local, https://, s3://, gs://
   return Open(std::move(file), options);
 }
 

@@ -1,0 +1,403 @@
+#include "strata/io/http.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace strata::io {
+namespace {
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && x >= 0) ? x : fallback;
+}
+
+// Easy handles are reused: each keeps its connection cache, so a request to a host it has
+// talked to goes over the already open connection.
+class HandlePool {
+ public:
+  static HandlePool& Get() {
+    static HandlePool* pool = [] {
+      curl_global_init(CURL_GLOBAL_DEFAULT);
+      return new HandlePool;
+    }();
+    return *pool;
+  }
+  CURL* Acquire() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!free_.empty()) {
+        CURL* h = free_.back();
+        free_.pop_back();
+        return h;
+      }
+    }
+    return curl_easy_init();
+  }
+  void Release(CURL* h) {
+    curl_easy_reset(h);  // options only: the connection cache survives a reset
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(h);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<CURL*> free_;
+};
+
+struct Transfer {
+  HttpResponse* response;
+  const std::atomic<bool>* cancel;
+};
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  t->response->body.append(data, size * n);
+  return size * n;
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100-continue)
+    t->response->headers.clear();
+    return size * n;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return size * n;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+  t->response->headers.emplace_back(std::move(name), std::string(value));
+  return size * n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  return (t->cancel && t->cancel->load(std::memory_order_relaxed)) ? 1 : 0;
+}
+
+bool Retryable(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One attempt. Returns the curl code; fills `response`.
+CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic<bool>* cancel, HttpResponse* response) {
+  CURL* h = HandlePool::Get().Acquire();
+  if (!h) return CURLE_FAILED_INIT;
+  Transfer t{response, cancel};
+  curl_slist* headers = nullptr;
+  for (const auto& [k, v] : req.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
+  if (req.range_length > 0) response->body.reserve(req.range_length);
+  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for timeouts
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.connect_timeout_s));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "strata/" STRATA_VERSION);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  if (req.method == "HEAD") curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  std::string range;
+  if (req.range_length > 0) {
+    range = std::to_string(req.range_begin) + "-" + std::to_string(req.range_begin + req.range_length - 1);
+    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+  }
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  const CURLcode code = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response->status);
+  curl_slist_free_all(headers);
+  HandlePool::Get().Release(h);
+  return code;
+}
+
+std::string Describe(const HttpRequest& req, std::string_view display_name) {
+  std::string s = req.method + " " + req.url;
+  if (!display_name.empty() && display_name != req.url) s += " (" + std::string(display_name) + ")";
+  if (req.range_length > 0)
+    s += " bytes " + std::to_string(req.range_begin) + "-" + std::to_string(req.range_begin + req.range_length - 1);
+  return s;
+}
+
+}  // namespace
+
+IoCounters& Counters() {
+  static IoCounters* c = new IoCounters;
+  return *c;
+}
+
+HttpOptions HttpOptions::FromEnv() {
+  HttpOptions o;
+  o.block_bytes = static_cast<size_t>(std::max<int64_t>(EnvInt("STRATA_IO_BLOCK_BYTES", o.block_bytes), 4096));
+  o.readahead_blocks = static_cast<int>(EnvInt("STRATA_IO_READAHEAD_BLOCKS", o.readahead_blocks));
+  o.max_retries = static_cast<int>(EnvInt("STRATA_IO_MAX_RETRIES", o.max_retries));
+  o.backoff_initial_ms = static_cast<int>(EnvInt("STRATA_IO_BACKOFF_MS", o.backoff_initial_ms));
+  o.connect_timeout_s = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_CONNECT_TIMEOUT_S", o.connect_timeout_s), 1));
+  o.stall_timeout_s = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_STALL_TIMEOUT_S", o.stall_timeout_s), 1));
+  return o;
+}
+
+std::string HttpResponse::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (k == name) return v;
+  return {};
+}
+
+Result<HttpResponse> Fetch(HttpRequest request, const HttpOptions& options, const Authorizer& auth,
+                           const std::atomic<bool>* cancel) {
+  const HttpRequest base = request;
+  std::string last_problem;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      Counters().retries.fetch_add(1, std::memory_order_relaxed);
+      const int64_t wait = std::min<int64_t>(int64_t{options.backoff_initial_ms} << std::min(attempt - 1, 20), 5000);
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    }
+    if (cancel && cancel->load()) return IOError("cancelled: " + Describe(base, {}));
+    request = base;
+    if (auth) STRATA_RETURN_IF_ERROR(auth(&request));
+    HttpResponse response;
+    Counters().requests.fetch_add(1, std::memory_order_relaxed);
+    const CURLcode code = Perform(request, options, cancel, &response);
+    Counters().bytes.fetch_add(static_cast<int64_t>(response.body.size()), std::memory_order_relaxed);
+    if (cancel && cancel->load()) return IOError("cancelled: " + Describe(base, {}));
+    if (code == CURLE_OK) {
+      const std::string length = response.Header("content-length");
+      const bool short_body = request.method != "HEAD" && !length.empty() &&
+                              std::strtoull(length.c_str(), nullptr, 10) != response.body.size();
+      if (!short_body && response.status != 429 && response.status < 500) return response;
+      last_problem = short_body ? "body cut short (" + std::to_string(response.body.size()) + " of " + length + " bytes)"
+                                : "HTTP " + std::to_string(response.status);
+    } else if (Retryable(code)) {
+      last_problem = std::string(curl_easy_strerror(code)) + " after " + std::to_string(response.body.size()) +
+                     " body bytes";
+    } else {
+      return IOError(Describe(base, {}) + ": " + curl_easy_strerror(code));
+    }
+    if (attempt >= options.max_retries)
+      return IOError(Describe(base, {}) + ": " + last_problem + " (gave up after " + std::to_string(attempt + 1) +
+                     " attempts; STRATA_IO_MAX_RETRIES=" + std::to_string(options.max_retries) + ")");
+  }
+}
+
+Status HttpError(const HttpRequest& request, const HttpResponse& response, std::string_view display_name) {
+  std::string msg = "HTTP " + std::to_string(response.status) + " for " + Describe(request, display_name);
+  std::string body = response.body.substr(0, 300);
+  for (char& c : body)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (!body.empty()) msg += ": " + body;
+  if (response.status == 404) return NotFound(msg);
+  if (response.status >= 400 && response.status < 500) return InvalidArgument(msg);
+  return IOError(msg);
+}
+
+namespace {
+
+class HttpFile : public RandomAccessFile {
+ public:
+  HttpFile(std::string name, std::string url, Authorizer auth, HttpOptions o)
+      : name_(std::move(name)), url_(std::move(url)), auth_(std::move(auth)), o_(o) {}
+
+  ~HttpFile() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  // Fetches block 0, learning the size from Content-Range (or the whole body when the
+  // server ignores ranges: then the file is one block).
+  Status Init() {
+    HttpRequest req{.url = url_, .range_begin = 0, .range_length = o_.block_bytes};
+    STRATA_ASSIGN_OR_RETURN(HttpResponse r, Fetch(req, o_, auth_, &stop_));
+    auto first = std::make_shared<Block>();
+    first->ready = true;
+    if (r.status == 416) {  // empty object: no byte 0
+      size_ = 0;
+    } else if (r.status == 206) {
+      const std::string cr = r.Header("content-range");  // bytes 0-N/TOTAL
+      const size_t slash = cr.rfind('/');
+      if (slash == std::string::npos || cr.compare(slash + 1, std::string::npos, "*") == 0)
+        return IOError("HTTP 206 without a total size in Content-Range ('" + cr + "') for " + url_ + " (" + name_ + ")");
+      size_ = std::strtoull(cr.c_str() + slash + 1, nullptr, 10);
+      if (r.body.size() != std::min<uint64_t>(o_.block_bytes, size_))
+        return IOError("HTTP 206 for " + url_ + " (" + name_ + "): " + std::to_string(r.body.size()) +
+                       " bytes for the first block of a " + std::to_string(size_) + "-byte object");
+      first->data = std::move(r.body);
+    } else if (r.status == 200) {
+      size_ = r.body.size();
+      block_bytes_ = std::max<uint64_t>(size_, 1);
+      first->data = std::move(r.body);
+    } else {
+      return HttpError(req, r, name_);
+    }
+    if (block_bytes_ == 0) block_bytes_ = o_.block_bytes;
+    blocks_[0] = std::move(first);
+    return Status::OK();
+  }
+
+  const std::string& name() const override { return name_; }
+  Result<uint64_t> Size() const override { return size_; }
+
+  Result<size_t> Read(uint64_t offset, size_t n, char* scratch) const override {
+    if (offset >= size_ || n == 0) return size_t{0};
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
+    const uint64_t nblocks = (size_ + block_bytes_ - 1) / block_bytes_;
+    const uint64_t first = offset / block_bytes_, last = (offset + n - 1) / block_bytes_;
+    const uint64_t ahead = std::min<uint64_t>(last + static_cast<uint64_t>(std::max(o_.readahead_blocks, 0)), nblocks - 1);
+    std::vector<std::shared_ptr<Block>> want;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      // Forget blocks behind the reader and beyond the read-ahead window (a seek).
+      for (auto it = blocks_.begin(); it != blocks_.end();)
+        it = (it->first < first || it->first > ahead) ? blocks_.erase(it) : std::next(it);
+      bool queued = false;
+      for (uint64_t i = first; i <= ahead; ++i) {
+        if (blocks_.count(i)) continue;
+        blocks_[i] = std::make_shared<Block>();
+        queue_.push_back(i);
+        queued = true;
+      }
+      if (queued) {
+        if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
+        cv_.notify_all();
+      }
+      for (uint64_t i = first; i <= last; ++i) want.push_back(blocks_[i]);
+      for (const auto& b : want) {
+        cv_.wait(l, [&] { return b->ready; });
+        if (!b->status.ok()) return b->status;
+      }
+    }
+    size_t done = 0;
+    for (uint64_t i = first; i <= last; ++i) {
+      const Block& b = *want[i - first];
+      const uint64_t block_start = i * block_bytes_;
+      const uint64_t from = std::max<uint64_t>(offset, block_start) - block_start;
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(b.data.size() - from, n - done));
+      std::memcpy(scratch + done, b.data.data() + from, take);
+      done += take;
+    }
+    return done;
+  }
+
+ private:
+  struct Block {
+    bool ready = false;
+    Status status;
+    std::string data;
+  };
+
+  // The background fetcher: blocks in the order the reader asked for them.
+  void Work() const {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      const uint64_t index = queue_.front();
+      queue_.pop_front();
+      auto it = blocks_.find(index);
+      if (it == blocks_.end() || it->second->ready) continue;  // forgotten after a seek
+      std::shared_ptr<Block> b = it->second;
+      l.unlock();
+      Status s = FetchBlock(index, &b->data);
+      l.lock();
+      b->status = std::move(s);
+      b->ready = true;
+      cv_.notify_all();
+    }
+  }
+
+  Status FetchBlock(uint64_t index, std::string* out) const {
+    const uint64_t begin = index * block_bytes_;
+    const uint64_t length = std::min<uint64_t>(block_bytes_, size_ - begin);
+    HttpRequest req{.url = url_, .range_begin = begin, .range_length = length};
+    STRATA_ASSIGN_OR_RETURN(HttpResponse r, Fetch(req, o_, auth_, &stop_));
+    if (r.status == 206 && r.body.size() == length) {
+      *out = std::move(r.body);
+      return Status::OK();
+    }
+    if (r.status == 200 && r.body.size() == size_) {  // the server ignored the range
+      *out = r.body.substr(begin, length);
+      return Status::OK();
+    }
+    if (r.status == 206 || r.status == 200)
+      return IOError("HTTP " + std::to_string(r.status) + " for " + url_ + " (" + name_ + ") bytes " +
+                     std::to_string(begin) + "+" + std::to_string(length) + ": got " + std::to_string(r.body.size()) +
+                     " bytes (did the object change while it was read?)");
+    return HttpError(req, r, name_);
+  }
+
+  const std::string name_;
+  const std::string url_;
+  const Authorizer auth_;
+  const HttpOptions o_;
+  uint64_t size_ = 0;
+  uint64_t block_bytes_ = 0;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::map<uint64_t, std::shared_ptr<Block>> blocks_;
+  mutable std::deque<uint64_t> queue_;
+  mutable std::thread worker_;
+  mutable std::atomic<bool> stop_{false};
+};
+
+class HttpFileSystem : public FileSystem {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> Open(const std::string& path) override {
+    return OpenHttpFile(path, path, {}, HttpOptions::FromEnv());
+  }
+  Result<std::vector<std::string>> Glob(const std::string& pattern) override {
+    if (LiteralPrefix(pattern) == pattern) return std::vector<std::string>{pattern};  // one named file
+    return Unimplemented("cannot list '" + pattern +
+                         "': HTTP has no directory listing; name the files (comma-separated) or use s3:// or gs://");
+  }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RandomAccessFile>> OpenHttpFile(std::string name, std::string url, Authorizer auth,
+                                                       HttpOptions options) {
+  auto f = std::make_unique<HttpFile>(std::move(name), std::move(url), std::move(auth), options);
+  STRATA_RETURN_IF_ERROR(f->Init());
+  return std::unique_ptr<RandomAccessFile>(std::move(f));
+}
+
+std::unique_ptr<FileSystem> NewHttpFileSystem() { return std::make_unique<HttpFileSystem>(); }
+
+}  // namespace strata::io

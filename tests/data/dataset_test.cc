@@ -143,6 +143,33 @@ TEST(Batch, StacksAndKeepsOrDropsTheRemainder) {
   EXPECT_EQ(n, 2);
 }
 
+// A batch the consumer has dropped is refilled in place; one it still holds (or a view of
+// it) is never overwritten.
+TEST(Batch, RecyclesOnlyBatchesTheConsumerDropped) {
+  auto it = Dataset::range(1000).batch(4).make_iterator();
+  ASSERT_TRUE(it.ok());
+  Element held;
+  bool end = false;
+  ASSERT_TRUE((*it)->GetNext(&held, &end).ok());
+  const void* held_buffer = held[0].raw_data();
+  auto view = held[0].Slice(0, 1, 2);
+  ASSERT_TRUE(view.ok());
+  std::set<const void*> seen{held_buffer};
+  Element e;
+  for (int b = 1; b < 40; ++b) {
+    ASSERT_TRUE((*it)->GetNext(&e, &end).ok());
+    ASSERT_FALSE(end);
+    EXPECT_NE(e[0].raw_data(), held_buffer) << "batch " << b << " reused a buffer the consumer holds";
+    for (int64_t i = 0; i < 4; ++i) ASSERT_EQ(e[0].data<int64_t>()[i], 4 * b + i) << "batch " << b;
+    seen.insert(e[0].raw_data());
+  }
+  EXPECT_EQ(held[0].data<int64_t>()[3], 3) << "a held batch was overwritten";
+  EXPECT_EQ(view->data<int64_t>()[0], 1);
+  // `e` is overwritten each time, so after the first few batches they cycle through a
+  // handful of buffers instead of a fresh allocation per batch.
+  EXPECT_LE(seen.size(), 6u);
+}
+
 TEST(Batch, ShapeMismatchSuggestsPaddedBatch) {
   auto ds = Dataset::range(4).map([](Element e) -> Result<Element> {
     return Element({Tensor(DType::kF32, Shape{I64(e[0]) + 1})});

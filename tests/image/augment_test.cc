@@ -33,6 +33,34 @@ AugmentOptions FlowersRecipe() {
           .saturation_upper = 2, .hue = 0.05f, .rotation = 0.2f};
 }
 
+// The input pipeline hands the augmenter uninitialised memory (Tensor::Empty): every
+// output value must be written, whatever the crop, rotation (fill) and flips.
+TEST(Augment, WritesEveryOutputValue) {
+  auto jpgs = EncodedJpegs(6, 96);
+  AugmentOptions plain{.height = 40, .width = 56};
+  AugmentOptions central{.height = 40, .width = 40, .crop = CropMode::kCentral, .flip_up_down = 1};
+  AugmentOptions random{.height = 33, .width = 47, .crop = CropMode::kRandom, .resize = ResizeMethod::kArea};
+  for (const AugmentOptions& base : {FlowersRecipe(), plain, central, random}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      AugmentOptions o = base;
+      o.dtype = dtype;
+      auto aug = Augmenter::Make(o, 7);
+      ASSERT_TRUE(aug.ok()) << aug.status().ToString();
+      for (size_t i = 0; i < jpgs.size(); ++i) {
+        std::vector<unsigned char> out(aug->output_bytes(), 0xFF);  // all-ones bits: NaN in f32 and bf16
+        ASSERT_TRUE(aug->Run(jpgs[i], i, out.data()).ok());
+        const size_t width = dtype == DType::kF32 ? 4 : 2;
+        for (size_t v = 0; v < out.size(); v += width) {
+          bool all_ones = true;
+          for (size_t b = 0; b < width; ++b) all_ones &= out[v + b] == 0xFF;
+          ASSERT_FALSE(all_ones) << "value " << v / width << " of element " << i << " left unwritten, "
+                                 << DTypeName(dtype) << " " << o.height << "x" << o.width;
+        }
+      }
+    }
+  }
+}
+
 TEST(Augment, SameSeedSamePixelsForAnyThreadCount) {
   auto jpgs = EncodedJpegs(12, 96);
   std::vector<std::string_view> views(jpgs.begin(), jpgs.end());

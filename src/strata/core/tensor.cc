@@ -47,12 +47,12 @@ std::string Shape::ToString() const {
   return s + "]";
 }
 
-Storage::Storage(size_t bytes) : bytes_(bytes) {
+Storage::Storage(size_t bytes, bool zero) : bytes_(bytes) {
   size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (rounded == 0) rounded = kTensorAlignment;
   data_ = std::aligned_alloc(kTensorAlignment, rounded);
   if (!data_) throw std::bad_alloc();
-  std::memset(data_, 0, rounded);
+  if (zero) std::memset(data_, 0, rounded);
 }
 
 Storage::~Storage() { std::free(data_); }
@@ -62,6 +62,15 @@ Tensor::Tensor(DType dtype, Shape shape)
       shape_(std::move(shape)),
       strides_(shape_.ContiguousStrides()),
       storage_(std::make_shared<Storage>(static_cast<size_t>(shape_.num_elements()) * DTypeSize(dtype))) {}
+
+Tensor Tensor::Empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = t.shape_.ContiguousStrides();
+  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(t.shape_.num_elements()) * DTypeSize(dtype), false);
+  return t;
+}
 
 int64_t Tensor::Offset(std::initializer_list<int64_t> idx) const {
   assert(static_cast<int>(idx.size()) == rank());

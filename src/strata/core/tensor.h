@@ -22,7 +22,8 @@ constexpr size_t kTensorAlignment = 64;  // one cache line, one AVX-512 register
 // One aligned allocation. Never resized: allocate once, reuse.
 class Storage {
  public:
-  explicit Storage(size_t bytes);
+  // Zeroed unless `zero` is false (then the bytes are whatever the allocator returns).
+  explicit Storage(size_t bytes, bool zero = true);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +40,10 @@ class Tensor {
   Tensor() = default;
   // Allocates zero-initialised contiguous storage.
   Tensor(DType dtype, Shape shape);
+  // Contiguous storage left uninitialised (np.empty, torch.empty): for outputs written in
+  // full before anyone reads them, such as a decoded image or a batch, where zeroing would
+  // be a second pass over memory.
+  static Tensor Empty(DType dtype, Shape shape);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -48,6 +53,9 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
   bool defined() const { return storage_ != nullptr; }
   bool is_contiguous() const { return strides_ == shape_.ContiguousStrides(); }
+  // No other tensor (view or copy) shares this storage, so its owner may overwrite it and
+  // hand it out again: how a stage recycles a buffer its consumer has let go of.
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
   void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T> T* data() const { return static_cast<T*>(raw_data()); }

@@ -2,8 +2,14 @@
 //
 // Each element is copied into the batch tensors as it arrives (no per-element buffers);
 // every element must have the first element's dtypes and shapes (padded_batch pads).
+// Batch buffers are recycled: the stage remembers its last few batches, and once the
+// consumer has dropped one (the stage holds the only reference) its memory is filled again
+// instead of allocating, zeroing and first-touching tens of MB per batch.
 // State: the input's (a batch is assembled within one GetNext).
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "strata/data/pipeline.h"
 
@@ -24,12 +30,15 @@ class BatchIterator : public StageIterator {
       STRATA_RETURN_IF_ERROR(timer.Input(input_.get(), &e_, &in_end));
       if (in_end) break;
       if (rows == 0) {
-        batch.names = e_.names;
-        batch.tensors.resize(e_.size());
-        for (size_t c = 0; c < e_.size(); ++c) {
-          std::vector<int64_t> dims{n_};
-          dims.insert(dims.end(), e_[c].shape().dims().begin(), e_[c].shape().dims().end());
-          batch.tensors[c] = Tensor(e_[c].dtype(), Shape(std::move(dims)));
+        batch = Recycled();
+        if (batch.tensors.empty()) {
+          batch.names = e_.names;
+          batch.tensors.resize(e_.size());
+          for (size_t c = 0; c < e_.size(); ++c) {
+            std::vector<int64_t> dims{n_};
+            dims.insert(dims.end(), e_[c].shape().dims().begin(), e_[c].shape().dims().end());
+            batch.tensors[c] = Tensor::Empty(e_[c].dtype(), Shape(std::move(dims)));  // every row is written below
+          }
         }
       } else {
         STRATA_RETURN_IF_ERROR(CheckLike(batch, rows));
@@ -44,6 +53,7 @@ class BatchIterator : public StageIterator {
       *end = true;
       return Status::OK();
     }
+    if (rows == n_) Remember(batch);
     if (rows < n_)
       for (auto& t : batch.tensors) {
         STRATA_ASSIGN_OR_RETURN(t, t.Slice(0, 0, rows));
@@ -57,6 +67,27 @@ class BatchIterator : public StageIterator {
   Status Restore(const IteratorState& st) override { return input_->Restore(st); }
 
  private:
+  // A remembered batch the consumer has let go of whose components have this element's
+  // names, dtypes and shapes; empty if there is none.
+  Element Recycled() {
+    for (Element& b : pool_) {
+      if (b.tensors.empty() || b.names != e_.names || b.size() != e_.size()) continue;
+      bool fits = true;
+      for (size_t c = 0; c < e_.size() && fits; ++c) {
+        const Tensor& t = b.tensors[c];
+        fits = t.sole_owner() && t.dtype() == e_[c].dtype() && t.shape().dim(0) == n_ &&
+               std::equal(t.shape().dims().begin() + 1, t.shape().dims().end(), e_[c].shape().dims().begin(),
+                          e_[c].shape().dims().end());
+      }
+      if (fits) return std::exchange(b, Element{});
+    }
+    return Element{};
+  }
+  void Remember(const Element& batch) {
+    pool_[next_] = batch;  // shares the storage; replaces (and may free) the oldest
+    next_ = (next_ + 1) % pool_.size();
+  }
+
   Status CheckLike(const Element& batch, int64_t row) const {
     if (e_.size() != batch.size() || e_.names != batch.names)
       return Annotate(InvalidArgument("element " + std::to_string(row) + " of the batch is " + e_.DebugString() +
@@ -77,6 +108,10 @@ class BatchIterator : public StageIterator {
   const int64_t n_;
   const bool drop_remainder_;
   Element e_;  // reused for each input element
+  // The last few full batches handed out. Enough to cover a prefetch buffer's batches in
+  // flight plus the one the consumer is using; a batch still referenced is never reused.
+  std::array<Element, 4> pool_;
+  size_t next_ = 0;
 };
 
 class BatchNode : public DatasetNode {

@@ -15,7 +15,7 @@ MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, std::string label
   const auto& o = aug->options();
   return [aug, label_key, what, h = o.height, w = o.width, c = o.channels](Element e, Rng& rng) -> Result<Element> {
     STRATA_ASSIGN_OR_RETURN(Tensor bytes, e.Get("image"));
-    Tensor img(DType::kF32, Shape{h, w, c});  // [H, W, C]
+    Tensor img = Tensor::Empty(DType::kF32, Shape{h, w, c});  // [H, W, C]; the augmenter writes every pixel
     const std::string_view encoded(static_cast<const char*>(bytes.raw_data()), bytes.nbytes());
     Status s = aug->Run(encoded, rng.NextU64(), img.raw_data());
     if (!s.ok()) return s.WithContext(what + " feature 'image'");

@@ -102,10 +102,33 @@ struct KernelInfo {
 // model that runs the replicas. A program without one sums over itself alone.
 using CrossReplicaSum = std::function<Status(double* data, int64_t n)>;
 
+// Where a part of the trainable-gradient block becomes final during Run(): once kernel
+// `kernel` (an index into kernels(); -1: no kernel touches it) has run, no later kernel of the
+// same Run reads or writes elements [begin, end) of variables().grads(). The backward pass runs
+// in reverse layer order, so the last layers' gradients are final first.
+struct GradientReady {
+  int64_t begin = 0, end = 0;  // elements of the gradient block
+  int kernel = -1;
+};
+
+// Called by Run() between kernels (see Program::set_kernel_hook); an error ends the Run.
+using KernelHook = std::function<Status(int kernel)>;
+
 class Program {
  public:
   virtual ~Program() = default;
   void set_cross_replica_sum(CrossReplicaSum fn) { *cross_replica_sum_ = std::move(fn); }
+  // One entry per gradient the program writes, by kernel then offset. Empty when the backend
+  // does not know (the reference backend): callers then wait for the whole Run.
+  virtual const std::vector<GradientReady>& gradient_ready() const { return no_gradient_ready_; }
+  // Run() calls hook(k) after kernel k for every k with after[k + 1] != 0, and hook(-1) before
+  // the first kernel when after[0] != 0 (after: kernels().size() + 1 flags). This is how the
+  // cross-host all-reduce of a gradient bucket starts while the rest of the backward pass runs.
+  // An empty hook removes it. Set between runs only; backends that cannot call it ignore it.
+  void set_kernel_hook(std::vector<uint8_t> after, KernelHook hook) {
+    hook_after_ = std::move(after);
+    hook_ = std::move(hook);
+  }
   // Executes every kernel once: forward, loss, gradients and updates as the graph says.
   virtual Status Run() = 0;
   // The counter that seeds per-step randomness (dropout masks); Run() advances it by one.
@@ -133,6 +156,11 @@ class Program {
  protected:
   // Shared with the kernels that call it (empty: no other replica).
   std::shared_ptr<CrossReplicaSum> cross_replica_sum_ = std::make_shared<CrossReplicaSum>();
+  std::vector<uint8_t> hook_after_;  // [kernels + 1]: call hook_ before kernel 0 / after kernel k
+  KernelHook hook_;
+
+ private:
+  std::vector<GradientReady> no_gradient_ready_;
 };
 
 Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options);

@@ -20,7 +20,10 @@ namespace strata::distribute {
 struct CollectiveStats {
   int64_t all_reduce_calls = 0;
   int64_t all_reduce_bytes = 0;     // payload per worker (each worker sends and receives it)
-  double all_reduce_seconds = 0;    // wall time inside all-reduce, this worker
+  double all_reduce_seconds = 0;    // wall time inside all-reduce, this worker (overlapped: in flight)
+  // Of all_reduce_seconds, the time the caller was blocked waiting (the rest was hidden behind
+  // the backward pass by StartAllReduceSum; equal without overlap).
+  double all_reduce_wait_seconds = 0;
 };
 
 class Collective {
@@ -35,6 +38,22 @@ class Collective {
   virtual Result<std::vector<std::string>> AllGather(const std::string& mine) = 0;
   virtual Status Barrier() = 0;
   virtual CollectiveStats stats() const = 0;
+
+  // Overlapped all-reduce: gradient buckets started while the backward pass still runs. They
+  // travel on a channel of their own (their own MPI communicator), so when they start never
+  // reorders them against the blocking collectives above; every worker starts the same
+  // buckets in the same order. One thread at a time (the one that calls the others).
+  // False when the MPI library cannot be called from the replica threads (thread level below
+  // MPI_THREAD_SERIALIZED): then only the blocking AllReduceSum is used.
+  virtual bool can_overlap() const = 0;
+  // The bucket size the caller should cut its gradient block into (STRATA_ALLREDUCE_BUCKET_BYTES).
+  virtual int64_t bucket_bytes() const = 0;
+  // Starts data[0, n) = sum over workers, in place; data stays untouched until WaitAll.
+  virtual Status StartAllReduceSum(float* data, int64_t n) = 0;
+  // Lets started all-reduces advance (MPI moves data only inside MPI calls); never blocks.
+  virtual Status Progress() = 0;
+  // Blocks until every started all-reduce has finished (bounded by the timeout).
+  virtual Status WaitAll() = 0;
 };
 
 // True when this process was started by an MPI launcher (OpenMPI, MPICH/PMI, Slurm srun).
@@ -46,8 +65,8 @@ struct MpiOptions {
   // can pipeline them instead of one huge message; STRATA_ALLREDUCE_BUCKET_BYTES overrides.
   int64_t bucket_bytes = 4 << 20;
 };
-// Initialises MPI once per process (MPI_THREAD_FUNNELED: only replica 0 talks to MPI) and
-// returns the world's collective. MPI_Finalize runs at exit.
+// Initialises MPI once per process (MPI_THREAD_SERIALIZED: the main thread and replica 0 talk
+// to MPI, never at the same time) and returns the world's collective. MPI_Finalize runs at exit.
 Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options = {});
 
 }  // namespace strata::distribute

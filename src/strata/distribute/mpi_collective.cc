@@ -83,8 +83,9 @@ class Watchdog {
 
 class MpiWorld final : public Collective {
  public:
-  MpiWorld(int rank, int size, double timeout, int64_t bucket_bytes)
-      : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), watchdog_(rank, timeout) {}
+  MpiWorld(int rank, int size, double timeout, int64_t bucket_bytes, bool can_overlap, MPI_Comm grads)
+      : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), can_overlap_(can_overlap), grads_comm_(grads),
+        watchdog_(rank, timeout) {}
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
@@ -121,6 +122,56 @@ class MpiWorld final : public Collective {
     return stats_;
   }
 
+  bool can_overlap() const override { return can_overlap_; }
+  int64_t bucket_bytes() const override { return bucket_bytes_; }
+
+  Status StartAllReduceSum(float* data, int64_t n) override {
+    if (!can_overlap_) return Unimplemented("all-reduce overlap: MPI was initialised below MPI_THREAD_SERIALIZED");
+    if (n > (int64_t{1} << 30)) return InvalidArgument("all-reduce overlap: a bucket of " + std::to_string(n) + " floats");
+    if (overlap_requests_.empty()) overlap_start_ = std::chrono::steady_clock::now();
+    overlap_done_ = false;  // finished ones are MPI_REQUEST_NULL now: Testall/Waitall skip them
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, grads_comm_, &req);
+    if (rc != MPI_SUCCESS) return Internal("MPI_Iallreduce (gradient bucket): " + MpiError(rc));
+    overlap_requests_.push_back(req);  // capacity kept between steps: no allocation
+    overlap_bytes_ += n * 4;
+    return Status::OK();
+  }
+
+  Status Progress() override {
+    if (overlap_requests_.empty() || overlap_done_) return Status::OK();
+    int flag = 0;
+    int rc = MPI_Testall(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return Internal("MPI_Testall (gradient buckets): " + MpiError(rc));
+    if (flag) {
+      overlap_done_ = true;
+      overlap_end_ = std::chrono::steady_clock::now();
+    }
+    return Status::OK();
+  }
+
+  Status WaitAll() override {
+    if (overlap_requests_.empty()) return Status::OK();
+    const auto wait_start = std::chrono::steady_clock::now();
+    int rc = MPI_SUCCESS;
+    if (!overlap_done_) {
+      watchdog_.Arm("all-reduce");
+      rc = MPI_Waitall(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), MPI_STATUSES_IGNORE);
+      watchdog_.Disarm();
+      overlap_end_ = std::chrono::steady_clock::now();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    overlap_requests_.clear();
+    if (rc != MPI_SUCCESS) return Internal("MPI_Waitall (gradient buckets): " + MpiError(rc));
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.all_reduce_calls += 1;
+    stats_.all_reduce_bytes += overlap_bytes_;
+    stats_.all_reduce_seconds += std::chrono::duration<double>(overlap_end_ - overlap_start_).count();
+    stats_.all_reduce_wait_seconds += std::chrono::duration<double>(now - wait_start).count();
+    overlap_bytes_ = 0;
+    return Status::OK();
+  }
+
   Status Barrier() override {
     watchdog_.Arm("barrier");
     int rc = MPI_Barrier(MPI_COMM_WORLD);
@@ -155,13 +206,21 @@ class MpiWorld final : public Collective {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.all_reduce_calls += 1;
     stats_.all_reduce_bytes += n * elem;
-    stats_.all_reduce_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats_.all_reduce_seconds += seconds;
+    stats_.all_reduce_wait_seconds += seconds;
     return Status::OK();
   }
 
   int rank_, size_;
   int64_t bucket_bytes_;
   std::vector<MPI_Request> requests_;  // reused: no allocation per step
+  bool can_overlap_;
+  MPI_Comm grads_comm_;                       // the overlapped buckets' own channel
+  std::vector<MPI_Request> overlap_requests_;  // started, not yet waited for
+  std::chrono::steady_clock::time_point overlap_start_, overlap_end_;
+  bool overlap_done_ = false;
+  int64_t overlap_bytes_ = 0;
   mutable std::mutex stats_mu_;
   CollectiveStats stats_;
   Watchdog watchdog_;
@@ -184,7 +243,9 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED: replica 0 (a thread of its own) starts and waits for the gradient buckets,
+    // the main thread makes the start-up and checkpoint collectives; never both at once.
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) return Internal("MPI_Init_thread failed: " + MpiError(rc));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
@@ -196,11 +257,14 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   if (const char* t = std::getenv("STRATA_COLLECTIVE_TIMEOUT")) options.timeout_seconds = std::atof(t);
   if (const char* b = std::getenv("STRATA_ALLREDUCE_BUCKET_BYTES")) options.bucket_bytes = std::atoll(b);
   if (options.bucket_bytes < 1024) options.bucket_bytes = 1024;
-  int rank = 0, size = 1;
+  int rank = 0, size = 1, level = MPI_THREAD_SINGLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Query_thread(&level);
+  MPI_Comm grads = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &grads); rc != MPI_SUCCESS) return Internal("MPI_Comm_dup: " + MpiError(rc));
   auto c = std::make_shared<MpiWorld>(rank, size, options.timeout_seconds > 0 ? options.timeout_seconds : 30,
-                                      options.bucket_bytes);
+                                      options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, grads);
   existing = c;
   return std::shared_ptr<Collective>(c);
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -200,6 +201,30 @@ struct Model::ReplicaSums {
   Status status[2];                           // [parity]: the all-reduce's outcome (replica 0 writes)
   std::vector<int64_t> calls;                 // [replica]: calls made in the current step
   int64_t calls_per_step = 0;                 // synchronized batch-norm kernels in one Run
+};
+
+// The cross-host all-reduce overlapped with the backward pass. The gradient block is cut into
+// buckets (at most STRATA_ALLREDUCE_BUCKET_BYTES) in the order the backward pass finishes them
+// (the program's gradient_ready(): the last layers first, which sit at the end of the block).
+// After the kernel that finishes a bucket each replica counts itself in; the last replica to
+// arrive averages the bucket over the replicas (the same sums, in replica order, as the
+// reduce-scatter) and marks it reduced. Replica 0, the only thread that talks to MPI, starts
+// every reduced bucket's all-reduce in bucket order after each of its kernels (the same order
+// on every worker) and lets MPI progress; after the backward pass it starts the rest, waits
+// for all and divides by the worker count before the optimizer runs. No replica ever waits for
+// another inside the backward pass, so there is no barrier to deadlock on; the counters are
+// reset by replica 0 while the others wait at the barrier that ends the gradient phase.
+struct Model::Overlap {
+  struct Bucket {
+    int64_t begin, end;  // elements of the gradient block
+    int kernel;          // final after this kernel of every replica's program (-1: before the first)
+  };
+  std::vector<Bucket> buckets;                    // in start order: by kernel
+  std::vector<int> first;                         // [kernels + 2]: buckets of kernel k are [first[k+1], first[k+2])
+  std::unique_ptr<std::atomic<int>[]> arrived;    // [buckets]: replicas past the bucket's kernel, this step
+  std::unique_ptr<std::atomic<bool>[]> reduced;   // [buckets]: averaged in-host, may start
+  std::vector<const float*> replica_grads;        // each replica's gradient block
+  size_t next_start = 0;                          // replica 0: buckets started this step
 };
 
 Model::Model(std::string name, std::vector<KTensor> inputs, std::vector<KTensor> outputs)
@@ -593,7 +618,108 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
       replicas_[static_cast<size_t>(r)].program->set_cross_replica_sum(
           [this, r](double* data, int64_t n) { return CrossReplicaSum(r, data, n); });
   }
+  SetUpOverlap();
   return Status::OK();
+}
+
+void Model::SetUpOverlap() {
+  overlap_.reset();
+  distribute::Collective* hosts = strategy_->collective();
+  const char* env = std::getenv("STRATA_ALLREDUCE_OVERLAP");
+  if (!hosts || !hosts->can_overlap() || (env && std::string(env) == "0")) return;
+  const backend::Program& p0 = *replicas_[0].program;
+  std::vector<backend::GradientReady> ready = p0.gradient_ready();
+  const int64_t n = store_->num_trainable();
+  const int kernels = static_cast<int>(p0.kernels().size());
+  if (ready.empty() || n == 0) return;  // a backend that does not say: the whole block after the backward pass
+  for (const Compiled& c : replicas_)
+    if (c.program->kernels().size() != p0.kernels().size()) return;
+  // Parts of the block no kernel writes (a variable without a gradient) are ready at once.
+  std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  std::vector<backend::GradientReady> all;
+  int64_t cursor = 0;
+  for (const auto& g : ready) {
+    if (g.begin < cursor || g.end > n) return;  // overlapping or outside: not a layout to cut
+    if (g.begin > cursor) all.push_back({cursor, g.begin, -1});
+    all.push_back(g);
+    cursor = g.end;
+  }
+  if (cursor < n) all.push_back({cursor, n, -1});
+  // Start order: by the kernel that finishes them, then from the end of the block.
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.kernel != b.kernel ? a.kernel < b.kernel : a.begin > b.begin; });
+  auto o = std::make_unique<Overlap>();
+  const int64_t cap = std::max<int64_t>(16, hosts->bucket_bytes() / 4);
+  for (const auto& g : all) {
+    for (int64_t end = g.end; end > g.begin;) {
+      const int64_t begin = std::max(g.begin, end - cap);
+      Overlap::Bucket* last = o->buckets.empty() ? nullptr : &o->buckets.back();
+      if (last && last->begin == end && last->end - begin <= cap) {
+        last->begin = begin;  // grows down the block, as the backward pass goes
+        last->kernel = std::max(last->kernel, g.kernel);
+      } else {
+        o->buckets.push_back({begin, end, g.kernel});
+      }
+      end = begin;
+    }
+  }
+  o->first.assign(static_cast<size_t>(kernels) + 2, 0);
+  for (int j = 0; j < kernels + 2; ++j)
+    o->first[static_cast<size_t>(j)] = static_cast<int>(
+        std::lower_bound(o->buckets.begin(), o->buckets.end(), j - 1,
+                         [](const Overlap::Bucket& b, int k) { return b.kernel < k; }) -
+        o->buckets.begin());
+  o->arrived = std::make_unique<std::atomic<int>[]>(o->buckets.size());
+  o->reduced = std::make_unique<std::atomic<bool>[]>(o->buckets.size());
+  for (size_t b = 0; b < o->buckets.size(); ++b) {
+    o->arrived[b] = 0;
+    o->reduced[b] = false;
+  }
+  for (const Compiled& c : replicas_) o->replica_grads.push_back(c.store->grads().data<float>());
+  overlap_ = std::move(o);
+  for (int r = 0; r < num_replicas(); ++r) {
+    // Replica 0 is called after every kernel (it starts buckets and lets MPI progress); the
+    // others only after the kernels that finish a bucket.
+    std::vector<uint8_t> after(static_cast<size_t>(kernels) + 1, 0);
+    for (int k = -1; k < kernels; ++k)
+      after[static_cast<size_t>(k + 1)] =
+          r == 0 || overlap_->first[static_cast<size_t>(k + 1)] < overlap_->first[static_cast<size_t>(k + 2)];
+    replicas_[static_cast<size_t>(r)].program->set_kernel_hook(std::move(after),
+                                                               [this, r](int k) { return GradientReadyHook(r, k); });
+  }
+}
+
+Status Model::GradientReadyHook(int r, int k) {
+  Overlap& o = *overlap_;
+  const int R = num_replicas();
+  for (int b = o.first[static_cast<size_t>(k + 1)]; b < o.first[static_cast<size_t>(k + 2)]; ++b) {
+    if (o.arrived[b].fetch_add(1, std::memory_order_acq_rel) + 1 != R) continue;
+    // The last replica here: every replica's gradient for the bucket is final.
+    if (R > 1) {
+      const Overlap::Bucket& bk = o.buckets[static_cast<size_t>(b)];
+      float* out = store_->grads().data<float>();
+      const float scale = 1.0f / static_cast<float>(R);  // as Strategy::ReduceScatter's kMean
+      for (int64_t i = bk.begin; i < bk.end; ++i) {
+        float sum = o.replica_grads[0][i];
+        for (int q = 1; q < R; ++q) sum += o.replica_grads[static_cast<size_t>(q)][i];
+        out[i] = sum * scale;
+      }
+    }
+    o.reduced[b].store(true, std::memory_order_release);
+  }
+  return r == 0 ? StartReadyBuckets() : Status::OK();
+}
+
+Status Model::StartReadyBuckets() {
+  Overlap& o = *overlap_;
+  distribute::Collective* hosts = strategy_->collective();
+  float* g = store_->grads().data<float>();
+  while (o.next_start < o.buckets.size() && o.reduced[o.next_start].load(std::memory_order_acquire)) {
+    const Overlap::Bucket& b = o.buckets[o.next_start];
+    STRATA_RETURN_IF_ERROR(hosts->StartAllReduceSum(g + b.begin, b.end - b.begin));
+    ++o.next_start;
+  }
+  return hosts->Progress();
 }
 
 Status Model::EnsureEvalProgram(int64_t batch) {
@@ -839,8 +965,35 @@ Status Model::GradientPhase(int r, const data::Element& batch, int64_t shard, St
   if (replica_sums_)
     while (replica_sums_->calls[static_cast<size_t>(r)] < replica_sums_->calls_per_step) (void)CrossReplicaSum(r, nullptr, -1);
   strategy_->barrier();
-  // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
   const int64_t num_trainable = store_->num_trainable();
+  if (overlap_) {
+    // 2'. The buckets were averaged in-host and (mostly) started during the backward pass:
+    //     replica 0 starts the rest, waits for all and divides by the worker count.
+    distribute::Collective* hosts = strategy_->collective();
+    if (r == 0) {
+      Overlap& o = *overlap_;
+      Status started = sync.failed ? Status::OK() : StartReadyBuckets();
+      if (started.ok() && !sync.failed && o.next_start != o.buckets.size())
+        started = Internal("model " + name_ + ": gradient bucket " + std::to_string(o.next_start) + " of " +
+                           std::to_string(o.buckets.size()) + " was not reduced by every replica");
+      Status waited = hosts->WaitAll();  // what was started is always finished
+      sync.cross_host = started.ok() ? waited : started;
+      if (!sync.cross_host.ok()) sync.failed = true;
+      if (!sync.failed) {
+        const float workers = static_cast<float>(strategy_->num_workers());
+        float* g = store_->grads().data<float>();
+        for (int64_t i = 0; i < num_trainable; ++i) g[i] /= workers;
+      }
+      for (size_t b = 0; b < o.buckets.size(); ++b) {
+        o.arrived[b].store(0, std::memory_order_relaxed);
+        o.reduced[b].store(false, std::memory_order_relaxed);
+      }
+      o.next_start = 0;
+    }
+    strategy_->barrier();
+    return s;
+  }
+  // 2. Reduce-scatter the gradients: replica r averages slice r over the local replicas...
   if (!sync.failed && R > 1) {
     std::vector<const float*> grads;
     for (auto& rep : replicas_) grads.push_back(rep.store->grads().data<float>());

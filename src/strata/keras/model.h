@@ -228,6 +228,15 @@ class Model {
   // and only keeps the others company at the barriers.
   struct ReplicaSums;
   Status CrossReplicaSum(int replica, double* data, int64_t n);
+  // The cross-host all-reduce overlapped with the backward pass (several workers; off with
+  // STRATA_ALLREDUCE_OVERLAP=0): the gradient block cut into buckets in the order the backward
+  // pass finishes them; each replica program's kernel hook counts the replicas past a bucket,
+  // the last one reduces it in-host and replica 0 starts its MPI all-reduce.
+  struct Overlap;
+  void SetUpOverlap();
+  Status GradientReadyHook(int replica, int kernel);
+  // Replica 0: starts the all-reduce of every in-host-reduced bucket not yet started, in order.
+  Status StartReadyBuckets();
   // Replica r's share of the optimizer update: slice r of the (reduced) gradient block.
   void ApplyUpdateSlice(int replica, float lr);
   Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
@@ -264,6 +273,7 @@ class Model {
   std::vector<std::pair<int64_t, int64_t>> clip_groups_;
   std::vector<double> clip_partials_;
   std::unique_ptr<ReplicaSums> replica_sums_;  // null: no synchronized batch norm to serve
+  std::unique_ptr<Overlap> overlap_;           // null: the all-reduce follows the whole backward pass
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;
   Compiled eval_;

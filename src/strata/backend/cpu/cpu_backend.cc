@@ -8,6 +8,7 @@
 // by libdnnl; omp_set_num_threads is looked up there rather than linked.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -130,6 +131,17 @@ class CpuProgram : public Program {
         infos_.push_back(k.info);
       }
       kernels_ = std::move(p.kernels());
+      // A gradient is final after the last kernel that touches its (pinned) buffer.
+      const char* grads = static_cast<const char*>(vars_->grads().raw_data());
+      const char* grads_end = grads + vars_->grads().nbytes();
+      for (const Buffer& b : bufs) {
+        if (b.external == nullptr || b.external < grads || b.external >= grads_end) continue;
+        const int64_t begin = (b.external - grads) / 4;
+        gradient_ready_.push_back({begin, begin + b.bytes / 4, b.last});
+      }
+      std::sort(gradient_ready_.begin(), gradient_ready_.end(), [](const GradientReady& a, const GradientReady& b) {
+        return a.kernel != b.kernel ? a.kernel < b.kernel : a.begin < b.begin;
+      });
       return Status::OK();
     });
   }
@@ -138,7 +150,10 @@ class CpuProgram : public Program {
   void set_step(uint64_t step) override { step_ = step; }
   Status Run() override {
     SetOmpThreads(threads_);
-    for (Kernel& k : kernels_) {
+    const bool hooked = hook_ && hook_after_.size() == kernels_.size() + 1;
+    if (hooked && hook_after_[0]) STRATA_RETURN_IF_ERROR(hook_(-1));
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      Kernel& k = kernels_[i];
       const int64_t t0 = trace_ ? NowNanos() : 0;
       if (k.prim) {
         const dnnl_status_t st = dnnl_primitive_execute(k.prim->get(), stream_.get(),
@@ -151,6 +166,10 @@ class CpuProgram : public Program {
       if (trace_)
         std::fprintf(stderr, "strata_trace,%s,%s,%s,%s,%.1f us\n", k.info.op.c_str(), k.info.name.c_str(),
                      k.info.impl.c_str(), k.info.shapes.c_str(), static_cast<double>(NowNanos() - t0) * 1e-3);
+      if (hooked && hook_after_[i + 1]) {
+        stream_.wait();  // the kernel's writes are done before anyone reads them
+        STRATA_RETURN_IF_ERROR(hook_(static_cast<int>(i)));
+      }
     }
     stream_.wait();
     ++step_;
@@ -170,6 +189,7 @@ class CpuProgram : public Program {
   VariableStore& variables() override { return *vars_; }
   std::shared_ptr<VariableStore> shared_variables() override { return vars_; }
   const std::vector<KernelInfo>& kernels() const override { return infos_; }
+  const std::vector<GradientReady>& gradient_ready() const override { return gradient_ready_; }
   int64_t arena_bytes() const override { return arena_bytes_; }
   int64_t total_bytes() const override {
     int64_t t = static_cast<int64_t>(arena_.nbytes() + scratch_.nbytes());
@@ -187,6 +207,7 @@ class CpuProgram : public Program {
   dnnl::stream stream_;
   std::vector<Kernel> kernels_;
   std::vector<KernelInfo> infos_;
+  std::vector<GradientReady> gradient_ready_;
   std::map<int, Tensor> inputs_;
   std::map<std::pair<int, int>, Tensor> fetches_;
   std::map<std::pair<int, int>, Tensor> grad_views_;

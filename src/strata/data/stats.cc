@@ -22,11 +22,14 @@ StageStatsSnapshot StageStatsSnapshot::Of(const StageStats& s) {
   return r;
 }
 
+// "MB/s/str": bytes over busy seconds. Busy time is summed over a stage's threads, so for a
+// file source (the "tfrecord" stage that every file of an interleave shares) it is the rate of
+// one stream while it reads: local or remote (docs/remote.md).
 std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, double wall_seconds) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-9s %-16s %10s %10s %9s %9s %9s %9s %9s %7s %5s\n", "path", "stage", "elements",
-                "elem/s", "MB", "busy s", "wait-up s", "wait-dn s", "us/elem", "buffer", "par");
+  std::snprintf(line, sizeof line, "%-9s %-16s %10s %10s %9s %9s %9s %9s %9s %9s %7s %5s\n", "path", "stage", "elements",
+                "elem/s", "MB", "MB/s/str", "busy s", "wait-up s", "wait-dn s", "us/elem", "buffer", "par");
   out += line;
   for (const auto& s : stages) {
     char buf[32];
@@ -40,10 +43,12 @@ std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, doub
       std::snprintf(par, sizeof par, "%lld%s", static_cast<long long>(s.parallelism), s.autotuned ? "*" : "");
     else
       std::snprintf(par, sizeof par, "-");
-    std::snprintf(line, sizeof line, "%-9s %-16s %10lld %10.0f %9.1f %9.2f %9.2f %9.2f %9.2f %7s %5s\n", s.path.c_str(),
-                  s.name.c_str(), static_cast<long long>(s.elements),
+    std::snprintf(line, sizeof line, "%-9s %-16s %10lld %10.0f %9.1f %9.1f %9.2f %9.2f %9.2f %9.2f %7s %5s\n",
+                  s.path.c_str(), s.name.c_str(), static_cast<long long>(s.elements),
                   wall_seconds > 0 ? static_cast<double>(s.elements) / wall_seconds : 0.0,
-                  static_cast<double>(s.bytes) / 1e6, static_cast<double>(s.busy_ns) * 1e-9,
+                  static_cast<double>(s.bytes) / 1e6,
+                  s.busy_ns > 0 ? static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns) : 0.0,
+                  static_cast<double>(s.busy_ns) * 1e-9,
                   static_cast<double>(s.blocked_upstream_ns) * 1e-9, static_cast<double>(s.blocked_downstream_ns) * 1e-9,
                   s.busy_ns_per_element() * 1e-3, buf, par);
     out += line;

@@ -119,6 +119,7 @@ InputPipelineReport AnalyzeInputPipeline(const RunTotals& t, const std::vector<S
     ss.blocked_upstream_seconds = static_cast<double>(s.blocked_upstream_ns) * 1e-9;
     ss.blocked_downstream_seconds = static_cast<double>(s.blocked_downstream_ns) * 1e-9;
     ss.parallelism = s.parallelism;
+    if (s.busy_ns > 0) ss.stream_mb_per_second = static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns);
     if (root_elements > 0)
       ss.ms_per_root_element = static_cast<double>(s.busy_ns) * 1e-6 / root_elements /
                                static_cast<double>(std::max<int64_t>(s.parallelism, 1));
@@ -169,7 +170,8 @@ json ReportJson(const InputPipelineReport& r) {
                       {"blocked_downstream_seconds", s.blocked_downstream_seconds},
                       {"parallelism", s.parallelism},
                       {"ms_per_root_element", s.ms_per_root_element},
-                      {"share_pct", s.share_pct}});
+                      {"share_pct", s.share_pct},
+                      {"stream_mb_per_second", s.stream_mb_per_second}});
   return {{"seconds", r.seconds},
           {"replicas", r.replicas},
           {"steps", r.steps},
@@ -211,13 +213,14 @@ std::string FormatReportText(const InputPipelineReport& r) {
   }
   o += "  suggestion " + r.suggestion + "\n";
   if (!r.stages.empty()) {
-    std::snprintf(line, sizeof(line), "  %-8s %-20s %10s %9s %5s %12s %7s\n", "path", "stage", "elements", "busy s", "par",
-                  "ms/element", "share");
+    std::snprintf(line, sizeof(line), "  %-8s %-20s %10s %9s %5s %12s %7s %9s\n", "path", "stage", "elements", "busy s",
+                  "par", "ms/element", "share", "MB/s/str");
     o += line;
     for (const auto& s : r.stages) {
-      std::snprintf(line, sizeof(line), "  %-8.8s %-20.20s %10lld %9.2f %5lld %12.3f %6.1f%%\n", s.path.c_str(),
+      std::snprintf(line, sizeof(line), "  %-8.8s %-20.20s %10lld %9.2f %5lld %12.3f %6.1f%% %9.1f\n", s.path.c_str(),
                     s.name.c_str(), static_cast<long long>(s.elements), s.busy_seconds,
-                    static_cast<long long>(s.parallelism), s.ms_per_root_element, s.share_pct);
+                    static_cast<long long>(s.parallelism), s.ms_per_root_element, s.share_pct,
+                    s.stream_mb_per_second);
       o += line;
     }
   }

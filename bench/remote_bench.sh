@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Remote vs local read speed of one TFRecordDataset pipeline (BENCHMARKS.md, "Remote data").
+#
+#   bench/remote_bench.sh [BUILD_DIR]     (default: build; needs BUILD_DIR/bench/remote_bench, nginx)
+#
+# Writes 16 TFRecord files of ~50 MB into /tmp/strata-remote-bench (kept for the next run;
+# never in the repository), serves them with nginx on a loopback port (keep-alive,
+# sendfile), warms the page cache, then reads them, best of 3 runs each:
+#   local  16 files, num_parallel_reads=16      http  the same 16 files as http:// URLs
+#   local  one file alone, num_parallel_reads=1 http  that file alone over one stream
+set -euo pipefail
+build=${1:-build}
+bin=$build/bench/remote_bench
+work=${STRATA_REMOTE_BENCH_DIR:-/tmp/strata-remote-bench}
+files=16
+mb=50
+[ -x "$bin" ] || { echo "remote_bench: $bin not built (cmake --build $build --target remote_bench)" >&2; exit 1; }
+command -v nginx >/dev/null || PATH=$PATH:/usr/sbin
+command -v nginx >/dev/null || { echo "remote_bench: nginx missing (scripts/deps.sh installs nginx-light)" >&2; exit 1; }
+mkdir -p "$work/data" "$work/tmp"
+chmod 755 "$work" "$work/data"
+last=$(printf '%s/data/train-%05d-of-%05d.tfrecord' "$work" $((files - 1)) "$files")
+[ -f "$last" ] || "$bin" make "$work/data" "$files" "$mb"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$work/nginx.conf" <<CONF
+daemon off;
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/tmp;
+  keepalive_timeout 60s;
+  keepalive_requests 100000;
+  sendfile on;
+  tcp_nopush on;
+  default_type application/octet-stream;
+  server { listen 127.0.0.1:$port; root $work/data; }
+}
+CONF
+nginx -e "$work/error.log" -p "$work" -c "$work/nginx.conf" &
+nginx_pid=$!
+trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+
+cat "$work"/data/*.tfrecord > /dev/null  # page cache: both sides read from memory
+local_files=("$work"/data/*.tfrecord)
+urls=()
+for f in "${local_files[@]}"; do urls+=("http://127.0.0.1:$port/$(basename "$f")"); done
+
+best() {  # best-of-3 MB/s of `remote_bench read ARGS...`; the last run's stage table to stderr
+  local top=0 out
+  for _ in 1 2 3; do
+    out=$("$bin" read "$@")
+    local r
+    r=$(head -1 <<<"$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["mb_per_s"])')
+    top=$(python3 -c "print(max($top, $r))")
+  done
+  tail -n +2 <<<"$out" >&2
+  echo "$top"
+}
+
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); block ${STRATA_IO_BLOCK_BYTES:-8388608} B, read-ahead ${STRATA_IO_READAHEAD_BLOCKS:-2}"
+l16=$(best 16 "${local_files[@]}")
+h16=$(best 16 "${urls[@]}")
+l1=$(best 1 "${local_files[0]}")
+h1=$(best 1 "${urls[0]}")
+python3 - "$l16" "$h16" "$l1" "$h1" "$files" "$mb" <<'PY'
+import sys
+l16, h16, l1, h1 = map(float, sys.argv[1:5])
+files, mb = sys.argv[5:7]
+print(f"| read | local page cache MB/s | HTTP (nginx, loopback) MB/s | HTTP / local |")
+print(f"| --- | ---: | ---: | ---: |")
+print(f"| {files} files x {mb} MB, num_parallel_reads={files} | {l16:.0f} | {h16:.0f} | {100*h16/l16:.0f} % |")
+print(f"| one file, one stream | {l1:.0f} | {h1:.0f} | {100*h1/l1:.0f} % |")
+PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

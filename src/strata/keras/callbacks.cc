@@ -300,15 +300,25 @@ BackupAndRestore::BackupAndRestore(std::string dir, Options o) : dir_(std::move(
 
 std::string BackupAndRestore::path() const { return dir_ + "/backup.ckpt"; }
 
-Status BackupAndRestore::OnTrainBegin(const TrainInfo&) {
+Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return IOError("BackupAndRestore: cannot create " + dir_ + ": " + ec.message());
-  if (!std::filesystem::exists(path())) return Status::OK();
-  return model()->RestoreBackup(path());
+  const bool exists = std::filesystem::exists(path());
+  // Several workers restore from the chief's backup: all of them must see it.
+  if (distribute::Strategy* s = model()->strategy(); s && s->num_workers() > 1)
+    STRATA_RETURN_IF_ERROR(s->CheckWorkersAgree("BackupAndRestore in " + dir_ + " (a directory every worker must share)",
+                                                exists ? "a backup" : "no backup"));
+  if (!exists) return Status::OK();
+  STRATA_RETURN_IF_ERROR(model()->RestoreBackup(path()));
+  if (info.verbose > 0)
+    std::printf("BackupAndRestore: resuming from %s at epoch %d, global step %lld\n", path().c_str(),
+                model()->current_epoch() + 1, static_cast<long long>(model()->global_step()));
+  return Status::OK();
 }
 
 Status BackupAndRestore::Save(int64_t next_epoch, int64_t step_in_epoch) {
+  // Every worker takes part (its input position goes into the backup); the chief writes it.
   return model()->SaveBackup(path(), next_epoch, step_in_epoch);
 }
 
@@ -320,7 +330,8 @@ Status BackupAndRestore::OnTrainBatchEnd(int64_t batch, const Logs&) {
 Status BackupAndRestore::OnEpochEnd(int epoch, Logs&) { return Save(epoch + 1, 0); }
 
 Status BackupAndRestore::OnTrainEnd(const Logs&) {
-  if (o_.delete_checkpoint) {  // only reached when fit() completes
+  distribute::Strategy* s = model()->strategy();
+  if (o_.delete_checkpoint && (!s || s->worker_index() == 0)) {  // only reached when fit() completes; the chief's file
     std::error_code ec;
     std::filesystem::remove(path(), ec);
   }

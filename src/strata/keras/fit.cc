@@ -266,6 +266,9 @@ Status Model::RestoreBackup(const std::string& path) {
                                   ", step " + std::to_string(st.step_in_epoch) + ", weights crc32c " + digest));
     STRATA_ASSIGN_OR_RETURN(st.iterator_state,
                             WorkerState(path, st.iterator_state, strategy_->worker_index(), strategy_->num_workers()));
+  } else if (std::string_view(st.iterator_state).substr(0, kWorkerStates.size()) == kWorkerStates) {
+    // Several workers' positions, one worker now: refused with both counts (WorkerState says).
+    STRATA_RETURN_IF_ERROR(WorkerState(path, st.iterator_state, 0, 1).status());
   }
   for (size_t r = 1; r < replicas_.size(); ++r)
     std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());

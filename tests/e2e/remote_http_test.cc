@@ -198,6 +198,16 @@ TEST_F(RemoteFaults, RetryBudgetSpentIsAClearErrorNamingUrlAndStatus) {
   EXPECT_NE(m.find("gave up after 3 attempts"), std::string::npos) << m;
 }
 
+TEST_F(RemoteFaults, AServerThatIgnoresRangeStillGivesEveryRecordOnce) {
+  FakeServer server;
+  ASSERT_TRUE(server.Start(root_.path, {"--no-range"})) << server.error;
+  const int64_t requests0 = io::Counters().requests.load();
+  auto remote = ReadAll(server.url() + "/" + name_);
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  EXPECT_EQ(*remote, local_);
+  EXPECT_EQ(io::Counters().requests.load() - requests0, 1);  // the whole body once, kept as one block
+}
+
 TEST_F(RemoteFaults, HttpHasNoListingButANamedUrlPassesThroughListFiles) {
   FakeServer server;
   ASSERT_TRUE(server.Start(root_.path, {})) << server.error;

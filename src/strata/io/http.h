@@ -53,11 +53,16 @@ struct HttpRequest {
   // When range_length > 0: "Range: bytes=range_begin-(range_begin+range_length-1)".
   uint64_t range_begin = 0;
   uint64_t range_length = 0;
+  // When set, the body goes straight here (no copy, no allocation) while it fits;
+  // HttpResponse::sink_bytes says how much. A longer body goes to `body` instead.
+  char* sink = nullptr;
+  size_t sink_capacity = 0;
 };
 
 struct HttpResponse {
   long status = 0;
   std::string body;
+  size_t sink_bytes = 0;  // body bytes written to HttpRequest::sink (then `body` is empty)
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   // The value of header `name` (lower case), or "" when absent.
   std::string Header(std::string_view name) const;

@@ -7,6 +7,7 @@ HTTP reference and s3rver the S3 one (tests/e2e/remote_*_test.cc).
   --root DIR            serve DIR's files: GET/HEAD with Range (206 + Content-Range), keep-alive
   --fail-503 N          answer the first N GETs with 503 Service Unavailable
   --drop-mid-body N     for the first N GETs send the headers and half the body, then close
+  --no-range            ignore Range headers: 200 and the whole file (servers that do)
   --gcs BUCKET          also answer GET /storage/v1/b/BUCKET/o?prefix=&pageToken= (JSON, two
                         items a page, so paging is exercised) and GET /BUCKET/OBJECT (media)
   --token T             with --gcs: require "Authorization: Bearer T" (401 otherwise)
@@ -65,7 +66,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_plain(404, b"Not Found: " + path.encode())
         size = os.path.getsize(full)
         begin, end, status = 0, size - 1, 200
-        rng = self.headers.get("Range")
+        rng = None if args.no_range else self.headers.get("Range")
         if rng and rng.startswith("bytes="):
             a, _, b = rng[6:].partition("-")
             begin = int(a)
@@ -120,6 +121,7 @@ def main():
     p.add_argument("--root", required=True)
     p.add_argument("--fail-503", type=int, default=0)
     p.add_argument("--drop-mid-body", type=int, default=0)
+    p.add_argument("--no-range", action="store_true")
     p.add_argument("--gcs", default="")
     p.add_argument("--token", default="")
     p.add_argument("--port-file", required=True)

@@ -46,8 +46,9 @@ class HandlePool {
     }
     return curl_easy_init();
   }
+  // No curl_easy_reset: it would also drop the handle's 512 KiB receive buffer (a fresh
+  // allocation, page-faulted, per request). Perform sets every option each time instead.
   void Release(CURL* h) {
-    curl_easy_reset(h);  // options only: the connection cache survives a reset
     std::lock_guard<std::mutex> l(mu_);
     free_.push_back(h);
   }
@@ -140,12 +141,12 @@ CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout_s));
   curl_easy_setopt(h, CURLOPT_USERAGENT, "strata/" STRATA_VERSION);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  if (req.method == "HEAD") curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(h, CURLOPT_NOBODY, req.method == "HEAD" ? 1L : 0L);
+  if (req.method != "HEAD") curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   std::string range;
-  if (req.range_length > 0) {
+  if (req.range_length > 0)
     range = std::to_string(req.range_begin) + "-" + std::to_string(req.range_begin + req.range_length - 1);
-    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
-  }
+  curl_easy_setopt(h, CURLOPT_RANGE, range.empty() ? nullptr : range.c_str());
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -155,6 +156,7 @@ CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   const CURLcode code = curl_easy_perform(h);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response->status);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);  // the list is freed next
   curl_slist_free_all(headers);
   HandlePool::Get().Release(h);
   return code;

@@ -24,7 +24,8 @@ StageStatsSnapshot StageStatsSnapshot::Of(const StageStats& s) {
 
 // "MB/s/str": bytes over busy seconds. Busy time is summed over a stage's threads, so for a
 // file source (the "tfrecord" stage that every file of an interleave shares) it is the rate of
-// one stream while it reads: local or remote (docs/remote.md).
+// one stream while it reads: local or remote (docs/remote.md). Sources only (no input stage):
+// for a stage that passes its input's elements on, bytes per busy second means nothing.
 std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, double wall_seconds) {
   std::string out;
   char line[256];
@@ -47,7 +48,7 @@ std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, doub
                   s.path.c_str(), s.name.c_str(), static_cast<long long>(s.elements),
                   wall_seconds > 0 ? static_cast<double>(s.elements) / wall_seconds : 0.0,
                   static_cast<double>(s.bytes) / 1e6,
-                  s.busy_ns > 0 ? static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns) : 0.0,
+                  s.inputs == 0 && s.busy_ns > 0 ? static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns) : 0.0,
                   static_cast<double>(s.busy_ns) * 1e-9,
                   static_cast<double>(s.blocked_upstream_ns) * 1e-9, static_cast<double>(s.blocked_downstream_ns) * 1e-9,
                   s.busy_ns_per_element() * 1e-3, buf, par);

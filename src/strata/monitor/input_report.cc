@@ -119,7 +119,8 @@ InputPipelineReport AnalyzeInputPipeline(const RunTotals& t, const std::vector<S
     ss.blocked_upstream_seconds = static_cast<double>(s.blocked_upstream_ns) * 1e-9;
     ss.blocked_downstream_seconds = static_cast<double>(s.blocked_downstream_ns) * 1e-9;
     ss.parallelism = s.parallelism;
-    if (s.busy_ns > 0) ss.stream_mb_per_second = static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns);
+    if (s.name == "tfrecord" && s.busy_ns > 0)  // the file readers: one thread per open file (stream)
+      ss.stream_mb_per_second = static_cast<double>(s.bytes) * 1e3 / static_cast<double>(s.busy_ns);
     if (root_elements > 0)
       ss.ms_per_root_element = static_cast<double>(s.busy_ns) * 1e-6 / root_elements /
                                static_cast<double>(std::max<int64_t>(s.parallelism, 1));

@@ -31,8 +31,8 @@ struct StageSummary {
   double ms_per_root_element = 0;
   // That cost as a share of the sum over stages (how the pipeline's work divides).
   double share_pct = 0;
-  // bytes / busy seconds: for a file source, the MB/s one stream delivers while it reads
-  // (busy time is summed over the stage's threads, one per open file); remote reads show here.
+  // File readers ("tfrecord") only: bytes / busy seconds, the MB/s one stream delivers while it
+  // reads (busy time is summed over the stage's threads, one per open file); 0 for other stages.
   double stream_mb_per_second = 0;
 };
 

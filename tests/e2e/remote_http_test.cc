@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <set>
+#include <thread>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -206,6 +208,35 @@ TEST_F(RemoteFaults, AServerThatIgnoresRangeStillGivesEveryRecordOnce) {
   ASSERT_TRUE(remote.ok()) << remote.status().ToString();
   EXPECT_EQ(*remote, local_);
   EXPECT_EQ(io::Counters().requests.load() - requests0, 1);  // the whole body once, kept as one block
+}
+
+TEST_F(RemoteFaults, ThreadsReadingOneFileAtRandomOffsetsGetTheLocalBytes) {
+  FakeServer server;
+  ASSERT_TRUE(server.Start(root_.path, {})) << server.error;
+  const std::string local_path = root_.path + "/" + name_;
+  auto local = OpenRandomAccessFile(local_path);
+  auto remote = io::OpenFile(server.url() + "/" + name_);
+  ASSERT_TRUE(local.ok() && remote.ok()) << remote.status().ToString();
+  const uint64_t size = *(*local)->Size();
+  ASSERT_EQ(*(*remote)->Size(), size);
+  // Four threads, each seeking around its own part of the file and evicting the others'
+  // read-ahead blocks (64 KiB blocks): every read returns exactly the local bytes.
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::string a(100000, '\0'), b(100000, '\0');
+      for (int i = 0; i < 60; ++i) {
+        const uint64_t off = rng() % size;
+        const size_t n = 1 + rng() % a.size();
+        auto x = (*local)->Read(off, n, a.data());
+        auto y = (*remote)->Read(off, n, b.data());
+        if (!x.ok() || !y.ok() || *x != *y || a.compare(0, *x, b, 0, *y) != 0) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST_F(RemoteFaults, HttpHasNoListingButANamedUrlPassesThroughListFiles) {

@@ -394,8 +394,9 @@ class HttpFile : public RandomAccessFile {
       bool queued = false;
       for (uint64_t i = first; i <= ahead; ++i) {
         if (blocks_.count(i)) continue;
-        blocks_[i] = std::make_shared<Block>();
-        queue_.push_back(i);
+        auto b = std::make_shared<Block>();
+        blocks_[i] = b;
+        queue_.emplace_back(i, std::move(b));
         queued = true;
       }
       if (queued) {
@@ -444,11 +445,11 @@ class HttpFile : public RandomAccessFile {
     while (true) {
       cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      const uint64_t index = queue_.front();
+      auto [index, b] = std::move(queue_.front());
       queue_.pop_front();
-      auto it = blocks_.find(index);
-      if (it == blocks_.end() || it->second->ready) continue;  // forgotten after a seek
-      std::shared_ptr<Block> b = it->second;
+      // Dropped from the window (a seek) and awaited by no reader: not worth fetching. A
+      // reader on another thread may still wait for it, holding a reference: then fetch.
+      if (b->ready || b.use_count() == 1) continue;
       l.unlock();
       Status s = FetchBlock(index, b.get());
       l.lock();
@@ -489,7 +490,7 @@ class HttpFile : public RandomAccessFile {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   mutable std::map<uint64_t, std::shared_ptr<Block>> blocks_;
-  mutable std::deque<uint64_t> queue_;
+  mutable std::deque<std::pair<uint64_t, std::shared_ptr<Block>>> queue_;
   mutable std::thread worker_;
   mutable std::atomic<bool> stop_{false};
 };

@@ -657,6 +657,9 @@ void Model::SetUpOverlap() {
       if (last && last->begin == end && last->end - begin <= cap) {
         last->begin = begin;  // grows down the block, as the backward pass goes
         last->kernel = std::max(last->kernel, g.kernel);
+      } else if (last && last->end == begin && end - last->begin <= cap) {
+        last->end = end;  // a layer's bias finished after its kernel: just above
+        last->kernel = std::max(last->kernel, g.kernel);
       } else {
         o->buckets.push_back({begin, end, g.kernel});
       }

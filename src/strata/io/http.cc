@@ -181,6 +181,7 @@ HttpOptions HttpOptions::FromEnv() {
   HttpOptions o;
   o.block_bytes = static_cast<size_t>(std::max<int64_t>(EnvInt("STRATA_IO_BLOCK_BYTES", o.block_bytes), 4096));
   o.readahead_blocks = static_cast<int>(EnvInt("STRATA_IO_READAHEAD_BLOCKS", o.readahead_blocks));
+  o.fetch_threads = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_FETCH_THREADS", o.fetch_threads), 1));
   o.max_retries = static_cast<int>(EnvInt("STRATA_IO_MAX_RETRIES", o.max_retries));
   o.backoff_initial_ms = static_cast<int>(EnvInt("STRATA_IO_BACKOFF_MS", o.backoff_initial_ms));
   o.connect_timeout_s = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_CONNECT_TIMEOUT_S", o.connect_timeout_s), 1));
@@ -334,7 +335,7 @@ class HttpFile : public RandomAccessFile {
       stop_ = true;
     }
     cv_.notify_all();
-    if (worker_.joinable()) worker_.join();
+    for (auto& w : workers_) w.join();
   }
 
   // Fetches block 0, learning the size from Content-Range (or the whole body when the
@@ -400,7 +401,9 @@ class HttpFile : public RandomAccessFile {
         queued = true;
       }
       if (queued) {
-        if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
+        // No more fetchers than blocks left to fetch (block 0 came with Init).
+        const uint64_t want_workers = std::min<uint64_t>(static_cast<uint64_t>(std::max(o_.fetch_threads, 1)), nblocks - 1);
+        while (workers_.size() < want_workers) workers_.emplace_back([this] { Work(); });
         cv_.notify_all();
       }
       for (uint64_t i = first; i <= last; ++i) want.push_back(blocks_[i]);
@@ -439,7 +442,8 @@ class HttpFile : public RandomAccessFile {
     }
   };
 
-  // The background fetcher: blocks in the order the reader asked for them.
+  // A background fetcher: blocks in the order the reader asked for them. With several, the
+  // next blocks are in flight at once over separate connections.
   void Work() const {
     std::unique_lock<std::mutex> l(mu_);
     while (true) {
@@ -491,7 +495,7 @@ class HttpFile : public RandomAccessFile {
   mutable std::condition_variable cv_;
   mutable std::map<uint64_t, std::shared_ptr<Block>> blocks_;
   mutable std::deque<std::pair<uint64_t, std::shared_ptr<Block>>> queue_;
-  mutable std::thread worker_;
+  mutable std::vector<std::thread> workers_;  // fetch_threads, each with its own connection
   mutable std::atomic<bool> stop_{false};
 };
 

@@ -3,7 +3,7 @@
 //
 // Connections: easy handles live in a process-wide pool; a handle keeps its connection
 // cache, so the next request to the same host reuses the open (keep-alive) connection.
-// Each open file has one background thread that fetches the blocks ahead of the reader
+// Each open file has background threads (fetch_threads) that fetch the blocks ahead of the reader
 // (block k+1..k+readahead while the reader consumes block k); a reader waiting for a block
 // waits on its own file only, never on the other streams of the pipeline.
 //
@@ -34,6 +34,9 @@ struct HttpOptions {
   // Blocks fetched ahead of the reader by the file's background thread (memory per open
   // file is about (1 + readahead) x block_bytes).
   int readahead_blocks = 2;  // STRATA_IO_READAHEAD_BLOCKS
+  // Background threads per open file fetching those blocks, each over its own connection:
+  // one TCP stream is slower than the disk behind an object store, two overlap.
+  int fetch_threads = 2;  // STRATA_IO_FETCH_THREADS
   // Retries of one request after the first attempt (5xx, 429, resets, short bodies, stalls).
   int max_retries = 5;  // STRATA_IO_MAX_RETRIES
   // Wait before the first retry; doubles per retry, capped at 5 s.

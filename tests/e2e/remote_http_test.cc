@@ -24,21 +24,10 @@ namespace {
 
 using testing::FakeServer;
 using testing::Nginx;
+using testing::RealRecordFiles;
 using testing::ScopedEnv;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-// The TensorFlow-written files of testdata/real (the deliberately corrupt one left out).
-std::vector<std::string> RealRecordFiles() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(std::string(STRATA_TESTDATA) + "/real")) {
-    const std::string n = e.path().filename().string();
-    if (n.ends_with(".md") || n.starts_with("CORRUPT")) continue;
-    names.push_back(n);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // Copies the real files into a served folder.
 void CopyReal(const std::string& root) {

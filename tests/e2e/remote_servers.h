@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -231,5 +232,18 @@ class ScopedEnv {
   std::string old_;
   bool had_ = false;
 };
+
+// The TensorFlow-written files of testdata/real (the deliberately corrupt one left out),
+// by name. STRATA_TESTDATA is the test targets' compile definition.
+inline std::vector<std::string> RealRecordFiles() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(std::string(STRATA_TESTDATA) + "/real")) {
+    const std::string n = e.path().filename().string();
+    if (n.ends_with(".md") || n.starts_with("CORRUPT")) continue;
+    names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 }  // namespace strata::testing

@@ -19,20 +19,10 @@ namespace {
 
 using testing::Child;
 using testing::FakeServer;
+using testing::RealRecordFiles;
 using testing::ScopedEnv;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-std::vector<std::string> RealRecordFiles() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(std::string(STRATA_TESTDATA) + "/real")) {
-    const std::string n = e.path().filename().string();
-    if (n.ends_with(".md") || n.starts_with("CORRUPT")) continue;
-    names.push_back(n);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 Result<std::vector<std::string>> ReadAll(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));

@@ -55,6 +55,8 @@ Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions o) {
 
   Dataset ds = TFRecordDataset(files, {.num_parallel_reads = o.num_parallel_reads, .cycle_length = o.files_open})
                    .with_options({.deterministic = o.deterministic, .autotune = o.autotune});
+  if (o.repeat) ds = ds.repeat();
+  if (o.shuffle_buffer > 0) ds = ds.shuffle(o.shuffle_buffer, {.seed = MixSeed(seed, 4)});
   // Parse and decode in one parallel stage: one hand-off per element instead of two.
   MapRngFn decode = DecodeFn(shared, o.label_key, "flowers");
   const std::string id_key = o.id_key;
@@ -70,8 +72,6 @@ Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions o) {
         return out;
       },
       {.num_parallel_calls = o.num_parallel_calls, .seed = MixSeed(seed, 3)});
-  if (o.repeat) ds = ds.repeat();
-  if (o.shuffle_buffer > 0) ds = ds.shuffle(o.shuffle_buffer, {.seed = MixSeed(seed, 4)});
   const int64_t global_batch = o.batch_size * o.replicas;
   // Ids differ in length from file to file: zero-padded to the longest of the batch.
   ds = id_key.empty() ? ds.batch(global_batch, {.drop_remainder = o.drop_remainder})

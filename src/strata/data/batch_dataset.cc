@@ -8,6 +8,7 @@
 // State: the input's (a batch is assembled within one GetNext).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -79,7 +80,13 @@ class BatchIterator : public StageIterator {
                std::equal(t.shape().dims().begin() + 1, t.shape().dims().end(), e_[c].shape().dims().begin(),
                           e_[c].shape().dims().end());
       }
-      if (fits) return std::exchange(b, Element{});
+      if (fits) {
+        // The consumer's last reads of this batch happen before it drops its reference (a
+        // release decrement); use_count() is a relaxed load, so an acquire fence is needed
+        // before the buffer is written again.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return std::exchange(b, Element{});
+      }
     }
     return Element{};
   }

@@ -24,6 +24,7 @@ namespace {
 
 using testing::FakeServer;
 using testing::Nginx;
+using testing::ReadAll;
 using testing::RealRecordFiles;
 using testing::ScopedEnv;
 using testing::TempDir;
@@ -34,16 +35,6 @@ void CopyReal(const std::string& root) {
   for (const auto& n : RealRecordFiles()) fs::copy_file(std::string(STRATA_TESTDATA) + "/real/" + n, root + "/" + n);
   fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                             fs::perms::others_read | fs::perms::others_exec);
-}
-
-Result<std::vector<std::string>> ReadAll(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
-  std::vector<std::string> out;
-  std::string rec;
-  Status s;
-  while ((s = r->ReadRecord(&rec)).ok()) out.push_back(rec);
-  if (!s.IsOutOfRange()) return s;
-  return out;
 }
 
 TEST(RemoteHttp, NginxServesEveryRealRecordEqualToTheLocalRead) {

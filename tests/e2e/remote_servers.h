@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "strata/core/status.h"
+#include "strata/record/record_reader.h"
+
 namespace strata::testing {
 
 namespace fs = std::filesystem;
@@ -244,6 +247,17 @@ inline std::vector<std::string> RealRecordFiles() {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Every record of a local path or URL, in order; the first error otherwise.
+inline Result<std::vector<std::string>> ReadAll(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  std::vector<std::string> out;
+  std::string rec;
+  Status s;
+  while ((s = r->ReadRecord(&rec)).ok()) out.push_back(rec);
+  if (!s.IsOutOfRange()) return s;
+  return out;
 }
 
 }  // namespace strata::testing

@@ -19,20 +19,11 @@ namespace {
 
 using testing::Child;
 using testing::FakeServer;
+using testing::ReadAll;
 using testing::RealRecordFiles;
 using testing::ScopedEnv;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-Result<std::vector<std::string>> ReadAll(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
-  std::vector<std::string> out;
-  std::string rec;
-  Status s;
-  while ((s = r->ReadRecord(&rec)).ok()) out.push_back(rec);
-  if (!s.IsOutOfRange()) return s;
-  return out;
-}
 
 std::vector<std::string> Names(const data::Dataset& ds) {
   std::vector<std::string> out;

@@ -96,6 +96,11 @@ std::pair<int64_t, int64_t> Strategy::Slice(int64_t n, int replica) const {
 void Strategy::ReduceScatter(const std::vector<const float*>& inputs, float* out, int64_t n, int replica,
                              ReduceOp op) const {
   auto [begin, end] = Slice(n, replica);
+  ReduceRange(inputs, out, begin, end, op);
+}
+
+void Strategy::ReduceRange(const std::vector<const float*>& inputs, float* out, int64_t begin, int64_t end,
+                           ReduceOp op) {
   const float scale = op == ReduceOp::kMean ? 1.0f / static_cast<float>(inputs.size()) : 1.0f;
   for (int64_t i = begin; i < end; ++i) {
     float s = inputs[0][i];

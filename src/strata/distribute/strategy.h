@@ -80,6 +80,10 @@ class Strategy {
   // out[i] = op over r of inputs[r][i] for i in this replica's slice, summed in replica
   // order (deterministic). `out` may alias inputs[0].
   void ReduceScatter(const std::vector<const float*>& inputs, float* out, int64_t n, int replica, ReduceOp op) const;
+  // The same for elements [begin, end): the one summation every in-host gradient reduction
+  // uses, so the overlapped all-reduce's buckets get the reduce-scatter's exact bits.
+  static void ReduceRange(const std::vector<const float*>& inputs, float* out, int64_t begin, int64_t end,
+                          ReduceOp op);
 
   // Across workers: every worker's `mine` must equal worker 0's (model, batch, replicas...),
   // else an error naming the workers that differ and what each has. OK for one worker.

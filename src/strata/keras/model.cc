@@ -700,13 +700,8 @@ Status Model::GradientReadyHook(int r, int k) {
     // The last replica here: every replica's gradient for the bucket is final.
     if (R > 1) {
       const Overlap::Bucket& bk = o.buckets[static_cast<size_t>(b)];
-      float* out = store_->grads().data<float>();
-      const float scale = 1.0f / static_cast<float>(R);  // as Strategy::ReduceScatter's kMean
-      for (int64_t i = bk.begin; i < bk.end; ++i) {
-        float sum = o.replica_grads[0][i];
-        for (int q = 1; q < R; ++q) sum += o.replica_grads[static_cast<size_t>(q)][i];
-        out[i] = sum * scale;
-      }
+      distribute::Strategy::ReduceRange(o.replica_grads, store_->grads().data<float>(), bk.begin, bk.end,
+                                        distribute::ReduceOp::kMean);
     }
     o.reduced[b].store(true, std::memory_order_release);
   }

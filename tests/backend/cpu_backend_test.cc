@@ -60,9 +60,9 @@ void MakeStep(StepSetup& s, int64_t batch, CompileOptions o, float dropout = 0.3
   s.program = std::move(*p);
 }
 
-TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluator) {
+void ExpectStepMatchesReferenceEvaluator(ConvAlgorithm conv_algorithm) {
   StepSetup cpu, ref;
-  MakeStep(cpu, 4, {});
+  MakeStep(cpu, 4, {.conv_algorithm = conv_algorithm});
   MakeStep(ref, 4, {.backend = "reference"});
   SyntheticFashion data(1);
   data.Fill(cpu.program->input(cpu.m.images).data<float>(), cpu.program->input(cpu.m.labels).data<int32_t>(), 4);
@@ -98,6 +98,36 @@ TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluator) {
   ASSERT_TRUE(mm_c.ok() && mm_r.ok());
   EXPECT_NE(mm_c->data<float>()[0], 0.0f);
   EXPECT_NEAR(mm_c->data<float>()[0], mm_r->data<float>()[0], 1e-5);
+}
+
+TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluator) {  // Winograd where it applies
+  ExpectStepMatchesReferenceEvaluator(ConvAlgorithm::kAuto);
+}
+
+TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluatorDirect) {
+  ExpectStepMatchesReferenceEvaluator(ConvAlgorithm::kDirect);
+}
+
+// Which convolutions take Winograd: f32 forward and backward-data with 16-channel blocks;
+// never the 1-channel first layer (padded to 16 it is slower), backward-weights or bf16.
+TEST(CpuBackendTest, WinogradForF32ForwardAndBackwardDataOfBlockedChannels) {
+  for (ConvAlgorithm a : {ConvAlgorithm::kAuto, ConvAlgorithm::kDirect}) {
+    for (Precision precision : {Precision::kF32, Precision::kBF16}) {
+      StepSetup s;
+      MakeStep(s, 8, {.precision = precision, .conv_algorithm = a});
+      int wino = 0;
+      for (const KernelInfo& k : s.program->kernels()) {
+        if (k.impl.find("wino") == std::string::npos) continue;
+        ++wino;
+        EXPECT_TRUE(k.op == "conv_fwd" || k.op == "conv_bwd_data") << k.op << " " << k.name;
+        EXPECT_EQ(k.name.find("conv2d "), std::string::npos) << "the 1-channel first layer: " << k.name;
+      }
+      // conv2d_1..3 forward and backward-data.
+      const bool expect = a == ConvAlgorithm::kAuto && precision == Precision::kF32;
+      EXPECT_EQ(wino, expect ? 6 : 0) << (a == ConvAlgorithm::kAuto ? "auto " : "direct ")
+                                      << (precision == Precision::kF32 ? "f32" : "bf16");
+    }
+  }
 }
 
 double TrainLoss(Precision precision, int steps, float* first) {

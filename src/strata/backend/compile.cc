@@ -58,6 +58,15 @@ Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions o
     STRATA_RETURN_IF_ERROR(vars->CheckCompatible(g));
   }
   if (const char* t = std::getenv("STRATA_TRACE"); t != nullptr && t[0] == '1') options.trace = true;
+  if (const char* a = std::getenv("STRATA_CONV_ALGORITHM"); a != nullptr && *a != 0) {
+    if (std::string(a) == "direct") {
+      options.conv_algorithm = ConvAlgorithm::kDirect;
+    } else if (std::string(a) == "auto") {
+      options.conv_algorithm = ConvAlgorithm::kAuto;
+    } else {
+      return InvalidArgument("STRATA_CONV_ALGORITHM=\"" + std::string(a) + "\": expected auto or direct");
+    }
+  }
   return b->Compile(g, options, std::move(vars));
 }
 

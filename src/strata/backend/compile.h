@@ -36,6 +36,15 @@ enum class Precision : uint8_t {
   kBF16,
 };
 
+// How f32 3x3 stride-1 convolutions are computed. Winograd F(4x4, 3x3) does the same
+// convolution with ~2.25x fewer multiplies (oneDNN's jit_wino_4x3): ~30 % faster forward and
+// backward-data on the reference CNN; its rounding error is ~6e-6 of the output's RMS against
+// ~1e-6 for direct (bf16's own is ~4e-3). Backward-weights stays direct: measured slower.
+enum class ConvAlgorithm : uint8_t {
+  kAuto,    // Winograd for forward and backward-data wherever oneDNN implements it, else direct
+  kDirect,  // direct everywhere (also STRATA_CONV_ALGORITHM=direct)
+};
+
 // The variables of one or more programs: three contiguous f32 blocks with named views.
 // Programs compiled from different graphs (train, eval) share one store when the second is
 // compiled with CompileOptions::variables = first->variables(); names and shapes must match.
@@ -85,6 +94,7 @@ struct CompileOptions {
   std::string backend = "cpu";        // "cpu" (oneDNN); the narrow Backend interface allows more
   bool trace = false;                 // also enabled by STRATA_TRACE=1: one line per kernel run
   bool fuse = true;                   // conv/matmul+bias+act, bn+relu (off: for tests)
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::kAuto;
 };
 
 // One kernel of a compiled program, for the monitor and `strata bench-step`.

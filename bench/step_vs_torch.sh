@@ -7,8 +7,10 @@
 # other, `repeats` times round-robin; the table shows medians of images/s and the ratios to
 # PyTorch at its default malloc and at its best (GLIBC_TUNABLES: no mmap, no trim; the
 # architecture notes' best configuration for PyTorch here). Channels-last is PyTorch's
-# faster layout on CPU and is reported too. Utilization is Strata's counted matrix FLOPs /
-# time / calibrated peak of one core. On a machine shared with other work the wall-clock
+# faster layout on CPU and is reported too. Strata runs its default (Winograd for the f32
+# 3x3 convolutions, docs/engine.md) and, for f32, STRATA_CONV_ALGORITHM=direct as an
+# ablation. Utilization is Strata's counted matrix FLOPs / time / calibrated peak of one
+# core (model FLOPs: with Winograd it is an effective figure). On a machine shared with other work the wall-clock
 # figures understate everyone; images per CPU-second (the process's own CPU time, one
 # thread each) estimate a dedicated core, and the ratios are given for both.
 set -euo pipefail
@@ -32,6 +34,8 @@ for r in $(seq "$REPEATS"); do
   for p in f32 bf16; do
     run strata_$p "$STRATA" bench-step --model reference-cnn --batch 128 --replicas 1 --precision $p \
         --seconds "$SECONDS_PER_RUN" --json
+    [ "$p" = f32 ] && run strata_direct_$p env STRATA_CONV_ALGORITHM=direct "$STRATA" bench-step \
+        --model reference-cnn --batch 128 --replicas 1 --precision $p --seconds "$SECONDS_PER_RUN" --json
     run torch_default_$p "$PY" "$HERE/torch_reference_cnn.py" --precision $p --seconds "$SECONDS_PER_RUN"
     run torch_tuned_$p env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_reference_cnn.py" --precision $p \
         --seconds "$SECONDS_PER_RUN"
@@ -53,16 +57,19 @@ for p in ("f32", "bf16"):
     s_ips = statistics.median(r["images_per_second"] for r in s)
     s_cpu = statistics.median(r["images_per_cpu_second"] for r in s)
     for name, label in (("strata_" + p, "Strata bench-step"),
+                        ("strata_direct_" + p, "Strata, direct convolutions only (ablation)"),
                         ("torch_default_" + p, "PyTorch, default malloc"),
                         ("torch_tuned_" + p, "PyTorch, tuned malloc (best)"),
                         ("torch_tuned_cl_" + p, "PyTorch, tuned malloc, channels-last")):
+        if not os.path.exists(os.path.join(out, name + ".jsonl")):
+            continue  # bf16 has no Winograd, so no direct-only ablation
         rows = load(name)
         ips = statistics.median(r["images_per_second"] for r in rows)
         util = "%.1f %%" % (100 * statistics.median(r["utilization"] for r in rows)) if "utilization" in rows[0] else ""
         rss = statistics.median(r.get("peak_rss_bytes", 0) for r in rows) / 2**20
         cpu = statistics.median(r["images_per_cpu_second"] for r in rows)
-        ratio = "" if name.startswith("strata") else "%.2fx" % (s_ips / ips)
-        ratio_cpu = "" if name.startswith("strata") else "%.2fx" % (s_cpu / cpu)
+        ratio = "" if name == "strata_" + p else "%.2fx" % (s_ips / ips)
+        ratio_cpu = "" if name == "strata_" + p else "%.2fx" % (s_cpu / cpu)
         if name.startswith("strata"):
             util += " (%.1f %% per CPU-s)" % (100 * statistics.median(r["utilization_cpu"] for r in rows))
         print("| %s | %s | %.1f | %s | %.1f | %s | %.1f | %.0f | %s | %s |" % (

@@ -321,5 +321,17 @@ TEST(Image, CropOutsideIsAnError) {
   EXPECT_EQ(c->row(0), img.data() + (2 * 10 + 3) * 3);
 }
 
+// libjpeg-turbo 2.1 keeps a progressive encode's scan script in the compressor handle;
+// the thread's next baseline encode wrote a stream that failed with "bad Huffman code".
+TEST(Jpeg, BaselineEncodeAfterProgressiveEncodeDecodes) {
+  const Image img = MakeTestImage(15, 17, 3, 4);
+  std::string progressive, baseline;
+  ASSERT_TRUE(EncodeJpeg(img.view(), {.quality = 20, .progressive = true}, &progressive).ok());
+  ASSERT_TRUE(EncodeJpeg(img.view(), {.quality = 75}, &baseline).ok());
+  Image out;
+  const Status st = DecodeJpeg(baseline, {}, &out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 }  // namespace
 }  // namespace strata::image

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "strata/image/ycc.h"
+
 namespace strata::image {
 namespace {
 
@@ -75,7 +77,7 @@ Result<JpegHeader> ReadJpegHeader(std::string_view bytes) {
     return TjError(handle, "header", bytes);
   }
   if (w <= 0 || hgt <= 0) return Corruption("JPEG header: empty image " + std::to_string(hgt) + "x" + std::to_string(w));
-  return JpegHeader{hgt, w, ChannelsOf(cs), samp};
+  return JpegHeader{hgt, w, ChannelsOf(cs), samp, cs};
 }
 
 int JpegScaleEighths(int height, int width, int min_height, int min_width) {
@@ -107,12 +109,37 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
   if (options.fast_upsample) flags |= TJFLAG_FASTUPSAMPLE;
   TjHandle& handle = Decompressor();
   tjhandle h = handle.get();
-  if (tjDecompress2(h, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), dst, ow, ow * channels, oh,
-                    channels == 1 ? TJPF_GRAY : TJPF_RGB, flags) != 0) {
+  const unsigned char* src = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (eighths == 8 && JpegUsesFusedColor(hdr, options)) {
+    // Entropy decoding + IDCT by libjpeg-turbo into per-thread planes, then one pass of
+    // fancy upsampling + colour conversion (ycc.h): the bytes tjDecompress2 would write.
+    thread_local ycc::PlaneBuffers420 planes;
+    if (!planes.Reset(oh, ow)) {
+      return Internal("JPEG decode: out of memory for " + std::to_string(oh) + "x" + std::to_string(ow) + " planes");
+    }
+    unsigned char* dst_planes[3] = {planes.plane(0), planes.plane(1), planes.plane(2)};
+    int strides[3] = {planes.stride(0), planes.stride(1), planes.stride(2)};
+    if (tjDecompressToYUVPlanes(h, src, bytes.size(), dst_planes, ow, strides, oh, flags) != 0) {
+      if (!(options.allow_warnings && tjGetErrorCode(h) == TJERR_WARNING)) return TjError(handle, "decode", bytes);
+    }
+    planes.ReplicateChromaEdges();
+    ycc::Ycc420ToRgb(planes.planes(), oh, ow, dst, static_cast<ptrdiff_t>(ow) * 3, ycc::Kernels(), planes.scratch());
+    return Status::OK();
+  }
+  if (tjDecompress2(h, src, bytes.size(), dst, ow, ow * channels, oh, channels == 1 ? TJPF_GRAY : TJPF_RGB, flags) !=
+      0) {
     if (options.allow_warnings && tjGetErrorCode(h) == TJERR_WARNING) return Status::OK();
     return TjError(handle, "decode", bytes);
   }
   return Status::OK();
+}
+
+bool JpegUsesFusedColor(const JpegHeader& header, const JpegDecodeOptions& options) {
+  const int channels = options.channels != 0 ? options.channels : (header.channels == 1 ? 1 : 3);
+  return options.fused_color && !options.fast_upsample && channels == 3 && header.subsampling == TJSAMP_420 &&
+         header.colorspace == TJCS_YCbCr && header.width > 4 &&
+         JpegScaleEighths(header.height, header.width, options.min_height, options.min_width) == 8 &&
+         ycc::Kernels().isa != kernels::Isa::kScalar;
 }
 
 Status EncodeJpeg(const ImageView& src, const JpegEncodeOptions& options, std::string* out) {
@@ -145,6 +172,9 @@ Status EncodeJpeg(const ImageView& src, const JpegEncodeOptions& options, std::s
   }
   out->assign(reinterpret_cast<const char*>(buf), size);
   tjFree(buf);
+  // libjpeg-turbo 2.1 keeps the progressive scan script in the handle: the next
+  // baseline encode with it writes a stream decoders reject ("bad Huffman code").
+  if (options.progressive) handle.Recreate();
   return Status::OK();
 }
 

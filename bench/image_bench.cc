@@ -109,7 +109,8 @@ const std::vector<std::string>& Tiles(int size) {
 void BM_Decode_Strata(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   si::Image out;
-  const si::JpegDecodeOptions options{.fast_dct = state.range(1) != 0};
+  // range(2) == 0: the fused colour path off (tjDecompress2 for everything), the "before".
+  const si::JpegDecodeOptions options{.fast_dct = state.range(1) != 0, .fused_color = state.range(2) != 0};
   size_t i = 0;
   for (auto _ : state) {
     if (!si::DecodeJpeg(tiles[i], options, &out).ok()) state.SkipWithError("decode failed");
@@ -225,7 +226,8 @@ int main(int argc, char** argv) {
   for (int s : kSizes) {
     for (int fast : {1, 0}) {
       benchmark::RegisterBenchmark("BM_Decode_BareTurbo", BM_Decode_BareTurbo)->Args({s, fast});
-      benchmark::RegisterBenchmark("BM_Decode_Strata", BM_Decode_Strata)->Args({s, fast});
+      benchmark::RegisterBenchmark("BM_Decode_Strata", BM_Decode_Strata)->Args({s, fast, 1});
+      if (fast) benchmark::RegisterBenchmark("BM_Decode_StrataUnfused", BM_Decode_Strata)->Args({s, fast, 0});
     }
   }
   benchmark::RegisterBenchmark("BM_Augment512_Strata", BM_Augment512_Strata);
@@ -243,12 +245,15 @@ int main(int argc, char** argv) {
               "TensorFlow's INTEGER_FAST; Pillow has no IDCT choice and decodes with libjpeg's accurate one:\n");
   for (int s : kSizes) {
     const std::string a = std::to_string(s);
-    const double strata = r["BM_Decode_Strata/" + a + "/1"], bare = r["BM_Decode_BareTurbo/" + a + "/1"];
-    const double acc = r["BM_Decode_Strata/" + a + "/0"], bare_acc = r["BM_Decode_BareTurbo/" + a + "/0"];
+    const double strata = r["BM_Decode_Strata/" + a + "/1/1"], bare = r["BM_Decode_BareTurbo/" + a + "/1"];
+    const double acc = r["BM_Decode_Strata/" + a + "/0/1"], bare_acc = r["BM_Decode_BareTurbo/" + a + "/0"];
+    const double unfused = r["BM_Decode_StrataUnfused/" + a + "/1/0"];
     const double pil = pillow.count(s) ? pillow.at(s) : 0;
     std::printf("  %3d px decode: strata %7.0f img/s, bare tjDecompress2 %7.0f, Pillow %7.0f | strata/bare %.3f [>= 0.97]"
                 "  strata/Pillow %.2f [>= 1.2]\n",
                 s, strata, bare, pil, bare > 0 ? strata / bare : 0, pil > 0 ? strata / pil : 0);
+    std::printf("         fused colour path off (tjDecompress2): %7.0f img/s | fused / off %.3f\n", unfused,
+                unfused > 0 ? strata / unfused : 0);
     std::printf("         accurate IDCT: strata %7.0f img/s, bare tjDecompress2 %7.0f | strata/bare %.3f;"
                 "  strata/Pillow, same IDCT, %.2f\n",
                 acc, bare_acc, bare_acc > 0 ? acc / bare_acc : 0, pil > 0 ? acc / pil : 0);

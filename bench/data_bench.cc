@@ -3,12 +3,17 @@
 //                    against a bare loop doing the same arithmetic and copies (BareTrivial).
 //   DecodeBareLoop   one core: decode + resize + flip + saturation of in-memory 512 px JPEGs,
 //                    a plain loop over image::Augmenter (the per-core rate the recipe must reach).
-//   FlowersRecipe/N  the flowers recipe from TFRecord files, AUTOTUNE with a CPU budget of N,
-//                    deterministic (1) or not (0).
+//   DecodeBareLoopPerCore/threads:2  the same loop on every core at once (one thread pinned
+//                    to each, each its own Augmenter): what the cores give together when they
+//                    share the memory system and L3, the ceiling for the N = 2 recipe.
+//   FlowersRecipe/N/D/F  the flowers recipe from TFRecord files, AUTOTUNE with a CPU budget of
+//                    N, deterministic D, map_and_batch fusion F (1: on, the default).
 //   VariableCost/D   parallel map over elements whose cost varies 1x..20x, deterministic D.
 // The synthetic files are written once to $STRATA_BENCH_DIR (default /tmp/strata_data_bench);
 // bench/data_torch_peer.py reads the JPEG bytes dumped there (jpegs.bin) for the PyTorch peer.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -146,7 +151,35 @@ void DecodeBareLoop(benchmark::State& state) {
 }
 BENCHMARK(DecodeBareLoop)->UseRealTime()->MinTime(3);
 
-// Args: CPU budget, deterministic.
+// DecodeBareLoop on every usable core at once: thread t is pinned to the t-th CPU of the
+// process's affinity mask (the mask is restored afterwards: thread 0 is the main thread).
+void DecodeBareLoopPerCore(benchmark::State& state) {
+  static const cpu_set_t process_mask = [] {
+    cpu_set_t m;
+    sched_getaffinity(0, sizeof m, &m);
+    return m;
+  }();
+  const auto& jpegs = JpegBytes();
+  cpu_set_t saved, mine;
+  pthread_getaffinity_np(pthread_self(), sizeof saved, &saved);
+  CPU_ZERO(&mine);
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &process_mask) && seen++ == state.thread_index()) CPU_SET(cpu, &mine);
+  if (CPU_COUNT(&mine) == 1) pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
+  auto aug = *image::Augmenter::Make(FlowersAugment(), 1);
+  Tensor out(DType::kF32, Shape{192, 192, 3});
+  uint64_t i = static_cast<uint64_t>(state.thread_index()) * 7919;  // different images per thread
+  for (auto _ : state) {
+    Status s = aug.Run(jpegs[i % jpegs.size()], i, out.raw_data());
+    if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+}
+BENCHMARK(DecodeBareLoopPerCore)->Threads(2)->UseRealTime()->MinTime(3);
+
+// Args: CPU budget, deterministic, map_and_batch fusion.
 void FlowersRecipe(benchmark::State& state) {
   JpegBytes();
   FlowersOptions o;
@@ -156,7 +189,7 @@ void FlowersRecipe(benchmark::State& state) {
   o.deterministic = state.range(1) != 0;
   o.autotune.cpu_budget = static_cast<int>(state.range(0));
   auto ds = FlowersDataset(BenchDir() + "/*.tfrec", o);
-  auto it = std::move(ds->make_iterator()).value();
+  auto it = std::move(ds->with_options({.map_and_batch_fusion = state.range(2) != 0}).make_iterator()).value();
   Element e;
   bool end;
   for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
@@ -171,7 +204,14 @@ void FlowersRecipe(benchmark::State& state) {
   for (const auto& s : it->Stats())
     if (s.name == "parallel_map") state.counters["map_parallelism"] = static_cast<double>(s.parallelism);
 }
-BENCHMARK(FlowersRecipe)->Args({1, 0})->Args({2, 0})->Args({2, 1})->UseRealTime()->MinTime(8);
+BENCHMARK(FlowersRecipe)
+    ->Args({1, 0, 1})
+    ->Args({2, 0, 1})
+    ->Args({2, 1, 1})
+    ->Args({1, 0, 0})
+    ->Args({2, 0, 0})
+    ->UseRealTime()
+    ->MinTime(8);
 
 // Elements whose cost varies (every 8th is 20x): non-deterministic order hands out the
 // cheap ones while an expensive one is still running. Arg: deterministic.

@@ -130,6 +130,8 @@ class BatchNode : public DatasetNode {
 
  protected:
   Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(auto fused, MaybeMakeMapAndBatch(ctx, inputs()[0], n_, o_.drop_remainder));
+    if (fused) return fused;
     STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
     return std::unique_ptr<IteratorBase>(new BatchIterator(ctx, std::move(in), n_, o_.drop_remainder));
   }

@@ -33,6 +33,9 @@ Dataset Dataset::map_with_rng(MapRngFn fn, MapOptions o) const {
   if (o.num_parallel_calls == 1) return Dataset(MakeMapNode(node_, nullptr, std::move(fn), o));
   return Dataset(MakeParallelMapNode(node_, nullptr, std::move(fn), o));
 }
+Dataset Dataset::map_into(ElementSpec spec, MapIntoFn fn, MapOptions o) const {
+  return Dataset(MakeMapIntoNode(node_, std::move(spec), std::move(fn), o));
+}
 Dataset Dataset::filter(FilterFn fn) const { return Dataset(MakeFilterNode(node_, std::move(fn))); }
 Dataset Dataset::batch(int64_t n, BatchOptions o) const { return Dataset(MakeBatchNode(node_, n, o)); }
 Dataset Dataset::padded_batch(int64_t n, PaddedBatchOptions o) const {
@@ -65,6 +68,7 @@ void MergeOptions(const DatasetNode& node, Options* out) {
     if (o->autotune) out->autotune = o->autotune;
     if (o->retain_freed_memory) out->retain_freed_memory = o->retain_freed_memory;
     if (o->shard_files) out->shard_files = o->shard_files;
+    if (o->map_and_batch_fusion) out->map_and_batch_fusion = o->map_and_batch_fusion;
   }
 }
 

@@ -70,6 +70,9 @@ struct Options {
     int64_t num_shards = 1, index = 0;
   };
   std::optional<FileShard> shard_files;
+  // tf.data's map_and_batch fusion: a map_into stage directly followed by batch writes each
+  // element straight into its row of the batch (no per-element tensor, no copy).
+  std::optional<bool> map_and_batch_fusion;  // default true
 };
 
 struct MapOptions {
@@ -104,6 +107,17 @@ using MapFn = std::function<Result<Element>(Element)>;
 // index), never from the thread that runs it.
 using MapRngFn = std::function<Result<Element>(Element, Rng&)>;
 using FilterFn = std::function<Result<bool>(const Element&)>;
+// What a map_into function produces: each component's dtype and shape (names for a dict).
+struct ElementSpec {
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  std::vector<std::string> names;  // empty: a tuple
+};
+// Writes the mapped element into `out`, whose components are already allocated with the
+// spec's dtypes and shapes (not zeroed: write every value; never replace a component).
+// When a batch follows, they are views of the element's row in the batch. `rng` is seeded
+// as in map_with_rng.
+using MapIntoFn = std::function<Status(Element in, Rng& rng, Element& out)>;
 class Dataset;
 using InterleaveFn = std::function<Result<Dataset>(const Element&)>;
 
@@ -123,6 +137,9 @@ class Dataset {
   // ---- transformations
   Dataset map(MapFn fn, MapOptions options = {}) const;
   Dataset map_with_rng(MapRngFn fn, MapOptions options = {}) const;
+  // map_with_rng whose function writes into a given destination: followed by batch, the
+  // two run fused (Options::map_and_batch_fusion), each element written into its batch row.
+  Dataset map_into(ElementSpec spec, MapIntoFn fn, MapOptions options = {}) const;
   Dataset filter(FilterFn predicate) const;
   Dataset batch(int64_t batch_size, BatchOptions options = {}) const;
   Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;

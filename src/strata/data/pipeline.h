@@ -210,6 +210,11 @@ NodePtr MakeTensorSlicesNode(Element components);
 NodePtr MakeZipNode(std::vector<NodePtr> inputs);
 NodePtr MakeMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options);
 NodePtr MakeParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options);
+NodePtr MakeMapIntoNode(NodePtr input, ElementSpec spec, MapIntoFn fn, MapOptions options);
+// batch over a map_into stage (options stages between them are looked through) with fusion
+// on: the fused map_and_batch iterator (map_and_batch_dataset.cc); otherwise null.
+Result<std::unique_ptr<IteratorBase>> MaybeMakeMapAndBatch(const IteratorContext& ctx, const NodePtr& input,
+                                                           int64_t batch_size, bool drop_remainder);
 NodePtr MakeFilterNode(NodePtr input, FilterFn fn);
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, BatchOptions options);
 NodePtr MakePaddedBatchNode(NodePtr input, int64_t batch_size, PaddedBatchOptions options);

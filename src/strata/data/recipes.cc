@@ -8,25 +8,42 @@
 namespace strata::data {
 namespace {
 
-// (image bytes, label) dict -> (image f32 [H, W, C], label i64[]) through an Augmenter.
-// The augmenter's per-element key comes from the element's generator, so the pixels do
-// not depend on the thread that decodes them.
+// Decodes the (image bytes, label) dict `e` into `out` = (image f32 [H, W, C], label i64[]),
+// already allocated (a batch row when map_into is fused with batch). The augmenter's
+// per-element key comes from the element's generator, so the pixels do not depend on the
+// thread that decodes them.
+Status DecodeInto(const image::Augmenter& aug, const std::string& label_key, const std::string& what, const Element& e,
+                  Rng& rng, Element& out) {
+  STRATA_ASSIGN_OR_RETURN(Tensor bytes, e.Get("image"));
+  const std::string_view encoded(static_cast<const char*>(bytes.raw_data()), bytes.nbytes());
+  Status s = aug.Run(encoded, rng.NextU64(), out[0].raw_data());  // out[0]: [H, W, C], every pixel written
+  if (!s.ok()) return s.WithContext(what + " feature 'image'");
+  if (!label_key.empty()) {
+    STRATA_ASSIGN_OR_RETURN(Tensor label, e.Get(label_key));
+    if (label.num_elements() != 1)
+      return InvalidArgument(what + " feature '" + label_key + "' has " + std::to_string(label.num_elements()) +
+                             " values, expected 1");
+    *out[1].data<int64_t>() = *label.data<int64_t>();
+  }
+  return Status::OK();
+}
+
+ElementSpec DecodedSpec(const image::Augmenter& aug, bool label) {
+  const auto& o = aug.options();
+  ElementSpec spec{.dtypes = {DType::kF32}, .shapes = {Shape{o.height, o.width, o.channels}}};
+  if (label) {
+    spec.dtypes.push_back(DType::kI64);
+    spec.shapes.push_back(Shape{});
+  }
+  return spec;
+}
+
+// The same as a map function that allocates its output.
 MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, std::string label_key, std::string what) {
-  const auto& o = aug->options();
-  return [aug, label_key, what, h = o.height, w = o.width, c = o.channels](Element e, Rng& rng) -> Result<Element> {
-    STRATA_ASSIGN_OR_RETURN(Tensor bytes, e.Get("image"));
-    Tensor img = Tensor::Empty(DType::kF32, Shape{h, w, c});  // [H, W, C]; the augmenter writes every pixel
-    const std::string_view encoded(static_cast<const char*>(bytes.raw_data()), bytes.nbytes());
-    Status s = aug->Run(encoded, rng.NextU64(), img.raw_data());
-    if (!s.ok()) return s.WithContext(what + " feature 'image'");
-    Element out({img});
-    if (!label_key.empty()) {
-      STRATA_ASSIGN_OR_RETURN(Tensor label, e.Get(label_key));
-      if (label.num_elements() != 1)
-        return InvalidArgument(what + " feature '" + label_key + "' has " + std::to_string(label.num_elements()) +
-                               " values, expected 1");
-      out.tensors.push_back(Scalar<int64_t>(*label.data<int64_t>()));
-    }
+  return [aug, label_key, what, spec = DecodedSpec(*aug, !label_key.empty())](Element e, Rng& rng) -> Result<Element> {
+    Element out;
+    for (size_t c = 0; c < spec.dtypes.size(); ++c) out.tensors.push_back(Tensor::Empty(spec.dtypes[c], spec.shapes[c]));
+    STRATA_RETURN_IF_ERROR(DecodeInto(*aug, label_key, what, e, rng, out));
     return out;
   };
 }
@@ -58,24 +75,32 @@ Result<Dataset> FlowersDataset(const std::string& file_glob, FlowersOptions o) {
   if (o.repeat) ds = ds.repeat();
   if (o.shuffle_buffer > 0) ds = ds.shuffle(o.shuffle_buffer, {.seed = MixSeed(seed, 4)});
   // Parse and decode in one parallel stage: one hand-off per element instead of two.
-  MapRngFn decode = DecodeFn(shared, o.label_key, "flowers");
-  const std::string id_key = o.id_key;
-  ds = ds.map_with_rng(
-      [parse, decode, id_key](Element e, Rng& rng) -> Result<Element> {
-        STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
-        Tensor id;
-        if (!id_key.empty()) {
-          STRATA_ASSIGN_OR_RETURN(id, parsed.Get(id_key));
-        }
-        STRATA_ASSIGN_OR_RETURN(Element out, decode(std::move(parsed), rng));
-        if (!id_key.empty()) out.tensors.push_back(std::move(id));  // u8 [L]
-        return out;
-      },
-      {.num_parallel_calls = o.num_parallel_calls, .seed = MixSeed(seed, 3)});
+  const MapOptions map_options{.num_parallel_calls = o.num_parallel_calls, .seed = MixSeed(seed, 3)};
   const int64_t global_batch = o.batch_size * o.replicas;
-  // Ids differ in length from file to file: zero-padded to the longest of the batch.
-  ds = id_key.empty() ? ds.batch(global_batch, {.drop_remainder = o.drop_remainder})
-                      : ds.padded_batch(global_batch, {.drop_remainder = o.drop_remainder});
+  if (o.id_key.empty()) {
+    // map_into + batch run fused: each image is decoded straight into its batch row.
+    ds = ds.map_into(
+        DecodedSpec(*shared, !o.label_key.empty()),
+        [parse, shared, label_key = o.label_key](Element e, Rng& rng, Element& out) -> Status {
+          STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
+          return DecodeInto(*shared, label_key, "flowers", parsed, rng, out);
+        },
+        map_options);
+    ds = ds.batch(global_batch, {.drop_remainder = o.drop_remainder});
+  } else {
+    // Ids differ in length from file to file: zero-padded to the longest of the batch.
+    MapRngFn decode = DecodeFn(shared, o.label_key, "flowers");
+    ds = ds.map_with_rng(
+        [parse, decode, id_key = o.id_key](Element e, Rng& rng) -> Result<Element> {
+          STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
+          STRATA_ASSIGN_OR_RETURN(Tensor id, parsed.Get(id_key));
+          STRATA_ASSIGN_OR_RETURN(Element out, decode(std::move(parsed), rng));
+          out.tensors.push_back(std::move(id));  // u8 [L]
+          return out;
+        },
+        map_options);
+    ds = ds.padded_batch(global_batch, {.drop_remainder = o.drop_remainder});
+  }
   return ds.prefetch(o.prefetch);
 }
 

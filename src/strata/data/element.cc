@@ -30,7 +30,7 @@ std::string Element::DebugString() const {
 }
 
 Tensor StringTensor(std::string_view s) {
-  Tensor t(DType::kU8, Shape{static_cast<int64_t>(s.size())});
+  Tensor t = Tensor::Empty(DType::kU8, Shape{static_cast<int64_t>(s.size())});  // every byte is written
   if (!s.empty()) std::memcpy(t.raw_data(), s.data(), s.size());
   return t;
 }

@@ -1,5 +1,6 @@
 // ParseExampleFn: serialized tf.train.Example -> dict of tensors, through the records
-// layer's ExampleParser (one pass over the wire bytes, typed values written in place).
+// layer's ExampleParser (one pass over the wire bytes, typed values written in place; bytes
+// values are views of the record tensor, sharing its storage).
 #include <cstring>
 
 #include "strata/data/sources.h"
@@ -41,7 +42,14 @@ Result<MapFn> ParseExampleFn(std::vector<record::FeatureSpec> spec) {
           if (p.bytes.size() != 1)
             return InvalidArgument("parse: bytes feature '" + s.key + "' has " + std::to_string(p.bytes.size()) +
                                    " values; one is supported");
-          t = StringTensor(p.bytes[0]);
+          // A view of the record when the value lies in it (no copy of a 90 KB JPEG); a spec
+          // default is copied.
+          if (const char* v = p.bytes[0].data(); v >= bytes.data() && v + p.bytes[0].size() <= bytes.data() + bytes.size()) {
+            const int64_t at = v - bytes.data();
+            STRATA_ASSIGN_OR_RETURN(t, e[0].Slice(0, at, at + static_cast<int64_t>(p.bytes[0].size())));
+          } else {
+            t = StringTensor(p.bytes[0]);
+          }
           break;
         default:
           return InvalidArgument("parse: feature '" + s.key + "' has no type");

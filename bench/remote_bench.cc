@@ -8,6 +8,12 @@
 //                                         pipeline's stage table (MB/s/str) on stderr
 //   remote_bench fetch URL                block-sized range requests of URL one after another,
 //                                         no reader: what one connection delivers
+//   remote_bench transport URL...         the transport's ceiling: one thread per URL, each
+//                                         GETs the whole body with bare libcurl and discards
+//                                         it (no copy, no reader); three passes, JSON lines
+#include <curl/curl.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +21,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/data/dataset.h"
@@ -98,6 +105,41 @@ int FetchOnly(const std::string& url) {
   return 0;
 }
 
+// What loopback HTTP can deliver to a client that does nothing with the bytes: the peer the
+// pipeline's HTTP rate is bounded by on this machine (the server shares its cores).
+size_t DiscardBody(char*, size_t size, size_t n, void* total) {
+  static_cast<std::atomic<int64_t>*>(total)->fetch_add(static_cast<int64_t>(size * n), std::memory_order_relaxed);
+  return size * n;
+}
+
+int Transport(const std::vector<std::string>& urls) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  for (int pass = 1; pass <= 3; ++pass) {
+    std::atomic<int64_t> bytes{0};
+    std::atomic<int> failures{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (const std::string& url : urls)
+      threads.emplace_back([&, url] {
+        CURL* h = curl_easy_init();
+        curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);  // as the reader's handles
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, DiscardBody);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes);
+        if (curl_easy_perform(h) != CURLE_OK) failures.fetch_add(1);
+        curl_easy_cleanup(h);
+      });
+    for (auto& t : threads) t.join();
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (failures.load() > 0) return std::fprintf(stderr, "transport: %d of %zu GETs failed\n", failures.load(), urls.size()), 1;
+    std::printf("{\"pass\": %d, \"streams\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f}\n", pass,
+                urls.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +147,7 @@ int main(int argc, char** argv) {
   if (mode == "make" && argc == 5) return Make(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "fetch" && argc == 3) return FetchOnly(argv[2]);
   if (mode == "read" && argc >= 4) return Read(std::atoi(argv[2]), std::vector<std::string>(argv + 3, argv + argc));
-  std::fprintf(stderr, "usage: remote_bench make DIR FILES MB | read PARALLEL PATH... | fetch URL\n");
+  if (mode == "transport" && argc >= 3) return Transport(std::vector<std::string>(argv + 2, argv + argc));
+  std::fprintf(stderr, "usage: remote_bench make DIR FILES MB | read PARALLEL PATH... | fetch URL | transport URL...\n");
   return 2;
 }

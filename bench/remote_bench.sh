@@ -9,6 +9,8 @@
 # epoch; the first also maps the reader's pooled block memory), best first pass and best pass:
 #   local  16 files, num_parallel_reads=16      http  the same 16 files as http:// URLs
 #   local  one file alone, num_parallel_reads=1 http  that file alone over one stream
+# and, as the peer, the transport alone: bare libcurl GETs of the same URLs whose bodies are
+# discarded (`remote_bench transport`), the most loopback HTTP delivers on this machine.
 set -euo pipefail
 build=${1:-build}
 bin=$build/bench/remote_bench
@@ -51,9 +53,9 @@ local_files=("$work"/data/*.tfrecord)
 urls=()
 for f in "${local_files[@]}"; do urls+=("http://127.0.0.1:$port/$(basename "$f")"); done
 
-best() {  # "first-pass best-pass" MB/s over 3 runs of `remote_bench read ARGS...` (3 passes each)
+best() {  # "first-pass best-pass" MB/s over 3 runs of `remote_bench MODE ARGS...` (3 passes each)
   local all=""
-  for _ in 1 2 3; do all+=$("$bin" read "$@" 2>>"$work/stages.txt")$'\n'; done
+  for _ in 1 2 3; do all+=$("$bin" "$@" 2>>"$work/stages.txt")$'\n'; done
   python3 -c '
 import json, sys
 runs = [json.loads(l) for l in sys.stdin if l.strip()]
@@ -62,18 +64,22 @@ print("%.0f %.0f" % (max(r["mb_per_s"] for r in runs if r["pass"] == 1), max(r["
 
 : > "$work/stages.txt"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); block ${STRATA_IO_BLOCK_BYTES:-8388608} B, read-ahead ${STRATA_IO_READAHEAD_BLOCKS:-2}"
-l16=$(best 16 "${local_files[@]}")
-h16=$(best 16 "${urls[@]}")
-l1=$(best 1 "${local_files[0]}")
-h1=$(best 1 "${urls[0]}")
-python3 - "$l16" "$h16" "$l1" "$h1" "$files" "$mb" <<'PY'
+l16=$(best read 16 "${local_files[@]}")
+h16=$(best read 16 "${urls[@]}")
+t16=$(best transport "${urls[@]}")
+l1=$(best read 1 "${local_files[0]}")
+h1=$(best read 1 "${urls[0]}")
+t1=$(best transport "${urls[0]}")
+python3 - "$l16" "$h16" "$l1" "$h1" "$t16" "$t1" "$files" "$mb" <<'PY'
 import sys
-(l16a, l16), (h16a, h16), (l1a, l1), (h1a, h1) = [map(float, a.split()) for a in sys.argv[1:5]]
-files, mb = sys.argv[5:7]
-print("| read | local page cache MB/s | HTTP (nginx, loopback) MB/s | HTTP / local | first pass: local, HTTP, ratio |")
-print("| --- | ---: | ---: | ---: | ---: |")
-print(f"| {files} files x {mb} MB, num_parallel_reads={files} | {l16:.0f} | {h16:.0f} | {100*h16/l16:.0f} % | {l16a:.0f}, {h16a:.0f}, {100*h16a/l16a:.0f} % |")
-print(f"| one file, one stream | {l1:.0f} | {h1:.0f} | {100*h1/l1:.0f} % | {l1a:.0f}, {h1a:.0f}, {100*h1a/l1a:.0f} % |")
+(l16a, l16), (h16a, h16), (l1a, l1), (h1a, h1), (_, t16), (_, t1) = [map(float, a.split()) for a in sys.argv[1:7]]
+files, mb = sys.argv[7:9]
+# The transport column: bare libcurl GETs of the same URLs with the bodies discarded (no
+# copy, no reader): what loopback HTTP delivers at all while nginx shares the cores.
+print("| read | local page cache MB/s | HTTP (nginx, loopback) MB/s | HTTP / local | bare libcurl, bodies discarded: MB/s, / local | first pass: local, HTTP, ratio |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+print(f"| {files} files x {mb} MB, num_parallel_reads={files} | {l16:.0f} | {h16:.0f} | {100*h16/l16:.0f} % | {t16:.0f}, {100*t16/l16:.0f} % | {l16a:.0f}, {h16a:.0f}, {100*h16a/l16a:.0f} % |")
+print(f"| one file, one stream | {l1:.0f} | {h1:.0f} | {100*h1/l1:.0f} % | {t1:.0f}, {100*t1/l1:.0f} % | {l1a:.0f}, {h1a:.0f}, {100*h1a/l1a:.0f} % |")
 PY
 echo "stage tables (MB/s/str): $work/stages.txt"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

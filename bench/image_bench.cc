@@ -10,6 +10,10 @@
 //                             default, TensorFlow's INTEGER_FAST IDCT; F = 0: INTEGER_ACCURATE
 //   BM_Decode_BareTurbo/S/F   a bare tjDecompressHeader3 + tjDecompress2 loop with the same
 //                             IDCT (TJFLAG_FASTDCT when F = 1)
+//   BM_Decode_StrataUnfused/S/1/0  DecodeJpeg with fused_color = false (tjDecompress2 only)
+//   BM_Decode_PlanesOnly/S    tjDecompressToYUVPlanes alone (entropy decoding + IDCT), and
+//   BM_Ycc420ToRgb/S          the fused upsampling + colour pass alone over those planes:
+//                             the two halves of the fused decode
 //   (Pillow)                  bench/image_pillow_peer.py on the same files (run from here)
 //   BM_Augment512_Strata      512 px stored -> 192x192 f32, random flip + saturation [0, 2]:
 //                             DCT-scaled decode, crop, fused flip+resize, saturation kernel
@@ -37,6 +41,7 @@
 #include "strata/image/kernels.h"
 #include "strata/image/normalize.h"
 #include "strata/image/resize.h"
+#include "strata/image/ycc.h"
 
 namespace fs = std::filesystem;
 namespace si = strata::image;
@@ -140,6 +145,49 @@ void BM_Decode_BareTurbo(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The planes of tile i (fast IDCT) into `planes`; false on error.
+bool DecodePlanes(tjhandle h, const std::string& t, si::ycc::PlaneBuffers420* planes, int* height, int* width) {
+  int samp, cs;
+  const auto* src = reinterpret_cast<const unsigned char*>(t.data());
+  if (tjDecompressHeader3(h, src, t.size(), width, height, &samp, &cs) != 0 || samp != TJSAMP_420) return false;
+  if (!planes->Reset(*height, *width)) return false;
+  unsigned char* dst[3] = {planes->plane(0), planes->plane(1), planes->plane(2)};
+  int strides[3] = {planes->stride(0), planes->stride(1), planes->stride(2)};
+  return tjDecompressToYUVPlanes(h, src, t.size(), dst, *width, strides, *height, TJFLAG_FASTDCT) == 0;
+}
+
+void BM_Decode_PlanesOnly(benchmark::State& state) {
+  const auto& tiles = Tiles(static_cast<int>(state.range(0)));
+  tjhandle h = tjInitDecompress();
+  si::ycc::PlaneBuffers420 planes;
+  size_t i = 0;
+  for (auto _ : state) {
+    int height, width;
+    if (!DecodePlanes(h, tiles[i], &planes, &height, &width)) state.SkipWithError("planes failed");
+    benchmark::DoNotOptimize(planes.plane(0));
+    if (++i == tiles.size()) i = 0;
+  }
+  tjDestroy(h);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Ycc420ToRgb(benchmark::State& state) {
+  const auto& tiles = Tiles(static_cast<int>(state.range(0)));
+  tjhandle h = tjInitDecompress();
+  si::ycc::PlaneBuffers420 planes;
+  int height = 0, width = 0;
+  if (!DecodePlanes(h, tiles[0], &planes, &height, &width)) state.SkipWithError("planes failed");
+  planes.ReplicateChromaEdges();
+  std::vector<uint8_t> rgb(static_cast<size_t>(height) * width * 3);
+  const si::ycc::YccKernels& k = si::ycc::Kernels();
+  for (auto _ : state) {
+    si::ycc::Ycc420ToRgb(planes.planes(), height, width, rgb.data(), width * 3, k, planes.scratch());
+    benchmark::DoNotOptimize(rgb.data());
+  }
+  tjDestroy(h);
+  state.SetItemsProcessed(state.iterations());
+}
+
 si::AugmentOptions Recipe(bool dct) {
   return {.height = 192, .width = 192, .dct_scaling = dct, .flip_left_right = 0.5f, .saturation_lower = 0,
           .saturation_upper = 2};
@@ -229,6 +277,10 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark("BM_Decode_Strata", BM_Decode_Strata)->Args({s, fast, 1});
       if (fast) benchmark::RegisterBenchmark("BM_Decode_StrataUnfused", BM_Decode_Strata)->Args({s, fast, 0});
     }
+  }
+  for (int s : kSizes) {
+    benchmark::RegisterBenchmark("BM_Decode_PlanesOnly", BM_Decode_PlanesOnly)->Arg(s);
+    benchmark::RegisterBenchmark("BM_Ycc420ToRgb", BM_Ycc420ToRgb)->Arg(s);
   }
   benchmark::RegisterBenchmark("BM_Augment512_Strata", BM_Augment512_Strata);
   benchmark::RegisterBenchmark("BM_Augment512_FullDecode", BM_Augment512_FullDecode);

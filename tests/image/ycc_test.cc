@@ -85,6 +85,25 @@ TEST(Ycc, ColourKernelsMatchScalarOnEveryTripleClass) {
   }
 }
 
+TEST(Ycc, ColourKernelsMatchScalarOnEveryChromaPair) {
+  // All 65,536 (cb, cr) pairs in one row, for Y values at and near both clamps.
+  const int n = 256 * 256;
+  std::vector<uint8_t> y(n + ycc::kRowPad), cb(n + ycc::kRowPad), cr(n + ycc::kRowPad);
+  for (int i = 0; i < n; ++i) {
+    cb[i] = static_cast<uint8_t>(i & 255);
+    cr[i] = static_cast<uint8_t>(i >> 8);
+  }
+  for (const ycc::YccKernels* k : HostKernels()) {
+    for (int yv : {0, 1, 16, 100, 128, 200, 235, 254, 255}) {
+      std::fill(y.begin(), y.begin() + n, static_cast<uint8_t>(yv));
+      std::vector<uint8_t> want(3 * n), got(3 * n);
+      ycc::ScalarKernels().ycc_to_rgb_row(y.data(), cb.data(), cr.data(), n, want.data());
+      k->ycc_to_rgb_row(y.data(), cb.data(), cr.data(), n, got.data());
+      ASSERT_EQ(want, got) << kernels::IsaName(k->isa) << " y=" << yv;
+    }
+  }
+}
+
 // jdcolor.c's tables, built as libjpeg-turbo builds them (FIX(), ONE_HALF, SCALEBITS 16),
 // checked against the closed forms of the scalar kernel for all 256^3 inputs' classes.
 TEST(Ycc, ScalarColourEqualsLibjpegTables) {

@@ -280,6 +280,29 @@ TEST(YccDecode, EveryIsaEqualsTjDecompress2OnWholeImages) {
   tjDestroy(tj);
 }
 
+// DecodeJpeg releases a thread's plane buffers after an image over 16 Mpx; the next
+// decode must lay them out again.
+TEST(YccDecode, PlaneBuffersWorkAfterRelease) {
+  const std::string jpg = Encode(PhotoLike(21, 30, 77), 420, false);
+  tjhandle tj = tjInitDecompress();
+  ASSERT_NE(tj, nullptr);
+  std::vector<uint8_t> want(21 * 30 * 3), got(21 * 30 * 3);
+  const auto* src = reinterpret_cast<const unsigned char*>(jpg.data());
+  ASSERT_EQ(0, tjDecompress2(tj, src, jpg.size(), want.data(), 30, 90, 21, TJPF_RGB, TJFLAG_FASTDCT));
+  ycc::PlaneBuffers420 planes;
+  ASSERT_TRUE(planes.Reset(400, 600));
+  planes.Release();
+  EXPECT_EQ(planes.plane(0), nullptr);
+  ASSERT_TRUE(planes.Reset(21, 30));
+  unsigned char* dst[3] = {planes.plane(0), planes.plane(1), planes.plane(2)};
+  int strides[3] = {planes.stride(0), planes.stride(1), planes.stride(2)};
+  ASSERT_EQ(0, tjDecompressToYUVPlanes(tj, src, jpg.size(), dst, 30, strides, 21, TJFLAG_FASTDCT));
+  planes.ReplicateChromaEdges();
+  ycc::Ycc420ToRgb(planes.planes(), 21, 30, got.data(), 90, ycc::Kernels(), planes.scratch());
+  EXPECT_EQ(want, got);
+  tjDestroy(tj);
+}
+
 // JPEGs TensorFlow's tooling wrote (tensorflow/models deeplab's PASCAL VOC test shard:
 // 500 px wide, 333-366 px high, 4:2:0), when the shared test data is present.
 TEST(YccDecode, RealTensorFlowJpegsAreUnchanged) {

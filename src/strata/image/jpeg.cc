@@ -119,6 +119,15 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
     }
     unsigned char* dst_planes[3] = {planes.plane(0), planes.plane(1), planes.plane(2)};
     int strides[3] = {planes.stride(0), planes.stride(1), planes.stride(2)};
+    // Keep the buffers for the next image unless this one was unusually large (> 16 Mpx):
+    // a thread should not pin ~1.5 bytes per pixel of the largest image it ever decoded.
+    struct ReleaseIfLarge {
+      ycc::PlaneBuffers420& planes;
+      bool large;
+      ~ReleaseIfLarge() {
+        if (large) planes.Release();
+      }
+    } release{planes, static_cast<int64_t>(oh) * ow > (int64_t{1} << 24)};
     if (tjDecompressToYUVPlanes(h, src, bytes.size(), dst_planes, ow, strides, oh, flags) != 0) {
       if (!(options.allow_warnings && tjGetErrorCode(h) == TJERR_WARNING)) return TjError(handle, "decode", bytes);
     }

@@ -82,8 +82,14 @@ void Ycc420ToRgb(const Planes420& p, int height, int width, uint8_t* rgb, ptrdif
   }
 }
 
-PlaneBuffers420::~PlaneBuffers420() {
-  for (Block& b : blocks_) std::free(b.p);
+PlaneBuffers420::~PlaneBuffers420() { Release(); }
+
+void PlaneBuffers420::Release() {
+  for (Block& b : blocks_) {
+    std::free(b.p);
+    b = Block{};
+  }
+  for (uint8_t*& p : base_) p = nullptr;
 }
 
 bool PlaneBuffers420::Grow(Block* b, size_t size) {

@@ -78,6 +78,7 @@ class PlaneBuffers420 {
   void ReplicateChromaEdges();
   Planes420 planes() const { return {base_[0], base_[1], base_[2], y_stride_, c_stride_}; }
   uint8_t* scratch() { return blocks_[3].p; }  // Ycc420ScratchBytes(width)
+  void Release();  // frees the buffers (after an unusually large image)
 
  private:
   struct Block {

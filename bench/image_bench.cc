@@ -146,7 +146,7 @@ void BM_Decode_BareTurbo(benchmark::State& state) {
 }
 
 // The planes of tile i (fast IDCT) into `planes`; false on error.
-bool DecodePlanes(tjhandle h, const std::string& t, si::ycc::PlaneBuffers420* planes, int* height, int* width) {
+bool DecodePlanes(tjhandle h, const std::string& t, si::ycc::YccPlaneBuffers* planes, int* height, int* width) {
   int samp, cs;
   const auto* src = reinterpret_cast<const unsigned char*>(t.data());
   if (tjDecompressHeader3(h, src, t.size(), width, height, &samp, &cs) != 0 || samp != TJSAMP_420) return false;
@@ -159,7 +159,7 @@ bool DecodePlanes(tjhandle h, const std::string& t, si::ycc::PlaneBuffers420* pl
 void BM_Decode_PlanesOnly(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   tjhandle h = tjInitDecompress();
-  si::ycc::PlaneBuffers420 planes;
+  si::ycc::YccPlaneBuffers planes;
   size_t i = 0;
   for (auto _ : state) {
     int height, width;
@@ -174,7 +174,7 @@ void BM_Decode_PlanesOnly(benchmark::State& state) {
 void BM_Ycc420ToRgb(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   tjhandle h = tjInitDecompress();
-  si::ycc::PlaneBuffers420 planes;
+  si::ycc::YccPlaneBuffers planes;
   int height = 0, width = 0;
   if (!DecodePlanes(h, tiles[0], &planes, &height, &width)) state.SkipWithError("planes failed");
   planes.ReplicateChromaEdges();

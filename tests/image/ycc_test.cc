@@ -1,4 +1,4 @@
-// The fused 4:2:0 path (ycc.h): its vector kernels against the scalar reference on random
+// The fused 4:2:0 / 4:2:2 path (ycc.h): its vector kernels against the scalar reference on random
 // planes, and DecodeJpeg's fused output against tjDecompress2's, byte for byte, for many
 // sizes, both IDCTs, baseline and progressive files, every DCT scale and the real
 // TensorFlow-written JPEGs of tensorflow/models' deeplab test shard.
@@ -47,6 +47,9 @@ TEST(Ycc, FancyRowKernelsMatchScalar) {
       ycc::ScalarKernels().fancy_h2v2_row(near.data() + 1, far.data() + 1, cw, want.data());
       k->fancy_h2v2_row(near.data() + 1, far.data() + 1, cw, got.data());
       ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 2 * cw)) << kernels::IsaName(k->isa) << " cw=" << cw;
+      ycc::ScalarKernels().fancy_h2v1_row(near.data() + 1, cw, want.data());
+      k->fancy_h2v1_row(near.data() + 1, cw, got.data());
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), 2 * cw)) << kernels::IsaName(k->isa) << " h2v1 cw=" << cw;
     }
   }
 }
@@ -62,6 +65,18 @@ TEST(Ycc, FancyRowScalarIsTheTriangleFilter) {
   EXPECT_EQ(out[3], (0 + 600 + 7) >> 4);
   EXPECT_EQ(out[4], (3 * 600 + 0 + 8) >> 4);
   EXPECT_EQ(out[5], (4 * 600 + 7) >> 4);  // right edge: s[cw] = s[cw - 1]
+}
+
+TEST(Ycc, FancyH2V1ScalarIsTheTriangleFilter) {
+  const uint8_t in[] = {10, 200, 30};
+  uint8_t out[6];
+  ycc::ScalarKernels().fancy_h2v1_row(in, 3, out);
+  EXPECT_EQ(out[0], (4 * 10 + 1) >> 2);  // left edge: c[-1] = c[0]
+  EXPECT_EQ(out[1], (30 + 200 + 2) >> 2);
+  EXPECT_EQ(out[2], (600 + 10 + 1) >> 2);
+  EXPECT_EQ(out[3], (600 + 30 + 2) >> 2);
+  EXPECT_EQ(out[4], (90 + 200 + 1) >> 2);
+  EXPECT_EQ(out[5], (4 * 30 + 2) >> 2);  // right edge
 }
 
 TEST(Ycc, ColourKernelsMatchScalarOnEveryTripleClass) {
@@ -182,15 +197,18 @@ const Size kSizes[] = {{1, 1},   {2, 3},   {3, 2},    {4, 4},     {5, 5},     {6
 TEST(YccDecode, FusedEqualsTjDecompress2AtEverySizeAndIdct) {
   ASSERT_NE(ycc::Kernels().isa, Isa::kScalar) << "host without AVX2: the fused path is never taken";
   uint32_t seed = 1;
-  for (Size s : kSizes) {
-    const std::string jpg = Encode(PhotoLike(s.h, s.w, seed++), 420, false);
-    for (bool fast : {true, false}) {
-      const JpegDecodeOptions options{.fast_dct = fast};
-      auto hdr = ReadJpegHeader(jpg);
-      ASSERT_TRUE(hdr.ok());
-      EXPECT_EQ(JpegUsesFusedColor(*hdr, options), s.w > 4) << s.h << "x" << s.w;
-      ExpectSameAsTjDecompress2(jpg, options,
-                                std::to_string(s.h) + "x" + std::to_string(s.w) + (fast ? " IFAST" : " ISLOW"));
+  for (int samp : {420, 422}) {
+    for (Size s : kSizes) {
+      const std::string jpg = Encode(PhotoLike(s.h, s.w, seed++), samp, false);
+      for (bool fast : {true, false}) {
+        const JpegDecodeOptions options{.fast_dct = fast};
+        auto hdr = ReadJpegHeader(jpg);
+        ASSERT_TRUE(hdr.ok());
+        EXPECT_EQ(JpegUsesFusedColor(*hdr, options), s.w > 4) << samp << " " << s.h << "x" << s.w;
+        ExpectSameAsTjDecompress2(jpg, options,
+                                  std::to_string(samp) + " " + std::to_string(s.h) + "x" + std::to_string(s.w) +
+                                      (fast ? " IFAST" : " ISLOW"));
+      }
     }
   }
 }
@@ -236,7 +254,7 @@ TEST(YccDecode, OtherLayoutsKeepTjDecompress2) {
     const std::string jpg = Encode(img, samp, false);
     auto hdr = ReadJpegHeader(jpg);
     ASSERT_TRUE(hdr.ok());
-    EXPECT_FALSE(JpegUsesFusedColor(*hdr, {})) << samp;
+    EXPECT_EQ(JpegUsesFusedColor(*hdr, {}), samp == 422) << samp;
     ExpectSameAsTjDecompress2(jpg, {}, std::to_string(samp));
   }
   const std::string jpg420 = Encode(img, 420, false);
@@ -255,25 +273,28 @@ TEST(YccDecode, EveryIsaEqualsTjDecompress2OnWholeImages) {
   tjhandle tj = tjInitDecompress();
   ASSERT_NE(tj, nullptr);
   uint32_t seed = 50;
+  for (int samp : {420, 422})
   for (Size s : {Size{5, 5}, Size{15, 17}, Size{129, 333}, Size{331, 331}, Size{224, 224}}) {
-    const std::string jpg = Encode(PhotoLike(s.h, s.w, seed++), 420, false);
+    const std::string jpg = Encode(PhotoLike(s.h, s.w, seed++), samp, false);
     for (bool fast : {true, false}) {
       const int flags = fast ? TJFLAG_FASTDCT : 0;
       const auto* src = reinterpret_cast<const unsigned char*>(jpg.data());
       std::vector<uint8_t> want(static_cast<size_t>(s.h) * s.w * 3);
       ASSERT_EQ(0, tjDecompress2(tj, src, jpg.size(), want.data(), s.w, s.w * 3, s.h, TJPF_RGB, flags));
-      ycc::PlaneBuffers420 planes;
-      ASSERT_TRUE(planes.Reset(s.h, s.w));
+      ycc::YccPlaneBuffers planes;
+      ASSERT_TRUE(planes.Reset(s.h, s.w, samp == 420));
       unsigned char* dst[3] = {planes.plane(0), planes.plane(1), planes.plane(2)};
       int strides[3] = {planes.stride(0), planes.stride(1), planes.stride(2)};
       ASSERT_EQ(0, tjDecompressToYUVPlanes(tj, src, jpg.size(), dst, s.w, strides, s.h, flags));
       planes.ReplicateChromaEdges();
       for (const ycc::YccKernels* k : HostKernels()) {
         std::vector<uint8_t> got(want.size() + 1, 0x5A);
-        ycc::Ycc420ToRgb(planes.planes(), s.h, s.w, got.data(), s.w * 3, *k, planes.scratch());
+        (samp == 420 ? ycc::Ycc420ToRgb : ycc::Ycc422ToRgb)(planes.planes(), s.h, s.w, got.data(), s.w * 3, *k,
+                                                            planes.scratch());
         EXPECT_EQ(got.back(), 0x5A) << "wrote past the image";
         got.pop_back();
-        EXPECT_EQ(want, got) << kernels::IsaName(k->isa) << " " << s.h << "x" << s.w << (fast ? " IFAST" : " ISLOW");
+        EXPECT_EQ(want, got) << kernels::IsaName(k->isa) << " " << samp << " " << s.h << "x" << s.w
+                             << (fast ? " IFAST" : " ISLOW");
       }
     }
   }
@@ -289,7 +310,7 @@ TEST(YccDecode, PlaneBuffersWorkAfterRelease) {
   std::vector<uint8_t> want(21 * 30 * 3), got(21 * 30 * 3);
   const auto* src = reinterpret_cast<const unsigned char*>(jpg.data());
   ASSERT_EQ(0, tjDecompress2(tj, src, jpg.size(), want.data(), 30, 90, 21, TJPF_RGB, TJFLAG_FASTDCT));
-  ycc::PlaneBuffers420 planes;
+  ycc::YccPlaneBuffers planes;
   ASSERT_TRUE(planes.Reset(400, 600));
   planes.Release();
   EXPECT_EQ(planes.plane(0), nullptr);

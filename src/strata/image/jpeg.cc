@@ -113,8 +113,9 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
   if (eighths == 8 && JpegUsesFusedColor(hdr, options)) {
     // Entropy decoding + IDCT by libjpeg-turbo into per-thread planes, then one pass of
     // fancy upsampling + colour conversion (ycc.h): the bytes tjDecompress2 would write.
-    thread_local ycc::PlaneBuffers420 planes;
-    if (!planes.Reset(oh, ow)) {
+    thread_local ycc::YccPlaneBuffers planes;
+    const bool is420 = hdr.subsampling == TJSAMP_420;
+    if (!planes.Reset(oh, ow, /*chroma_half_height=*/is420)) {
       return Internal("JPEG decode: out of memory for " + std::to_string(oh) + "x" + std::to_string(ow) + " planes");
     }
     unsigned char* dst_planes[3] = {planes.plane(0), planes.plane(1), planes.plane(2)};
@@ -122,7 +123,7 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
     // Keep the buffers for the next image unless this one was unusually large (> 16 Mpx):
     // a thread should not pin ~1.5 bytes per pixel of the largest image it ever decoded.
     struct ReleaseIfLarge {
-      ycc::PlaneBuffers420& planes;
+      ycc::YccPlaneBuffers& planes;
       bool large;
       ~ReleaseIfLarge() {
         if (large) planes.Release();
@@ -132,7 +133,8 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
       if (!(options.allow_warnings && tjGetErrorCode(h) == TJERR_WARNING)) return TjError(handle, "decode", bytes);
     }
     planes.ReplicateChromaEdges();
-    ycc::Ycc420ToRgb(planes.planes(), oh, ow, dst, static_cast<ptrdiff_t>(ow) * 3, ycc::Kernels(), planes.scratch());
+    (is420 ? ycc::Ycc420ToRgb : ycc::Ycc422ToRgb)(planes.planes(), oh, ow, dst, static_cast<ptrdiff_t>(ow) * 3,
+                                                  ycc::Kernels(), planes.scratch());
     return Status::OK();
   }
   if (tjDecompress2(h, src, bytes.size(), dst, ow, ow * channels, oh, channels == 1 ? TJPF_GRAY : TJPF_RGB, flags) !=
@@ -145,7 +147,8 @@ Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Imag
 
 bool JpegUsesFusedColor(const JpegHeader& header, const JpegDecodeOptions& options) {
   const int channels = options.channels != 0 ? options.channels : (header.channels == 1 ? 1 : 3);
-  return options.fused_color && !options.fast_upsample && channels == 3 && header.subsampling == TJSAMP_420 &&
+  return options.fused_color && !options.fast_upsample && channels == 3 &&
+         (header.subsampling == TJSAMP_420 || header.subsampling == TJSAMP_422) &&
          header.colorspace == TJCS_YCbCr && header.width > 4 &&
          JpegScaleEighths(header.height, header.width, options.min_height, options.min_width) == 8 &&
          ycc::Kernels().isa != kernels::Isa::kScalar;

@@ -43,7 +43,7 @@ struct JpegDecodeOptions {
   bool fast_dct = true;
   bool fast_upsample = false; // TJFLAG_FASTUPSAMPLE: nearest chroma upsampling
   bool allow_warnings = false;  // accept streams libjpeg only warns about (extra bytes)
-  // 4:2:0 colour at full scale: take libjpeg-turbo's Y/Cb/Cr planes and upsample + convert
+  // 4:2:0 and 4:2:2 colour at full scale: take libjpeg-turbo's Y/Cb/Cr planes and upsample + convert
   // them with Strata's fused pass (ycc.h), the same bytes ~15 % faster. false = always
   // tjDecompress2 (the reference the tests compare against).
   bool fused_color = true;
@@ -59,7 +59,7 @@ inline int JpegScaledDim(int dim, int eighths) { return (dim * eighths + 7) / 8;
 Status DecodeJpeg(std::string_view bytes, const JpegDecodeOptions& options, Image* out);
 
 // Whether DecodeJpeg takes the fused path (planes + ycc.h) for this header and options:
-// 3-channel output of a YCbCr 4:2:0 file at full scale with fancy upsampling, wider than
+// 3-channel output of a YCbCr 4:2:0 or 4:2:2 file at full scale with fancy upsampling, wider than
 // 4 pixels (libjpeg-turbo box-filters narrower chroma), on a host with AVX2 or better.
 bool JpegUsesFusedColor(const JpegHeader& header, const JpegDecodeOptions& options);
 

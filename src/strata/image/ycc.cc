@@ -21,6 +21,16 @@ void FancyH2V2RowScalar(const uint8_t* near, const uint8_t* far, int cw, uint8_t
   }
 }
 
+// jdsample.c's h2v1 fancy filter, edges clamped.
+void FancyH2V1RowScalar(const uint8_t* in, int cw, uint8_t* out) {
+  auto at = [&](int j) { return static_cast<int>(in[std::clamp(j, 0, cw - 1)]); };
+  for (int j = 0; j < cw; ++j) {
+    const int s = 3 * at(j);
+    out[2 * j] = static_cast<uint8_t>((s + at(j - 1) + 1) >> 2);
+    out[2 * j + 1] = static_cast<uint8_t>((s + at(j + 1) + 2) >> 2);
+  }
+}
+
 inline uint8_t Clamp255(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
 
 // jdcolor.c's ycc_rgb_convert, its tables written out as the integer expressions they hold.
@@ -37,7 +47,7 @@ size_t RoundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 }  // namespace
 
-const YccKernels kScalarYcc = {kernels::Isa::kScalar, FancyH2V2RowScalar, YccToRgbRowScalar};
+const YccKernels kScalarYcc = {kernels::Isa::kScalar, FancyH2V2RowScalar, FancyH2V1RowScalar, YccToRgbRowScalar};
 
 const YccKernels* KernelsFor(kernels::Isa isa) {
   const CpuIsa& host = HostIsa();
@@ -63,12 +73,12 @@ const YccKernels& Kernels() {
   return *chosen;
 }
 
-size_t Ycc420ScratchBytes(int width) { return 2 * RoundUp(2 * static_cast<size_t>((width + 1) / 2) + 2 * kRowPad, 64); }
+size_t YccScratchBytes(int width) { return 2 * RoundUp(2 * static_cast<size_t>((width + 1) / 2) + 2 * kRowPad, 64); }
 
-void Ycc420ToRgb(const Planes420& p, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride, const YccKernels& k,
+void Ycc420ToRgb(const YccPlanes& p, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride, const YccKernels& k,
                  uint8_t* scratch) {
   const int ch = (height + 1) / 2, cw = (width + 1) / 2;
-  const size_t row = Ycc420ScratchBytes(width) / 2;
+  const size_t row = YccScratchBytes(width) / 2;
   uint8_t* ub = scratch;
   uint8_t* ur = scratch + row;
   for (int r = 0; r < height; ++r) {
@@ -82,9 +92,22 @@ void Ycc420ToRgb(const Planes420& p, int height, int width, uint8_t* rgb, ptrdif
   }
 }
 
-PlaneBuffers420::~PlaneBuffers420() { Release(); }
+void Ycc422ToRgb(const YccPlanes& p, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride, const YccKernels& k,
+                 uint8_t* scratch) {
+  const int cw = (width + 1) / 2;
+  const size_t row = YccScratchBytes(width) / 2;
+  uint8_t* ub = scratch;
+  uint8_t* ur = scratch + row;
+  for (int r = 0; r < height; ++r) {
+    k.fancy_h2v1_row(p.cb + r * p.c_stride, cw, ub);
+    k.fancy_h2v1_row(p.cr + r * p.c_stride, cw, ur);
+    k.ycc_to_rgb_row(p.y + r * p.y_stride, ub, ur, width, rgb + r * rgb_stride);
+  }
+}
 
-void PlaneBuffers420::Release() {
+YccPlaneBuffers::~YccPlaneBuffers() { Release(); }
+
+void YccPlaneBuffers::Release() {
   for (Block& b : blocks_) {
     std::free(b.p);
     b = Block{};
@@ -92,7 +115,7 @@ void PlaneBuffers420::Release() {
   for (uint8_t*& p : base_) p = nullptr;
 }
 
-bool PlaneBuffers420::Grow(Block* b, size_t size) {
+bool YccPlaneBuffers::Grow(Block* b, size_t size) {
   if (b->size >= size) return true;
   std::free(b->p);
   b->p = static_cast<uint8_t*>(std::aligned_alloc(64, size));
@@ -100,17 +123,18 @@ bool PlaneBuffers420::Grow(Block* b, size_t size) {
   return b->p != nullptr;
 }
 
-bool PlaneBuffers420::Reset(int height, int width) {
-  // tjDecompressToYUVPlanes writes luma as even x even, chroma as ceil(h/2) x ceil(w/2).
-  const size_t yh = RoundUp(height, 2), yw = RoundUp(width, 2);
-  ch_ = (height + 1) / 2;
+bool YccPlaneBuffers::Reset(int height, int width, bool chroma_half_height) {
+  // tjDecompressToYUVPlanes writes 4:2:0 luma as even x even, chroma as ceil(h/2) x
+  // ceil(w/2); 4:2:2 luma as h x even, chroma as h x ceil(w/2).
+  const size_t yh = chroma_half_height ? RoundUp(height, 2) : height, yw = RoundUp(width, 2);
+  ch_ = chroma_half_height ? (height + 1) / 2 : height;
   cw_ = (width + 1) / 2;
   y_stride_ = static_cast<ptrdiff_t>(RoundUp(yw + kRowPad, 64));
   // A chroma row keeps one byte before it (index -1) and kRowPad after it; the byte
   // before row r lies in row r - 1's padding, past its own index cw.
   c_stride_ = static_cast<ptrdiff_t>(RoundUp(cw_ + 1 + kRowPad + 1, 64));
   if (!Grow(&blocks_[0], yh * y_stride_ + kRowPad)) return false;
-  if (!Grow(&blocks_[3], Ycc420ScratchBytes(width))) return false;
+  if (!Grow(&blocks_[3], YccScratchBytes(width))) return false;
   for (int i = 1; i < 3; ++i) {
     if (!Grow(&blocks_[i], (ch_ + 1) * c_stride_ + 64)) return false;
   }
@@ -120,7 +144,7 @@ bool PlaneBuffers420::Reset(int height, int width) {
   return true;
 }
 
-void PlaneBuffers420::ReplicateChromaEdges() {
+void YccPlaneBuffers::ReplicateChromaEdges() {
   for (int i = 1; i < 3; ++i) {
     for (int r = 0; r < ch_; ++r) {
       uint8_t* row = base_[i] + r * c_stride_;

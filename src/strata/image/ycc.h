@@ -1,4 +1,4 @@
-// Chroma upsampling and YCbCr -> RGB for 4:2:0 JPEGs, bit-exact with libjpeg-turbo.
+// Chroma upsampling and YCbCr -> RGB for 4:2:0 and 4:2:2 JPEGs, bit-exact with libjpeg-turbo.
 //
 // libjpeg-turbo's full decode of a 4:2:0 file spends ~19 % of its time in two passes
 // after the IDCT: "fancy" h2v2 upsampling (jdsample.c, a triangle filter) and colour
@@ -14,6 +14,9 @@
 //   colour (x = c - 128) R = clamp(Y + ((91881 * xr + 32768) >> 16))
 //                        G = clamp(Y + ((-22554 * xb - 46802 * xr + 32768) >> 16))
 //                        B = clamp(Y + ((116130 * xb + 32768) >> 16))
+//
+// 4:2:2 (h2v1, one chroma row per output row): u[2j] = (3 * c[j] + c[j-1] + 1) >> 2,
+// u[2j+1] = (3 * c[j] + c[j+1] + 2) >> 2, edges repeated the same way.
 //
 // (91881 = FIX(1.40200), 116130 = FIX(1.77200), 22554 = FIX(0.34414), 46802 =
 // FIX(0.71414) with SCALEBITS = 16.) libjpeg-turbo uses this filter only for chroma rows
@@ -39,6 +42,8 @@ struct YccKernels {
   // near[0], near[cw] == near[cw - 1] (same for far); they may write out up to
   // 2 * cw + kRowPad. The scalar version reads [0, cw) only.
   void (*fancy_h2v2_row)(const uint8_t* near, const uint8_t* far, int cw, uint8_t* out);
+  // The same for 4:2:2: out[0, 2 * cw) from one chroma row, same padding rules.  // [2 * cw]
+  void (*fancy_h2v1_row)(const uint8_t* in, int cw, uint8_t* out);
   // n pixels of Y, Cb, Cr (full resolution) to interleaved RGB.           // [n, 3]
   // Reads y/cb/cr up to n + kRowPad; writes exactly 3 * n bytes.
   void (*ycc_to_rgb_row)(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, int n, uint8_t* rgb);
@@ -48,10 +53,10 @@ const YccKernels& Kernels();            // the best for this host (STRATA_IMAGE_
 const YccKernels* KernelsFor(kernels::Isa isa);  // nullptr when the host cannot run it
 const YccKernels& ScalarKernels();
 
-// The planes of a 4:2:0 image as tjDecompressToYUVPlanes writes them.
-struct Planes420 {
+// The planes of a 4:2:0 or 4:2:2 image as tjDecompressToYUVPlanes writes them.
+struct YccPlanes {
   const uint8_t* y;       // [height, width], row stride y_stride
-  const uint8_t* cb;      // [ceil(height / 2), ceil(width / 2)], row stride c_stride
+  const uint8_t* cb;      // [ceil(height / 2) (4:2:2: height), ceil(width / 2)], row stride c_stride
   const uint8_t* cr;
   ptrdiff_t y_stride;
   ptrdiff_t c_stride;
@@ -59,25 +64,29 @@ struct Planes420 {
 
 // Fancy-upsampled RGB of the whole image into rgb ([height, width, 3], row stride
 // rgb_stride). Needs ceil(width / 2) > 2. With vector kernels the chroma rows must carry
-// the edge copies and padding described above (PlaneBuffers420 arranges it), and the Y
+// the edge copies and padding described above (YccPlaneBuffers arranges it), and the Y
 // rows must be readable to width + kRowPad. `scratch` holds two upsampled chroma rows:
-// Ycc420ScratchBytes(width), 64-byte aligned.
-size_t Ycc420ScratchBytes(int width);
-void Ycc420ToRgb(const Planes420& planes, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride,
+// YccScratchBytes(width), 64-byte aligned.
+size_t YccScratchBytes(int width);
+void Ycc420ToRgb(const YccPlanes& planes, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride,
+                 const YccKernels& k, uint8_t* scratch);
+// The 4:2:2 twin (chroma rows = height), same requirements.
+void Ycc422ToRgb(const YccPlanes& planes, int height, int width, uint8_t* rgb, ptrdiff_t rgb_stride,
                  const YccKernels& k, uint8_t* scratch);
 
 // Per-thread storage for the three planes with the layout Ycc420ToRgb's vector kernels
 // need; grows only, so decoding many images of one size allocates once.
-class PlaneBuffers420 {
+class YccPlaneBuffers {
  public:
-  // Lays out buffers for an image of height x width; false when out of memory.
-  bool Reset(int height, int width);
+  // Lays out buffers for an image of height x width, chroma at half height (4:2:0) or
+  // full height (4:2:2); false when out of memory.
+  bool Reset(int height, int width, bool chroma_half_height = true);
   uint8_t* plane(int i) { return base_[i]; }
   int stride(int i) const { return i == 0 ? static_cast<int>(y_stride_) : static_cast<int>(c_stride_); }
   // Copies each chroma row's first and last sample one place outwards (index -1 and cw).
   void ReplicateChromaEdges();
-  Planes420 planes() const { return {base_[0], base_[1], base_[2], y_stride_, c_stride_}; }
-  uint8_t* scratch() { return blocks_[3].p; }  // Ycc420ScratchBytes(width)
+  YccPlanes planes() const { return {base_[0], base_[1], base_[2], y_stride_, c_stride_}; }
+  uint8_t* scratch() { return blocks_[3].p; }  // YccScratchBytes(width)
   void Release();  // frees the buffers (after an unusually large image)
 
  private:
@@ -92,10 +101,10 @@ class PlaneBuffers420 {
   int ch_ = 0, cw_ = 0;
 
  public:
-  PlaneBuffers420() = default;
-  PlaneBuffers420(const PlaneBuffers420&) = delete;
-  PlaneBuffers420& operator=(const PlaneBuffers420&) = delete;
-  ~PlaneBuffers420();
+  YccPlaneBuffers() = default;
+  YccPlaneBuffers(const YccPlaneBuffers&) = delete;
+  YccPlaneBuffers& operator=(const YccPlaneBuffers&) = delete;
+  ~YccPlaneBuffers();
 };
 
 // Defined in ycc_avx512.cc / ycc_avx2.cc / ycc.cc.

@@ -37,6 +37,17 @@ void FancyH2V2Row(const uint8_t* near, const uint8_t* far, int cw, uint8_t* out)
   }
 }
 
+void FancyH2V1Row(const uint8_t* in, int cw, uint8_t* out) {
+  const __m256i c1 = _mm256_set1_epi16(1), c2 = _mm256_set1_epi16(2);
+  for (int j = 0; j < cw; j += 16) {
+    const __m256i left = Widen(in + j - 1), mid = Widen(in + j), right = Widen(in + j + 1);
+    const __m256i mid3 = _mm256_add_epi16(_mm256_add_epi16(mid, mid), mid);
+    const __m256i even = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(mid3, left), c1), 2);
+    const __m256i odd = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(mid3, right), c2), 2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * j), _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+  }
+}
+
 inline __m256i Widen32(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
@@ -75,7 +86,7 @@ void YccToRgbRow(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, int n, 
 
 }  // namespace
 
-const YccKernels kAvx2Ycc = {kernels::Isa::kAvx2, FancyH2V2Row, YccToRgbRow};
+const YccKernels kAvx2Ycc = {kernels::Isa::kAvx2, FancyH2V2Row, FancyH2V1Row, YccToRgbRow};
 
 }  // namespace strata::image::ycc
 

@@ -41,6 +41,17 @@ void FancyH2V2Row(const uint8_t* near, const uint8_t* far, int cw, uint8_t* out)
   }
 }
 
+void FancyH2V1Row(const uint8_t* in, int cw, uint8_t* out) {
+  const __m512i c1 = _mm512_set1_epi16(1), c2 = _mm512_set1_epi16(2);
+  for (int j = 0; j < cw; j += 32) {
+    const __m512i left = Widen(in + j - 1), mid = Widen(in + j), right = Widen(in + j + 1);
+    const __m512i mid3 = _mm512_add_epi16(_mm512_add_epi16(mid, mid), mid);
+    const __m512i even = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(mid3, left), c1), 2);
+    const __m512i odd = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(mid3, right), c2), 2);
+    _mm512_storeu_si512(out + 2 * j, _mm512_or_si512(even, _mm512_slli_epi16(odd, 8)));
+  }
+}
+
 inline __m512i Widen16(const uint8_t* p) {
   return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
@@ -101,7 +112,7 @@ void YccToRgbRow(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, int n, 
 
 }  // namespace
 
-const YccKernels kAvx512Ycc = {kernels::Isa::kAvx512, FancyH2V2Row, YccToRgbRow};
+const YccKernels kAvx512Ycc = {kernels::Isa::kAvx512, FancyH2V2Row, FancyH2V1Row, YccToRgbRow};
 
 }  // namespace strata::image::ycc
 

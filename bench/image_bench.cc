@@ -14,6 +14,8 @@
 //   BM_Decode_PlanesOnly/S    tjDecompressToYUVPlanes alone (entropy decoding + IDCT), and
 //   BM_Ycc420ToRgb/S          the fused upsampling + colour pass alone over those planes:
 //                             the two halves of the fused decode
+//   BM_Decode422_Strata/S/F   the tiles re-encoded 4:2:2 (q90), DecodeJpeg with the fused
+//                             pass (F = 1) or without (F = 0)
 //   (Pillow)                  bench/image_pillow_peer.py on the same files (run from here)
 //   BM_Augment512_Strata      512 px stored -> 192x192 f32, random flip + saturation [0, 2]:
 //                             DCT-scaled decode, crop, fused flip+resize, saturation kernel
@@ -111,11 +113,40 @@ const std::vector<std::string>& Tiles(int size) {
   return v;
 }
 
+// The same tiles re-encoded at quality 90 with 4:2:2 chroma (in memory, once).
+const std::vector<std::string>& Tiles422(int size) {
+  static std::map<int, std::vector<std::string>> cache;
+  auto& v = cache[size];
+  if (v.empty()) {
+    si::Image img;
+    for (const std::string& t : Tiles(size)) {
+      std::string j;
+      if (si::DecodeJpeg(t, {}, &img).ok() && si::EncodeJpeg(img.view(), {.quality = 90, .subsampling = 422}, &j).ok())
+        v.push_back(std::move(j));
+    }
+  }
+  return v;
+}
+
 void BM_Decode_Strata(benchmark::State& state) {
   const auto& tiles = Tiles(static_cast<int>(state.range(0)));
   si::Image out;
   // range(2) == 0: the fused colour path off (tjDecompress2 for everything), the "before".
   const si::JpegDecodeOptions options{.fast_dct = state.range(1) != 0, .fused_color = state.range(2) != 0};
+  size_t i = 0;
+  for (auto _ : state) {
+    if (!si::DecodeJpeg(tiles[i], options, &out).ok()) state.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(out.data());
+    if (++i == tiles.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// 4:2:2 copies of the tiles: DecodeJpeg with the fused pass (range(1) = 1) or without.
+void BM_Decode422_Strata(benchmark::State& state) {
+  const auto& tiles = Tiles422(static_cast<int>(state.range(0)));
+  si::Image out;
+  const si::JpegDecodeOptions options{.fused_color = state.range(1) != 0};
   size_t i = 0;
   for (auto _ : state) {
     if (!si::DecodeJpeg(tiles[i], options, &out).ok()) state.SkipWithError("decode failed");
@@ -281,6 +312,7 @@ int main(int argc, char** argv) {
   for (int s : kSizes) {
     benchmark::RegisterBenchmark("BM_Decode_PlanesOnly", BM_Decode_PlanesOnly)->Arg(s);
     benchmark::RegisterBenchmark("BM_Ycc420ToRgb", BM_Ycc420ToRgb)->Arg(s);
+    for (int fused : {1, 0}) benchmark::RegisterBenchmark("BM_Decode422_Strata", BM_Decode422_Strata)->Args({s, fused});
   }
   benchmark::RegisterBenchmark("BM_Augment512_Strata", BM_Augment512_Strata);
   benchmark::RegisterBenchmark("BM_Augment512_FullDecode", BM_Augment512_FullDecode);

@@ -267,6 +267,21 @@ TEST(YccDecode, OtherLayoutsKeepTjDecompress2) {
   ExpectSameAsTjDecompress2(jpg420, {.fast_upsample = true}, "420 fast upsampling");
 }
 
+// A stream cut short decodes (libjpeg fills the rest) when warnings are allowed, and is an
+// error otherwise; both paths must agree on the status and on the filled-in pixels.
+TEST(YccDecode, TruncatedStreamsAgree) {
+  const std::string jpg = Encode(PhotoLike(96, 130, 21), 420, false);
+  for (size_t keep : {jpg.size() * 3 / 5, jpg.size() - 2}) {
+    const std::string cut = jpg.substr(0, keep);
+    ExpectSameAsTjDecompress2(cut, {.allow_warnings = true}, "cut to " + std::to_string(keep) + " bytes");
+    Image a, b;
+    const Status fused = DecodeJpeg(cut, {}, &a);
+    const Status plain = DecodeJpeg(cut, {.fused_color = false}, &b);
+    EXPECT_FALSE(fused.ok());
+    EXPECT_EQ(fused.ToString(), plain.ToString());
+  }
+}
+
 // The planes decoded once, converted with every kernel table the host has (the decode
 // path itself uses only the best one).
 TEST(YccDecode, EveryIsaEqualsTjDecompress2OnWholeImages) {

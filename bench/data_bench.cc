@@ -15,6 +15,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstdio>
@@ -47,6 +50,40 @@ double MinorFaults() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_minflt);
 }
+
+// CPU seconds used by every process on the machine (/proc/stat: all but idle and iowait).
+double MachineBusySeconds() {
+  FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return 0;
+  unsigned long long v[8] = {};
+  const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                            &v[6], &v[7]);
+  std::fclose(f);
+  if (n < 5) return 0;
+  unsigned long long busy = 0;
+  for (int i = 0; i < 8; ++i)
+    if (i != 3 && i != 4) busy += v[i];
+  return static_cast<double>(busy) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Measures what the rest of the machine did during a benchmark: other processes' CPU time
+// as a share of all cores over the wall time. A run is quiet when this is near 0; on the
+// shared development VM it is how a run competing with others' builds is told apart.
+class OtherLoad {
+ public:
+  OtherLoad() : wall0_(NowSeconds()), busy0_(MachineBusySeconds()), own0_(ProcessCpuSeconds()) {}
+  double share() const {
+    const double wall = NowSeconds() - wall0_;
+    const double other = (MachineBusySeconds() - busy0_) - (ProcessCpuSeconds() - own0_);
+    return wall > 0 ? std::max(0.0, other) / (wall * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN))) : 0;
+  }
+
+ private:
+  static double NowSeconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  double wall0_, busy0_, own0_;
+};
 
 std::string BenchDir() {
   const char* d = std::getenv("STRATA_BENCH_DIR");
@@ -141,6 +178,7 @@ void DecodeBareLoop(benchmark::State& state) {
   Tensor out(DType::kF32, Shape{192, 192, 3});
   uint64_t i = 0;
   const double cpu0 = ProcessCpuSeconds();
+  OtherLoad other;
   for (auto _ : state) {
     Status s = aug.Run(jpegs[i % jpegs.size()], i, out.raw_data());
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
@@ -148,6 +186,7 @@ void DecodeBareLoop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations());
+  state.counters["other_cpu_share"] = other.share();
 }
 BENCHMARK(DecodeBareLoop)->UseRealTime()->MinTime(3);
 
@@ -169,12 +208,14 @@ void DecodeBareLoopPerCore(benchmark::State& state) {
   auto aug = *image::Augmenter::Make(FlowersAugment(), 1);
   Tensor out(DType::kF32, Shape{192, 192, 3});
   uint64_t i = static_cast<uint64_t>(state.thread_index()) * 7919;  // different images per thread
+  OtherLoad other;
   for (auto _ : state) {
     Status s = aug.Run(jpegs[i % jpegs.size()], i, out.raw_data());
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
     ++i;
   }
   state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) state.counters["other_cpu_share"] = other.share();  // counters sum over threads
   pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
 }
 BENCHMARK(DecodeBareLoopPerCore)->Threads(2)->UseRealTime()->MinTime(3);
@@ -194,6 +235,7 @@ void FlowersRecipe(benchmark::State& state) {
   bool end;
   for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
   const double cpu0 = ProcessCpuSeconds(), faults0 = MinorFaults();
+  OtherLoad other;
   for (auto _ : state) {
     Status s = it->GetNext(&e, &end);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
@@ -201,6 +243,7 @@ void FlowersRecipe(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 64);
   state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations() * 64);
   state.counters["page_faults_per_image"] = (MinorFaults() - faults0) / static_cast<double>(state.iterations() * 64);
+  state.counters["other_cpu_share"] = other.share();
   for (const auto& s : it->Stats())
     if (s.name == "parallel_map") state.counters["map_parallelism"] = static_cast<double>(s.parallelism);
 }

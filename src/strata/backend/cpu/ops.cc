@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <optional>
 
 #include "strata/backend/cpu/optimizer_kernels.h"
 #include "strata/backend/cpu/planner.h"
@@ -124,6 +123,18 @@ bool TryWinograd(Planner& p, const Shape& kernel, int groups) {
          kernel[3] % 16 == 0;
 }
 
+// make(algorithm) -> a primitive descriptor: Winograd's when tried and implemented, else direct's.
+template <class Make>
+auto WinogradOrDirect(bool try_winograd, const Make& make) -> decltype(make(algorithm::convolution_direct)) {
+  if (try_winograd) {
+    try {
+      return make(algorithm::convolution_winograd);
+    } catch (const dnnl::error&) {  // not implemented for this shape: direct below
+    }
+  }
+  return make(algorithm::convolution_direct);
+}
+
 Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int fwd, const Shape& xs, const Shape& ks,
                                                                 const Shape& ys, const graph::Conv2DOptions& o,
                                                                 bool bias, dt out, const dnnl::primitive_attr& attr,
@@ -138,13 +149,7 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
                                                     geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, p.engine());
   };
-  if (TryWinograd(p, ks, o.groups)) {
-    try {
-      return pd(algorithm::convolution_winograd);
-    } catch (const dnnl::error&) {  // not implemented for this shape: direct below
-    }
-  }
-  return pd(algorithm::convolution_direct);
+  return WinogradOrDirect(TryWinograd(p, ks, o.groups), pd);
 }
 
 bool HasBackward(Planner& p, int fwd) {
@@ -222,14 +227,8 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
                                                    geo.pad_r);
     return dnnl::convolution_backward_data::primitive_desc(d, p.Attr(), p.engine(), *hint);
   };
-  std::optional<dnnl::convolution_backward_data::primitive_desc> wino;
-  if (TryWinograd(p, w.shape(), n.attrs.conv.groups)) {
-    try {
-      wino = make(algorithm::convolution_winograd);
-    } catch (const dnnl::error&) {  // not implemented for this shape: direct
-    }
-  }
-  dnnl::convolution_backward_data::primitive_desc pd = wino ? *wino : make(algorithm::convolution_direct);
+  const dnnl::convolution_backward_data::primitive_desc pd =
+      WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups), make);
   Kernel k;
   k.info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));

@@ -2,6 +2,7 @@
 // lengths that exercise full vectors and tails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -78,6 +79,34 @@ TEST_P(KernelsVsScalar, GatherTapsAndGather) {
       ref_.gather(in.data(), first.data(), n, b.data());
       ExpectNear(a, b, 0, "gather");
     }
+}
+
+// Resize-shaped tables: neighbouring outputs read neighbouring inputs, so at ratios up to
+// ~2 a block's taps fit one 32-float window (the AVX-512 permute path) and past that they
+// do not (the hardware gather); flipped tables read backwards. `in` ends at the last
+// float a tap reads, so a window that loaded past it would read outside the vector.
+TEST_P(KernelsVsScalar, GatherTapsOnResizeTables) {
+  const int c = 3;
+  for (double ratio : {0.5, 1.0, 4.0 / 3, 2.0, 2.7})
+    for (bool flip : {false, true})
+      for (int taps : {1, 2, 3})
+        for (int out_px : {5, 16, 67}) {
+          const int in_px = static_cast<int>(out_px * ratio) + taps;
+          const int64_t n = static_cast<int64_t>(out_px) * c;
+          auto in = Floats(static_cast<size_t>(in_px) * c);
+          std::vector<int32_t> first(n);
+          for (int x = 0; x < out_px; ++x) {
+            const int src = std::min(static_cast<int>(x * ratio), in_px - taps);
+            const int dst = flip ? out_px - 1 - x : x;
+            for (int k = 0; k < c; ++k) first[dst * c + k] = src * c + k;
+          }
+          auto w = Floats(static_cast<size_t>(taps) * n, -1, 1);
+          std::vector<float> a(n), b(n);
+          table_->gather_taps(in.data(), first.data(), w.data(), taps, c, n, a.data());
+          ref_.gather_taps(in.data(), first.data(), w.data(), taps, c, n, b.data());
+          ExpectNear(a, b, 1e-4, "gather_taps ratio " + std::to_string(ratio) + (flip ? " flipped" : "") +
+                                     " taps " + std::to_string(taps) + " out " + std::to_string(out_px));
+        }
 }
 
 TEST_P(KernelsVsScalar, AffineFamilyAndSums) {

@@ -47,6 +47,14 @@ inline I AddI(I a, I b) { return _mm256_add_epi32(a, b); }
 inline I MulI(I a, I b) { return _mm256_mullo_epi32(a, b); }
 inline I CvtFI(F a) { return _mm256_cvttps_epi32(a); }
 inline F GatherF(const float* base, I idx) { return _mm256_i32gather_ps(base, idx, 4); }
+// No two-source permute over 8 lanes: GatherTaps keeps the hardware gather here. The
+// primitives exist only so the shared body compiles; they are never called.
+constexpr bool kHasWindowGather = false;
+inline int32_t ReduceMinI(I) { return 0; }
+inline int32_t ReduceMaxI(I) { return 0; }
+inline I SubI(I a, I b) { return _mm256_sub_epi32(a, b); }
+inline F LoadPrefixF(const float* p, int) { return LoadF(p); }
+inline F Permute2F(F lo, I, F) { return lo; }
 
 inline F LoadU8F(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));

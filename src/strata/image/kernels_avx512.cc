@@ -48,6 +48,19 @@ inline I AddI(I a, I b) { return _mm512_add_epi32(a, b); }
 inline I MulI(I a, I b) { return _mm512_mullo_epi32(a, b); }
 inline I CvtFI(F a) { return _mm512_cvttps_epi32(a); }
 inline F GatherF(const float* base, I idx) { return _mm512_i32gather_ps(idx, base, 4); }
+// Gathers from a window of 2 * kLanes consecutive floats by one two-source permute: far
+// cheaper than a hardware gather when a block's taps lie close together (resize ratios
+// up to ~2, which DCT-scaled decode always leaves). The loads are masked to the lanes
+// [0, count), so nothing past the last tap is read.
+constexpr bool kHasWindowGather = true;
+inline int32_t ReduceMinI(I a) { return _mm512_reduce_min_epi32(a); }
+inline int32_t ReduceMaxI(I a) { return _mm512_reduce_max_epi32(a); }
+inline I SubI(I a, I b) { return _mm512_sub_epi32(a, b); }
+inline F LoadPrefixF(const float* p, int count) {
+  const M m = count >= kLanes ? M(0xffff) : count <= 0 ? M(0) : static_cast<M>((1u << count) - 1);
+  return _mm512_maskz_loadu_ps(m, p);
+}
+inline F Permute2F(F lo, I idx, F hi) { return _mm512_permutex2var_ps(lo, idx, hi); }
 
 inline F LoadU8F(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

@@ -51,6 +51,14 @@ double MinorFaults() {
   return static_cast<double>(u.ru_minflt);
 }
 
+// Context switches of the whole process, all threads (voluntary: a thread blocked on a
+// lock or condition variable; involuntary: it was preempted, e.g. by a thread it woke).
+double ContextSwitches() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw + u.ru_nivcsw);
+}
+
 // CPU seconds used by every process on the machine (/proc/stat: all but idle and iowait).
 double MachineBusySeconds() {
   FILE* f = std::fopen("/proc/stat", "r");
@@ -229,17 +237,21 @@ void FlowersRecipe(benchmark::State& state) {
   o.seed = 1;
   o.deterministic = state.range(1) != 0;
   o.autotune.cpu_budget = static_cast<int>(state.range(0));
+  if (const char* r = std::getenv("STRATA_BENCH_READS")) o.num_parallel_reads = std::atoi(r);  // experiments
   auto ds = FlowersDataset(BenchDir() + "/*.tfrec", o);
   auto it = std::move(ds->with_options({.map_and_batch_fusion = state.range(2) != 0}).make_iterator()).value();
   Element e;
   bool end;
   for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
-  const double cpu0 = ProcessCpuSeconds(), faults0 = MinorFaults();
+  const double cpu0 = ProcessCpuSeconds(), faults0 = MinorFaults(), switches0 = ContextSwitches();
   OtherLoad other;
   for (auto _ : state) {
     Status s = it->GetNext(&e, &end);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
+  state.counters["switches_per_image"] =
+      (ContextSwitches() - switches0) / static_cast<double>(state.iterations() * 64);
+  if (std::getenv("STRATA_BENCH_STATS")) std::fprintf(stderr, "%s\n", it->StatsTable().c_str());
   state.SetItemsProcessed(state.iterations() * 64);
   state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations() * 64);
   state.counters["page_faults_per_image"] = (MinorFaults() - faults0) / static_cast<double>(state.iterations() * 64);

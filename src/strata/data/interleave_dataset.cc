@@ -10,12 +10,21 @@
 // nothing ready it takes from the next one that does (a slow file, or a slow decode, does
 // not stall the others).
 //
+// Hand-offs: workers refill in bursts. They sleep until the buffered elements fall to half
+// of what the open datasets can hold (or the consumer finds nothing to take), then read
+// until every buffer is full. So a worker is woken once per ~half a buffer of elements, not
+// once per element: on a machine whose cores are all decoding, each wake-up preempts a
+// decoder (and, on a VM, costs a reschedule interrupt). Condition variables are signalled
+// only when a thread waits on them, and only as many workers as can find work are woken.
+//
 // State: the cursor, each open dataset's source element (fn is run again on restore),
 // its iterator position and its buffered elements, and the input's position.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <thread>
 
+#include "strata/data/handoff_counters.h"
 #include "strata/data/pipeline.h"
 
 namespace strata::data {
@@ -129,15 +138,29 @@ class InterleaveIterator : public StageIterator {
           }
         }
         if (!waited_from) waited_from = NowNanos();
+        const int wake = StartRefill();  // nothing to take: the workers must not wait for the watermark
+        if (wake > 0) {
+          l.unlock();
+          Wake(wake);
+          l.lock();
+          continue;  // the state may have changed while unlocked
+        }
+        ++consumer_waiting_;
         consumer_cv_.wait(l);
+        --consumer_waiting_;
         continue;
       }
       Entry e = std::move(s.buffer.front());
       s.buffer.pop_front();
       if (++block_pos_ >= block_length_) Advance();
-      stats_->buffer_fill.fetch_sub(parallel_ ? 1 : 0, std::memory_order_relaxed);
+      int wake = 0;
+      if (parallel_) {
+        --buffered_;
+        stats_->buffer_fill.fetch_sub(1, std::memory_order_relaxed);
+        if (buffered_ * 2 <= Capacity()) wake = StartRefill();  // the low watermark
+      }
       l.unlock();
-      worker_cv_.notify_one();
+      Wake(wake);
       done_waiting();
       *end = false;
       if (!e.status.ok()) return e.status;
@@ -192,6 +215,7 @@ class InterleaveIterator : public StageIterator {
         STRATA_RETURN_IF_ERROR(st.GetStatus(Key(kj + "/status"), &e.status));
         STRATA_ASSIGN_OR_RETURN(e.element, st.GetElement(Key(kj + "/element")));
         s.buffer.push_back(std::move(e));
+        ++buffered_;
       }
     }
     return input_->Restore(st);
@@ -199,6 +223,38 @@ class InterleaveIterator : public StageIterator {
 
  private:
   int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
+
+  // With mu_ held. What the open datasets can buffer.
+  int64_t Capacity() const {
+    int64_t n = 0;
+    for (const auto& s : slots_) n += s.active && !s.ended ? per_slot_buffer_ : 0;
+    return n;
+  }
+  // With mu_ held. Some open dataset has buffer room not already being filled.
+  bool HasRoom() const {
+    for (const auto& s : slots_)
+      if (s.active && !s.ended && static_cast<int64_t>(s.buffer.size()) + (s.busy ? 1 : 0) < per_slot_buffer_)
+        return true;
+    return false;
+  }
+  // With mu_ held: starts a refill burst; returns how many sleeping workers to wake (those
+  // that will find something to read), to be woken after mu_ is released.
+  int StartRefill() {
+    refill_ = true;
+    if (!parallel_ || idle_workers_ == 0) return 0;
+    int64_t can = parallelism() - busy_;
+    int64_t rooms = 0;
+    for (const auto& s : slots_)
+      rooms += s.active && !s.busy && !s.ended && static_cast<int64_t>(s.buffer.size()) < per_slot_buffer_;
+    can = std::min({can, rooms, idle_workers_ - pending_wakes_});
+    if (can <= 0) return 0;
+    pending_wakes_ += can;
+    return static_cast<int>(can);
+  }
+  // Without mu_.
+  void Wake(int n) {
+    for (int i = 0; i < n; ++i) worker_cv_.notify_one();
+  }
 
   IteratorContext SlotContext(int i) const {
     IteratorContext c = ctx_;
@@ -283,7 +339,10 @@ class InterleaveIterator : public StageIterator {
     slot.ended = false;
     slot.buffer.clear();
     block_pos_ = 0;
-    worker_cv_.notify_all();
+    const int wake = StartRefill();  // an empty buffer to fill
+    l.unlock();
+    Wake(wake);
+    l.lock();
     return Status::OK();
   }
 
@@ -303,7 +362,14 @@ class InterleaveIterator : public StageIterator {
     std::unique_lock<std::mutex> l(mu_);
     while (true) {
       int j = -1;
-      worker_cv_.wait(l, [&] { return stop_ || (j = PickSlot()) >= 0; });
+      if (!stop_ && !(refill_ && (j = PickSlot()) >= 0)) {
+        if (refill_ && !HasRoom()) refill_ = false;  // every buffer full: the burst is over
+        ++idle_workers_;
+        worker_cv_.wait(l, [&] { return stop_ || (refill_ && (j = PickSlot()) >= 0); });
+        --idle_workers_;
+        if (pending_wakes_ > 0) --pending_wakes_;
+        internal::Counters().interleave_worker_wakeups.fetch_add(1, std::memory_order_relaxed);
+      }
       if (stop_) return;
       CycleSlot& s = slots_[j];
       s.busy = true;
@@ -320,11 +386,15 @@ class InterleaveIterator : public StageIterator {
         s.ended = true;
       } else {
         s.buffer.push_back(std::move(e));
+        ++buffered_;
         stats_->buffer_fill.fetch_add(1, std::memory_order_relaxed);
       }
-      consumer_cv_.notify_one();
       if (pausing_ && busy_ == 0) paused_cv_.notify_all();
-      worker_cv_.notify_one();
+      if (consumer_waiting_ > 0) {  // signalled without mu_, so it does not wake into a held lock
+        l.unlock();
+        consumer_cv_.notify_one();
+        l.lock();
+      }
     }
   }
 
@@ -346,6 +416,11 @@ class InterleaveIterator : public StageIterator {
   int cur_ = 0;
   int64_t block_pos_ = 0;
   int64_t busy_ = 0;
+  int64_t buffered_ = 0;         // elements in all slot buffers (parallel)
+  bool refill_ = true;           // workers read until every buffer is full, then clear it
+  int64_t idle_workers_ = 0;     // workers waiting on worker_cv_
+  int64_t pending_wakes_ = 0;    // of those, signalled but not yet awake
+  int64_t consumer_waiting_ = 0; // 0 or 1: the consumer waits on consumer_cv_
   bool input_end_ = false, stop_ = false, pausing_ = false;
   std::vector<std::thread> workers_;
 };

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "strata/data/handoff_counters.h"
+
 namespace strata::data {
 
 StageStatsSnapshot StageStatsSnapshot::Of(const StageStats& s) {
@@ -58,3 +60,10 @@ std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, doub
 }
 
 }  // namespace strata::data
+
+namespace strata::data::internal {
+HandoffCounters& Counters() {
+  static HandoffCounters c;
+  return c;
+}
+}  // namespace strata::data::internal

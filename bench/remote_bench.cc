@@ -11,7 +11,15 @@
 //   remote_bench transport URL...         the transport's ceiling: one thread per URL, each
 //                                         GETs the whole body with bare libcurl and discards
 //                                         it (no copy, no reader); three passes, JSON lines
+//   remote_bench pread PATH...            the local read alone: one thread per file, 1 MiB
+//                                         preads into a reused buffer, no reader
+//
+// Every pass also reports CPU milliseconds per MB: this process's (user + system) and the
+// server's, summed over the pids in STRATA_BENCH_SERVER_PIDS (nginx's master and workers).
+// On two cores that the server shares, CPU per MB is what decides the rates.
 #include <curl/curl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +27,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,6 +42,52 @@
 using namespace strata;
 
 namespace {
+
+double SelfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+long SelfPageFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt + u.ru_majflt;
+}
+
+// utime + stime of each pid in STRATA_BENCH_SERVER_PIDS, from /proc/PID/stat (fields 14
+// and 15, counted after the parenthesised command name, which may hold spaces).
+double ServerCpuSeconds() {
+  const char* env = std::getenv("STRATA_BENCH_SERVER_PIDS");
+  if (!env) return 0;
+  std::istringstream pids(env);
+  double total = 0;
+  for (std::string pid; pids >> pid;) {
+    std::ifstream f("/proc/" + pid + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));  // field 3 (state) onwards
+    std::string skip;
+    for (int i = 3; i < 14; ++i) fields >> skip;
+    long long utime = 0, stime = 0;
+    fields >> utime >> stime;
+    total += static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return total;
+}
+
+// CPU of this process and of the server since construction, as JSON fields per MB.
+struct CpuMeter {
+  double self0 = SelfCpuSeconds(), server0 = ServerCpuSeconds();
+  long faults0 = SelfPageFaults();
+  std::string Json(double mb) const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "\"cpu_ms_per_mb\": %.4f, \"server_cpu_ms_per_mb\": %.4f, \"page_faults\": %ld",
+                  (SelfCpuSeconds() - self0) * 1e3 / mb, (ServerCpuSeconds() - server0) * 1e3 / mb,
+                  SelfPageFaults() - faults0);
+    return buf;
+  }
+};
 
 int Make(const std::string& dir, int files, int mb) {
   std::mt19937_64 rng(1);
@@ -55,6 +111,7 @@ int Make(const std::string& dir, int files, int mb) {
 
 // One pass over `paths`; prints a JSON line (and the stage table to stderr).
 int ReadPass(int pass, int parallel, const std::vector<std::string>& paths) {
+  const CpuMeter cpu;
   const auto t0 = std::chrono::steady_clock::now();
   auto it = data::TFRecordDataset(paths, {.num_parallel_reads = parallel}).make_iterator();
   if (!it.ok()) return std::fprintf(stderr, "%s\n", it.status().ToString().c_str()), 1;
@@ -69,9 +126,10 @@ int ReadPass(int pass, int parallel, const std::vector<std::string>& paths) {
   }
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("{\"pass\": %d, \"parallel\": %d, \"records\": %lld, \"mb\": %.1f, \"seconds\": %.3f, "
-              "\"mb_per_s\": %.1f, \"requests\": %lld, \"retries\": %lld}\n",
+              "\"mb_per_s\": %.1f, \"requests\": %lld, \"retries\": %lld, %s}\n",
               pass, parallel, static_cast<long long>(records), bytes / 1e6, sec, bytes / 1e6 / sec,
-              static_cast<long long>(io::Counters().requests.load()), static_cast<long long>(io::Counters().retries.load()));
+              static_cast<long long>(io::Counters().requests.load()), static_cast<long long>(io::Counters().retries.load()),
+              cpu.Json(bytes / 1e6).c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "%s", (*it)->StatsTable().c_str());
   return 0;
@@ -117,6 +175,7 @@ int Transport(const std::vector<std::string>& urls) {
   for (int pass = 1; pass <= 3; ++pass) {
     std::atomic<int64_t> bytes{0};
     std::atomic<int> failures{0};
+    const CpuMeter cpu;
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
     for (const std::string& url : urls)
@@ -133,8 +192,42 @@ int Transport(const std::vector<std::string>& urls) {
     for (auto& t : threads) t.join();
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (failures.load() > 0) return std::fprintf(stderr, "transport: %d of %zu GETs failed\n", failures.load(), urls.size()), 1;
-    std::printf("{\"pass\": %d, \"streams\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f}\n", pass,
-                urls.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec);
+    std::printf("{\"pass\": %d, \"streams\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f, %s}\n",
+                pass, urls.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec, cpu.Json(bytes.load() / 1e6).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// The local read alone, what an HTTP reader replaces with the transport: one thread per
+// file, 1 MiB preads into a buffer each thread reuses.
+int PreadOnly(const std::vector<std::string>& paths) {
+  for (int pass = 1; pass <= 3; ++pass) {
+    std::atomic<int64_t> bytes{0};
+    std::atomic<int> failures{0};
+    const CpuMeter cpu;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (const std::string& path : paths)
+      threads.emplace_back([&, path] {
+        std::FILE* f = std::fopen(path.c_str(), "rb");
+        if (!f) return void(failures.fetch_add(1));
+        std::vector<char> buf(1 << 20);
+        int64_t n = 0;
+        for (off_t at = 0;; at += static_cast<off_t>(buf.size())) {
+          const ssize_t got = pread(fileno(f), buf.data(), buf.size(), at);
+          if (got < 0) failures.fetch_add(1);
+          if (got <= 0) break;
+          n += got;
+        }
+        std::fclose(f);
+        bytes.fetch_add(n);
+      });
+    for (auto& t : threads) t.join();
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (failures.load() > 0) return std::fprintf(stderr, "pread: %d of %zu files failed\n", failures.load(), paths.size()), 1;
+    std::printf("{\"pass\": %d, \"files\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f, %s}\n", pass,
+                paths.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec, cpu.Json(bytes.load() / 1e6).c_str());
     std::fflush(stdout);
   }
   return 0;
@@ -148,6 +241,7 @@ int main(int argc, char** argv) {
   if (mode == "fetch" && argc == 3) return FetchOnly(argv[2]);
   if (mode == "read" && argc >= 4) return Read(std::atoi(argv[2]), std::vector<std::string>(argv + 3, argv + argc));
   if (mode == "transport" && argc >= 3) return Transport(std::vector<std::string>(argv + 2, argv + argc));
-  std::fprintf(stderr, "usage: remote_bench make DIR FILES MB | read PARALLEL PATH... | fetch URL | transport URL...\n");
+  if (mode == "pread" && argc >= 3) return PreadOnly(std::vector<std::string>(argv + 2, argv + argc));
+  std::fprintf(stderr, "usage: remote_bench make DIR FILES MB | read PARALLEL PATH... | fetch URL | transport URL... | pread PATH...\n");
   return 2;
 }

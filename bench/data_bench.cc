@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "strata/core/clock.h"
+#include "strata/data/handoff_counters.h"
 #include "strata/data/recipes.h"
 #include "strata/data/sources.h"
 #include "strata/data/synthetic.h"
@@ -244,6 +245,8 @@ void FlowersRecipe(benchmark::State& state) {
   bool end;
   for (int i = 0; i < 3; ++i) (void)it->GetNext(&e, &end);  // fill the shuffle buffer, let AUTOTUNE settle
   const double cpu0 = ProcessCpuSeconds(), faults0 = MinorFaults(), switches0 = ContextSwitches();
+  auto& counters = internal::Counters();
+  const int64_t allocs0 = counters.batch_buffers_allocated.load(), wakeups0 = counters.interleave_worker_wakeups.load();
   OtherLoad other;
   for (auto _ : state) {
     Status s = it->GetNext(&e, &end);
@@ -251,6 +254,10 @@ void FlowersRecipe(benchmark::State& state) {
   }
   state.counters["switches_per_image"] =
       (ContextSwitches() - switches0) / static_cast<double>(state.iterations() * 64);
+  // Batch buffers allocated while timed (0 in the steady state) and reader wake-ups per image.
+  state.counters["batch_allocs"] = static_cast<double>(counters.batch_buffers_allocated.load() - allocs0);
+  state.counters["reader_wakeups_per_image"] =
+      static_cast<double>(counters.interleave_worker_wakeups.load() - wakeups0) / static_cast<double>(state.iterations() * 64);
   if (std::getenv("STRATA_BENCH_STATS")) std::fprintf(stderr, "%s\n", it->StatsTable().c_str());
   state.SetItemsProcessed(state.iterations() * 64);
   state.counters["cpu_us_per_image"] = (ProcessCpuSeconds() - cpu0) * 1e6 / static_cast<double>(state.iterations() * 64);

@@ -20,8 +20,13 @@
 // start its next batch after it: put ignore_errors() between map and batch for per-element
 // skipping (that also turns fusion off).
 //
-// Buffers: the last four full batch buffers are remembered and refilled once the consumer has
-// dropped them (as in batch). Statistics: two rows, the map's (at the map's path: elements,
+// Buffers: every batch buffer is remembered (up to PoolBound(): the batches in flight here
+// plus 6 held downstream, by a prefetch buffer and the consumer) and refilled once the
+// consumer has dropped it, so the steady state allocates no batch memory and touches no
+// fresh pages. Only past the bound is a remembered buffer replaced (and freed once released).
+// Hand-offs: a worker signals another only when one waits and can start; the consumer is
+// woken once per finished batch, and only when it waits; signals are sent after the lock is
+// released, so the woken thread does not block on it at once. Statistics: two rows, the map's (at the map's path: elements,
 // busy time, parallelism, rows in flight) and the batch's. State: next index, end flag and
 // every batch in flight with the rows written so far (workers park while Save runs).
 #include <algorithm>
@@ -31,6 +36,7 @@
 #include <deque>
 #include <thread>
 
+#include "strata/data/handoff_counters.h"
 #include "strata/data/pipeline.h"
 
 namespace strata::data {
@@ -131,8 +137,9 @@ class MapAndBatchIterator : public StageIterator {
         std::unique_ptr<Batch> b = std::move(*it);
         batches_.erase(it);
         UpdateFill();
+        const int64_t wake = WorkersToWake();
         l.unlock();
-        worker_cv_.notify_all();
+        for (int64_t i = 0; i < wake; ++i) worker_cv_.notify_one();
         stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
         if (!b->status.ok()) {
           *end = false;
@@ -148,7 +155,9 @@ class MapAndBatchIterator : public StageIterator {
         *end = true;
         return Status::OK();
       }
+      ++consumer_waiting_;
       consumer_cv_.wait(l);
+      --consumer_waiting_;
     }
   }
 
@@ -228,6 +237,16 @@ class MapAndBatchIterator : public StageIterator {
  private:
   int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
   int64_t MaxBatches() const { return std::max<int64_t>(2, (2 * parallelism() + n_ - 1) / n_); }
+  // Batch buffers remembered for reuse: the most batches in flight here (at the highest
+  // parallelism) plus 6 downstream (a prefetch buffer's, the one its producer is queueing,
+  // the consumer's).
+  size_t PoolBound() const {
+    const int64_t p = tunable_ ? tunable_->max() : fixed_;
+    return static_cast<size_t>(std::max<int64_t>(2, (2 * p + n_ - 1) / n_) + 6);
+  }
+  // With mu_ held: 1 when a sleeping worker can start now. Never more: the input is read by
+  // one worker at a time, and each, once it has read, wakes the next if it can start.
+  int64_t WorkersToWake() const { return idle_workers_ > 0 && CanStart() ? 1 : 0; }
 
   // With mu_ held.
   bool Finished(const Batch& b) const { return b.done == b.claimed && (b.claimed == n_ || b.last); }
@@ -245,11 +264,11 @@ class MapAndBatchIterator : public StageIterator {
     map_stats_->buffer_capacity.store(MaxBatches() * n_, std::memory_order_relaxed);
   }
 
-  // A batch buffer: a remembered one the consumer has let go of, else a new one. Called by
-  // the thread that reads the input (one at a time), which owns pool_.
+  // A batch buffer: a remembered one the consumer has let go of, else a new one (remembered
+  // too, up to PoolBound()). Called by the thread that reads the input (one at a time), which
+  // owns pool_.
   Element Allocate() {
     for (Element& b : pool_) {
-      if (b.tensors.empty()) continue;
       bool free = true;
       for (const Tensor& t : b.tensors) free = free && t.sole_owner();
       if (free) {
@@ -265,8 +284,13 @@ class MapAndBatchIterator : public StageIterator {
       dims.insert(dims.end(), spec_->shapes[c].dims().begin(), spec_->shapes[c].dims().end());
       e.tensors.push_back(Tensor::Empty(spec_->dtypes[c], Shape(std::move(dims))));  // every row is written
     }
-    pool_[next_pool_] = e;
-    next_pool_ = (next_pool_ + 1) % pool_.size();
+    internal::Counters().batch_buffers_allocated.fetch_add(1, std::memory_order_relaxed);
+    if (pool_.size() < PoolBound()) {
+      pool_.push_back(e);
+    } else {  // more in flight than the bound: replace the oldest (freed once released)
+      pool_[next_pool_] = e;
+      next_pool_ = (next_pool_ + 1) % pool_.size();
+    }
     return e;
   }
 
@@ -356,7 +380,9 @@ class MapAndBatchIterator : public StageIterator {
       if (!stop_ && !CanStart()) {
         const int64_t t0 = NowNanos();
         const bool full = !HasFreeRow();
+        ++idle_workers_;
         worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
+        --idle_workers_;
         if (full) map_stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       }
       if (stop_) return;
@@ -381,7 +407,6 @@ class MapAndBatchIterator : public StageIterator {
 
       l.lock();
       reading_ = false;
-      worker_cv_.notify_one();  // another worker may read the input now
       if (s.ok() && end) {
         --b->claimed;
         --next_index_;
@@ -389,18 +414,19 @@ class MapAndBatchIterator : public StageIterator {
         input_end_ = true;
         if (b->claimed == 0) batches_.pop_back();  // it is the last one
         UpdateFill();
-        Finish();
-        consumer_cv_.notify_all();
+        Finish(l, true);
         continue;
       }
       if (!s.ok()) {
         Fail(b, r, s);
-        Finish();
+        Finish(l, true);
         continue;
       }
       map_stats_->inputs.fetch_add(1, std::memory_order_relaxed);
       Element buf = b->buf;  // the batch cannot be handed out before this row is done
+      const bool wake = WorkersToWake() > 0;  // another worker waits to read the input
       l.unlock();
+      if (wake) worker_cv_.notify_one();
 
       const int64_t t0 = NowNanos();
       s = MapRow(std::move(in), buf, index, r);
@@ -414,7 +440,7 @@ class MapAndBatchIterator : public StageIterator {
       } else {
         ++b->done;
       }
-      Finish(Finished(*b));
+      Finish(l, Finished(*b));
     }
   }
 
@@ -427,12 +453,16 @@ class MapAndBatchIterator : public StageIterator {
     ++b->done;
   }
 
-  // With mu_ held: one worker is done with its row. The consumer is woken only when a
-  // batch is complete (not 64 times per batch: on two cores each wake-up preempts a worker).
-  void Finish(bool batch_finished = true) {
+  // With mu_ held (through l): one worker is done with its row. The consumer is woken only
+  // when a batch is complete (not 64 times per batch: on two cores each wake-up preempts a
+  // worker) and it waits; the signal goes out with mu_ released, then l is locked again.
+  void Finish(std::unique_lock<std::mutex>& l, bool batch_finished) {
     --active_;
-    if (batch_finished) consumer_cv_.notify_one();
     if (pausing_ && active_ == 0) paused_cv_.notify_all();
+    if (!batch_finished || consumer_waiting_ == 0) return;
+    l.unlock();
+    consumer_cv_.notify_one();  // only GetNext waits on it
+    l.lock();
   }
 
   const std::string map_path_;
@@ -454,11 +484,13 @@ class MapAndBatchIterator : public StageIterator {
   std::deque<std::unique_ptr<Batch>> batches_;  // in input order
   int64_t next_index_ = 0;
   int64_t active_ = 0;     // workers reading or mapping
+  int64_t idle_workers_ = 0;      // workers waiting on worker_cv_
+  int64_t consumer_waiting_ = 0;  // the consumer waits on consumer_cv_
   bool reading_ = false;   // a worker is inside input_->GetNext
   bool input_end_ = false, stop_ = false, pausing_ = false;
   std::vector<std::thread> workers_;
-  // The last few full batch buffers (shared with what was handed out); owned by the reader.
-  std::array<Element, 4> pool_;
+  // Batch buffers for reuse (shared with what was handed out); owned by the reader.
+  std::vector<Element> pool_;
   size_t next_pool_ = 0;
 };
 

@@ -4,7 +4,8 @@
 // AUTOTUNE: the bound is a Tunable the tuner grows while the consumer still finds the
 // buffer empty and the RAM budget allows (docs/pipeline.md). End of sequence and errors
 // are queued in order like elements. State: the queued entries and the input's position
-// (the producer is parked while Save runs).
+// (the producer is parked while Save runs). Each side signals the other only when it waits,
+// and with the lock released.
 #include <condition_variable>
 #include <deque>
 #include <thread>
@@ -53,7 +54,9 @@ class PrefetchIterator : public StageIterator {
       const int64_t t0 = NowNanos();
       // `ended_` with an empty buffer only after restoring an inconsistent state (found by
       // fuzzing: it hung); treat it as the end.
+      ++consumer_waiting_;
       consumer_cv_.wait(l, [&] { return !buffer_.empty() || (ended_ && !producing_); });
+      --consumer_waiting_;
       stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       if (buffer_.empty()) {
         *end = true;
@@ -69,8 +72,9 @@ class PrefetchIterator : public StageIterator {
     *out = std::move(e.element);
     buffer_.pop_front();
     stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    const bool wake = producer_waiting_;
     l.unlock();
-    producer_cv_.notify_one();
+    if (wake) producer_cv_.notify_one();  // only a waiting producer needs the signal
     *end = false;
     if (s.ok()) stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return s;
@@ -122,9 +126,11 @@ class PrefetchIterator : public StageIterator {
     while (true) {
       if (!(stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity()))) {
         const int64_t t0 = NowNanos();
+        producer_waiting_ = true;
         producer_cv_.wait(l, [&] {
           return stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity());
         });
+        producer_waiting_ = false;
         if (!ended_) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       }
       if (stop_) return;
@@ -140,8 +146,12 @@ class PrefetchIterator : public StageIterator {
       buffer_.push_back(std::move(e));
       stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
       stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
-      consumer_cv_.notify_one();
       if (pausing_) paused_cv_.notify_all();
+      if (consumer_waiting_ > 0) {  // signalled with mu_ released: the consumer does not wake into a held lock
+        l.unlock();
+        consumer_cv_.notify_one();
+        l.lock();
+      }
     }
   }
 
@@ -153,6 +163,8 @@ class PrefetchIterator : public StageIterator {
   std::condition_variable producer_cv_, consumer_cv_, paused_cv_;
   std::deque<Entry> buffer_;
   bool stop_ = false, pausing_ = false, producing_ = false, ended_ = false;
+  bool producer_waiting_ = false;  // the producer waits on producer_cv_
+  int64_t consumer_waiting_ = 0;   // the consumer waits on consumer_cv_
   std::thread producer_;
 };
 

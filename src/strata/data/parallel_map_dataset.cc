@@ -8,7 +8,8 @@
 // 2 x parallelism slots (running + finished); AUTOTUNE moves parallelism within
 // [1, cpu budget] (docs/pipeline.md). When the function takes under 20 us per element a
 // worker takes up to 16 consecutive elements per turn (and the queue bound scales with it),
-// so the hand-off does not cost more than the work.
+// so the hand-off does not cost more than the work. Condition variables are signalled only
+// when a thread waits on them, and with the lock released.
 //
 // map_with_rng seeds each element's generator from (seed, epoch, element index): the same
 // numbers whatever thread runs it. State: the finished slots, the next index and the
@@ -80,8 +81,9 @@ class ParallelMapIterator : public StageIterator {
         std::unique_ptr<Slot> slot = std::move(*it);
         slots_.erase(it);
         stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+        const bool wake = idle_workers_ > 0 && CanStart();
         l.unlock();
-        worker_cv_.notify_one();
+        if (wake) worker_cv_.notify_one();
         if (t0) stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
         *end = false;
         if (!slot->status.ok()) return slot->status;
@@ -94,7 +96,9 @@ class ParallelMapIterator : public StageIterator {
         return Status::OK();
       }
       if (!t0) t0 = NowNanos();
+      ++consumer_waiting_;
       consumer_cv_.wait(l);
+      --consumer_waiting_;
     }
   }
 
@@ -165,7 +169,9 @@ class ParallelMapIterator : public StageIterator {
       if (!stop_ && !CanStart()) {
         const int64_t t0 = NowNanos();
         const bool full = static_cast<int64_t>(slots_.size()) >= Capacity();
+        ++idle_workers_;
         worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
+        --idle_workers_;
         if (full) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       }
       if (stop_) return;
@@ -199,7 +205,8 @@ class ParallelMapIterator : public StageIterator {
 
       l.lock();
       reading_ = false;
-      worker_cv_.notify_one();  // another worker may read the input now
+      // Another worker may read the input now: signalled below once mu_ is released.
+      bool wake = idle_workers_ > 0 && CanStart();
       // Slots after the last input read (end, or an error at `got`) go back; they are last.
       const int64_t used = got + (error.ok() ? 0 : 1);
       for (int64_t j = k; j > used; --j) {
@@ -213,10 +220,16 @@ class ParallelMapIterator : public StageIterator {
       }
       stats_->inputs.fetch_add(got, std::memory_order_relaxed);
       if (got == 0) {
-        Finish();
+        if (wake) {
+          l.unlock();
+          worker_cv_.notify_one();
+          l.lock();
+        }
+        Finish(l);
         continue;
       }
       l.unlock();
+      if (wake) worker_cv_.notify_one();
 
       const int64_t t0 = NowNanos();
       for (int64_t j = 0; j < got; ++j) {
@@ -238,15 +251,19 @@ class ParallelMapIterator : public StageIterator {
 
       l.lock();
       for (int64_t j = 0; j < got; ++j) mine[j]->ready = true;
-      Finish();
+      Finish(l);
     }
   }
 
-  // With mu_ held: one worker is done with its element.
-  void Finish() {
+  // With mu_ held (through l): one worker is done with its elements. A waiting consumer is
+  // signalled with mu_ released (so it does not wake into a held lock), then l is relocked.
+  void Finish(std::unique_lock<std::mutex>& l) {
     --active_;
-    consumer_cv_.notify_one();
     if (pausing_ && active_ == 0) paused_cv_.notify_all();
+    if (consumer_waiting_ == 0) return;
+    l.unlock();
+    consumer_cv_.notify_one();
+    l.lock();
   }
 
   std::unique_ptr<IteratorBase> input_;
@@ -264,6 +281,8 @@ class ParallelMapIterator : public StageIterator {
   std::deque<std::unique_ptr<Slot>> slots_;  // in input order
   int64_t next_index_ = 0;
   int64_t active_ = 0;   // workers reading or mapping
+  int64_t idle_workers_ = 0;      // workers waiting on worker_cv_
+  int64_t consumer_waiting_ = 0;  // the consumer waits on consumer_cv_
   int64_t chunk_ = 1;    // elements per worker turn (see Chunk)
   bool reading_ = false;  // a worker is inside input_->GetNext
   bool input_end_ = false, stop_ = false, pausing_ = false;

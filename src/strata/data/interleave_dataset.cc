@@ -142,13 +142,10 @@ class InterleaveIterator : public StageIterator {
           }
         }
         if (!waited_from) waited_from = NowNanos();
-        const int wake = StartRefill();  // nothing to take: the workers must not wait for the watermark
-        if (wake > 0) {
-          l.unlock();
-          Wake(wake);
-          l.lock();
-          continue;  // the state may have changed while unlocked
-        }
+        // Nothing to take: the workers must not wait for the watermark. Signalled with mu_
+        // held (the wait below releases it at once), so no signal can be lost in between.
+        refill_ = true;
+        Wake(WorkersToWake());
         ++consumer_waiting_;
         consumer_cv_.wait(l);
         --consumer_waiting_;
@@ -161,7 +158,10 @@ class InterleaveIterator : public StageIterator {
       if (parallel_) {
         --buffered_;
         stats_->buffer_fill.fetch_sub(1, std::memory_order_relaxed);
-        if (buffered_ * 2 <= Capacity()) wake = StartRefill();  // the low watermark
+        if (!refill_ && buffered_ * 2 <= Capacity()) {  // the low watermark: a burst starts
+          refill_ = true;
+          wake = WorkersToWake();
+        }
       }
       l.unlock();
       Wake(wake);
@@ -241,21 +241,16 @@ class InterleaveIterator : public StageIterator {
         return true;
     return false;
   }
-  // With mu_ held: starts a refill burst; returns how many sleeping workers to wake (those
-  // that will find something to read), to be woken after mu_ is released.
-  int StartRefill() {
-    refill_ = true;
+  // With mu_ held: how many sleeping workers a burst should wake: those that will find an
+  // open dataset to read (not more than the parallelism allows).
+  int WorkersToWake() const {
     if (!parallel_ || idle_workers_ == 0) return 0;
-    int64_t can = parallelism() - busy_;
     int64_t rooms = 0;
     for (const auto& s : slots_)
       rooms += s.active && !s.busy && !s.ended && static_cast<int64_t>(s.buffer.size()) < per_slot_buffer_;
-    can = std::min({can, rooms, idle_workers_ - pending_wakes_});
-    if (can <= 0) return 0;
-    pending_wakes_ += can;
-    return static_cast<int>(can);
+    return static_cast<int>(std::max<int64_t>(0, std::min({parallelism() - busy_, rooms, idle_workers_})));
   }
-  // Without mu_.
+  // With or without mu_.
   void Wake(int n) {
     for (int i = 0; i < n; ++i) worker_cv_.notify_one();
   }
@@ -343,7 +338,8 @@ class InterleaveIterator : public StageIterator {
     slot.ended = false;
     slot.buffer.clear();
     block_pos_ = 0;
-    const int wake = StartRefill();  // an empty buffer to fill
+    refill_ = true;  // an empty buffer to fill
+    const int wake = WorkersToWake();
     l.unlock();
     Wake(wake);
     l.lock();
@@ -377,7 +373,6 @@ class InterleaveIterator : public StageIterator {
         ++idle_workers_;
         worker_cv_.wait(l, [&] { return stop_ || (refill_ && (j = PickSlot()) >= 0); });
         --idle_workers_;
-        if (pending_wakes_ > 0) --pending_wakes_;
         internal::Counters().interleave_worker_wakeups.fetch_add(1, std::memory_order_relaxed);
       }
       if (stop_) return;
@@ -429,7 +424,6 @@ class InterleaveIterator : public StageIterator {
   int64_t buffered_ = 0;         // elements in all slot buffers (parallel)
   bool refill_ = true;           // workers read until every buffer is full, then clear it
   int64_t idle_workers_ = 0;     // workers waiting on worker_cv_
-  int64_t pending_wakes_ = 0;    // of those, signalled but not yet awake
   int64_t consumer_waiting_ = 0; // 0 or 1: the consumer waits on consumer_cv_
   bool input_end_ = false, stop_ = false, pausing_ = false;
   std::vector<std::thread> workers_;

@@ -9,6 +9,12 @@
 //   FlowersRecipe/N/D/F  the flowers recipe from TFRecord files, AUTOTUNE with a CPU budget of
 //                    N, deterministic D, map_and_batch fusion F (1: on, the default).
 //   VariableCost/D   parallel map over elements whose cost varies 1x..20x, deterministic D.
+// FlowersRecipe also reports, over the timed loop: cpu_us_per_image (process user + system),
+// page_faults_per_image, switches_per_image (voluntary + involuntary context switches),
+// batch_allocs (batch buffers allocated; 0 in the steady state), reader_wakeups_per_image
+// (parallel interleave wake-ups) and other_cpu_share (other processes' CPU share: a run is
+// quiet when it is near 0). STRATA_BENCH_STATS=1 prints the pipeline's stage table after each
+// run; STRATA_BENCH_READS=N sets the recipe's num_parallel_reads (experiments).
 // The synthetic files are written once to $STRATA_BENCH_DIR (default /tmp/strata_data_bench);
 // bench/data_torch_peer.py reads the JPEG bytes dumped there (jpegs.bin) for the PyTorch peer.
 #include <benchmark/benchmark.h>

@@ -170,67 +170,67 @@ size_t DiscardBody(char*, size_t size, size_t n, void* total) {
   return size * n;
 }
 
-int Transport(const std::vector<std::string>& urls) {
-  curl_global_init(CURL_GLOBAL_DEFAULT);
+// Three passes of `one(source)` on a thread per source, each returning its bytes (< 0 when it
+// failed); one JSON line per pass with the rate and CPU per MB. `what` names the mode in the
+// failure message, `count_key` the sources in the JSON line ("streams", "files").
+template <typename PerSource>
+int PassesOnThreads(const char* what, const char* count_key, const std::vector<std::string>& sources, PerSource one) {
   for (int pass = 1; pass <= 3; ++pass) {
     std::atomic<int64_t> bytes{0};
     std::atomic<int> failures{0};
     const CpuMeter cpu;
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
-    for (const std::string& url : urls)
-      threads.emplace_back([&, url] {
-        CURL* h = curl_easy_init();
-        curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);  // as the reader's handles
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, DiscardBody);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes);
-        if (curl_easy_perform(h) != CURLE_OK) failures.fetch_add(1);
-        curl_easy_cleanup(h);
+    for (const std::string& source : sources)
+      threads.emplace_back([&, source] {
+        const int64_t n = one(source);
+        if (n < 0) failures.fetch_add(1);
+        else bytes.fetch_add(n);
       });
     for (auto& t : threads) t.join();
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (failures.load() > 0) return std::fprintf(stderr, "transport: %d of %zu GETs failed\n", failures.load(), urls.size()), 1;
-    std::printf("{\"pass\": %d, \"streams\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f, %s}\n",
-                pass, urls.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec, cpu.Json(bytes.load() / 1e6).c_str());
+    if (failures.load() > 0) return std::fprintf(stderr, "%s: %d of %zu failed\n", what, failures.load(), sources.size()), 1;
+    const double mb = bytes.load() / 1e6;
+    std::printf("{\"pass\": %d, \"%s\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f, %s}\n", pass,
+                count_key, sources.size(), mb, sec, mb / sec, cpu.Json(mb).c_str());
     std::fflush(stdout);
   }
   return 0;
 }
 
+int Transport(const std::vector<std::string>& urls) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  return PassesOnThreads("transport GETs", "streams", urls, [](const std::string& url) -> int64_t {
+    std::atomic<int64_t> bytes{0};
+    CURL* h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);  // as the reader's handles
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, DiscardBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes);
+    const bool ok = curl_easy_perform(h) == CURLE_OK;
+    curl_easy_cleanup(h);
+    return ok ? bytes.load() : -1;
+  });
+}
+
 // The local read alone, what an HTTP reader replaces with the transport: one thread per
 // file, 1 MiB preads into a buffer each thread reuses.
 int PreadOnly(const std::vector<std::string>& paths) {
-  for (int pass = 1; pass <= 3; ++pass) {
-    std::atomic<int64_t> bytes{0};
-    std::atomic<int> failures{0};
-    const CpuMeter cpu;
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (const std::string& path : paths)
-      threads.emplace_back([&, path] {
-        std::FILE* f = std::fopen(path.c_str(), "rb");
-        if (!f) return void(failures.fetch_add(1));
-        std::vector<char> buf(1 << 20);
-        int64_t n = 0;
-        for (off_t at = 0;; at += static_cast<off_t>(buf.size())) {
-          const ssize_t got = pread(fileno(f), buf.data(), buf.size(), at);
-          if (got < 0) failures.fetch_add(1);
-          if (got <= 0) break;
-          n += got;
-        }
-        std::fclose(f);
-        bytes.fetch_add(n);
-      });
-    for (auto& t : threads) t.join();
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (failures.load() > 0) return std::fprintf(stderr, "pread: %d of %zu files failed\n", failures.load(), paths.size()), 1;
-    std::printf("{\"pass\": %d, \"files\": %zu, \"mb\": %.1f, \"seconds\": %.3f, \"mb_per_s\": %.1f, %s}\n", pass,
-                paths.size(), bytes.load() / 1e6, sec, bytes.load() / 1e6 / sec, cpu.Json(bytes.load() / 1e6).c_str());
-    std::fflush(stdout);
-  }
-  return 0;
+  return PassesOnThreads("pread files", "files", paths, [](const std::string& path) -> int64_t {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return -1;
+    std::vector<char> buf(1 << 20);
+    int64_t n = 0;
+    for (off_t at = 0;; at += static_cast<off_t>(buf.size())) {
+      const ssize_t got = pread(fileno(f), buf.data(), buf.size(), at);
+      if (got < 0) n = -1;
+      if (got <= 0) break;
+      n += got;
+    }
+    std::fclose(f);
+    return n;
+  });
 }
 
 }  // namespace

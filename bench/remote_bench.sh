@@ -103,7 +103,7 @@ for name, r in zip(names, rows):
 total = [r[2] + r[3] for r in rows]
 print(f"\nceiling: the bare transport alone (16 streams, bodies discarded, no reader) reads {t16:.0f} MB/s ="
       f" {100 * t16 / l16:.0f} % of the local pipeline (target for the HTTP pipeline: 80 %)")
-for label, transport in (("16 streams", total[4]), ("one stream, the cheapest per MB", total[5])):
+for label, transport in (("16 streams", total[4]), ("one stream", total[5])):
     need = transport + total[0] - total[6]
     cap = 1000.0 * cores / need
     print(f"bound ({label}): >= {transport:.3f} transport + {total[0]:.3f} local pipeline - {total[6]:.3f} local read"

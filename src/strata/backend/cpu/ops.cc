@@ -5,10 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
 
 #include "strata/backend/cpu/optimizer_kernels.h"
 #include "strata/backend/cpu/planner.h"
+#include "strata/backend/cpu/winograd.h"
 #include "strata/backend/dropout_mask.h"
+#include "strata/core/cpu.h"
 
 namespace strata::backend::cpu {
 
@@ -152,6 +156,85 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
   return WinogradOrDirect(TryWinograd(p, ks, o.groups), pd);
 }
 
+// ---- Strata's AVX2 Winograd (winograd.h) --------------------------------------------------
+//
+// oneDNN 2.6 has Winograd only for AVX-512: on an AVX2 host every 3x3 convolution would run
+// direct. Under kAuto, an f32 3x3 / stride 1 / dilation 1 / one-group convolution with
+// channels in blocks of 8, for which oneDNN's Winograd descriptor throws (unimplemented), on a
+// host with AVX2, runs Strata's F(4x4, 3x3) forward and backward-data instead, in the
+// nChw8c layout oneDNN's AVX2 direct convolution would have used (so its neighbours, and
+// the backward-weights convolution that takes the direct forward descriptor as its hint,
+// see the same layouts as without it).
+
+// The winograd.h geometry of a convolution whose forward takes xs to ys, if Strata's
+// Winograd may run it (everything but the oneDNN and layout checks).
+std::optional<winograd::Geometry> HandWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys,
+                                               const graph::Conv2DOptions& o) {
+  if (p.bf16() || p.options().conv_algorithm != ConvAlgorithm::kAuto || !HostIsa().avx2) return std::nullopt;
+  if (xs.rank() != 4 || ks[0] != 3 || ks[1] != 3 || o.stride_h != 1 || o.stride_w != 1 || o.dilation_h != 1 ||
+      o.dilation_w != 1 || o.groups != 1)
+    return std::nullopt;
+  const ConvGeo geo = Geometry(xs, ks, o);
+  winograd::Geometry g;
+  g.batch = xs[0];
+  g.in_channels = ks[2];
+  g.out_channels = ks[3];
+  g.in_h = xs[1];
+  g.in_w = xs[2];
+  g.out_h = ys[1];
+  g.out_w = ys[2];
+  g.pad_top = static_cast<int>(geo.pad_l[0]);
+  g.pad_left = static_cast<int>(geo.pad_l[1]);
+  if (!winograd::Supported(g)) return std::nullopt;
+  return g;
+}
+
+// Whether oneDNN implements Winograd for this f32 convolution (its descriptor does not throw).
+bool OneDnnHasWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys, const graph::Conv2DOptions& o) {
+  const ConvGeo geo = Geometry(xs, ks, o);
+  try {
+    dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_winograd,
+                                      Any(Dims(xs), dt::f32), Any(WeightsDims(ks, o.groups), dt::f32),
+                                      Any(Dims(ys), dt::f32), geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, p.Attr(), p.engine());
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+md Blocked8(const Shape& s) { return md(Dims(s), dt::f32, tag::aBcd8b); }
+
+// Appends the Winograd kernel: src (blocked), plain HWIO weights, optional plain bias -> out.
+Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo, winograd::Pass pass, bool relu,
+                      Value src, Value weights, std::optional<Value> bias, Value out) {
+  auto conv = std::make_shared<const winograd::Conv3x3>(geo, pass, winograd::Isa::kAvx2, relu);
+  Kernel k;
+  k.info = std::move(info);
+  k.info.impl = "strata:avx2-winograd";
+  STRATA_ASSIGN_OR_RETURN(int sb, p.Use(src, Blocked8(src.shape())));
+  STRATA_ASSIGN_OR_RETURN(int wb, p.Use(weights, PlainDesc(weights.shape(), dt::f32)));
+  k.bufs = {sb, wb};
+  if (bias) {
+    STRATA_ASSIGN_OR_RETURN(int bb, p.Use(*bias, PlainDesc(bias->shape(), dt::f32)));
+    k.bufs.push_back(bb);
+  }
+  const int scratch = p.NewBuffer(conv->scratch_bytes());  // live at this kernel only: shared
+  p.Touch(scratch);
+  k.bufs.push_back(scratch);
+  k.bufs.push_back(p.Define(out, Blocked8(out.shape())));
+  const bool has_bias = bias.has_value();
+  k.fn = [conv, has_bias](Kernel& k, uint64_t) {
+    const float* b = has_bias ? reinterpret_cast<const float*>(k.ptrs[2]) : nullptr;
+    const size_t s = has_bias ? 3 : 2;
+    conv->Run(reinterpret_cast<const float*>(k.ptrs[0]), reinterpret_cast<const float*>(k.ptrs[1]), b,
+              reinterpret_cast<float*>(k.ptrs[s + 1]), k.ptrs[s]);
+    return Status::OK();
+  };
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
 bool HasBackward(Planner& p, int fwd) {
   const graph::Graph& g = p.graph();
   for (int j : p.schedule.order)
@@ -181,10 +264,21 @@ Status PlanConv(Planner& p, int i) {
   const prop_kind prop = HasBackward(p, i) ? prop_kind::forward_training : prop_kind::forward_inference;
   STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
                                                  bias_node >= 0, OutType(p, out), attr, prop));
-  p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);
+  p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
   Kernel k;
   k.info = Info(p, i, "conv_fwd", pd.impl_info_str());
   k.info.name = n.name + " (" + fused + ")";
+  // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only.
+  const bool relu_or_none = act_node < 0 || g.node(act_node).attrs.activation == Activation::kRelu;
+  if (auto geo = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
+      geo && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
+      !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)) {
+    if (bias_node >= 0) k.info.other_flops += g.OtherFlops(bias_node);
+    if (act_node >= 0) k.info.other_flops += g.OtherFlops(act_node);
+    std::optional<Value> bias;
+    if (bias_node >= 0) bias = g.node(bias_node).inputs[1];
+    return AppendWinograd(p, k.info, *geo, winograd::Pass::kForward, act_node >= 0, x, w, bias, out);
+  }
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
   k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()}};
@@ -231,6 +325,10 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
       WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups), make);
   Kernel k;
   k.info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
+  if (auto geo = HandWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv);
+      geo && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&
+      !OneDnnHasWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv))
+    return AppendWinograd(p, k.info, *geo, winograd::Pass::kBackwardData, false, dy, w, std::nullopt, g.output(i));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
   const int xb = p.Define(g.output(i), pd.diff_src_desc());

@@ -7,16 +7,20 @@ BUILD ?= build
 SAN   ?= build-sanitize
 CMAKE_FLAGS ?=
 
-.PHONY: deps build demo test test-release test-sanitize bench fuzz clean
+.PHONY: deps configure build demo test test-release test-sanitize bench fuzz clean
 
 deps:
 	@scripts/deps.sh
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo builds only what it runs: the strata binary and its library.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target strata_cli
 	$(BUILD)/tools/strata/strata devices
 	$(BUILD)/tools/strata/strata train
 
@@ -28,7 +32,7 @@ test-release: build
 test-sanitize: deps
 	@cmake -S . -B $(SAN) -DCMAKE_BUILD_TYPE=Sanitize $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(SAN) -j $(JOBS) --target unit_tests
-	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L unit
+	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L '^unit$$'
 
 bench: build
 	bench/run_all.sh $(BUILD)

@@ -7,7 +7,10 @@
 #include <cstring>
 #include <random>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "strata/backend/compile.h"
+#include "strata/core/cpu.h"
 #include "strata/backend/cpu/optimizer_kernels.h"
 #include "strata/graph/autodiff.h"
 #include "strata/graph/reference_cnn.h"
@@ -44,6 +47,25 @@ struct SyntheticFashion {
   std::vector<float> templates;
 };
 
+bool OneDnnHasAvx512() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512_core) == avx512_core;
+}
+bool Bf16Runs() { return PrecisionSupported(Precision::kBF16).ok(); }
+
+// Compiling a bf16 step where bf16 cannot run is Unimplemented, naming AVX-512 and f32.
+void ExpectBf16Refused() {
+  Graph g;
+  auto m = graph::BuildReferenceCnn(g, {.batch = 4});
+  ASSERT_TRUE(m.ok());
+  auto p = Compile(g, {.fetches = {m->loss}, .precision = Precision::kBF16});
+  ASSERT_FALSE(p.ok()) << "bf16 compiled on a host where PrecisionSupported refuses it";
+  EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented) << p.status().ToString();
+  EXPECT_NE(p.status().message().find("AVX-512"), std::string::npos) << p.status().ToString();
+  EXPECT_NE(p.status().message().find("f32"), std::string::npos) << p.status().ToString();
+}
+
 struct StepSetup {
   Graph g;
   ReferenceCnn m;
@@ -62,8 +84,8 @@ void MakeStep(StepSetup& s, int64_t batch, CompileOptions o, float dropout = 0.3
 
 void ExpectStepMatchesReferenceEvaluator(ConvAlgorithm conv_algorithm) {
   StepSetup cpu, ref;
-  MakeStep(cpu, 4, {.conv_algorithm = conv_algorithm});
-  MakeStep(ref, 4, {.backend = "reference"});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(cpu, 4, {.conv_algorithm = conv_algorithm}));
+  ASSERT_NO_FATAL_FAILURE(MakeStep(ref, 4, {.backend = "reference"}));
   SyntheticFashion data(1);
   data.Fill(cpu.program->input(cpu.m.images).data<float>(), cpu.program->input(cpu.m.labels).data<int32_t>(), 4);
   std::memcpy(ref.program->input(ref.m.images).raw_data(), cpu.program->input(cpu.m.images).raw_data(), 4 * 28 * 28 * 4);
@@ -108,22 +130,27 @@ TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluatorDirect) {
   ExpectStepMatchesReferenceEvaluator(ConvAlgorithm::kDirect);
 }
 
-// Which convolutions take Winograd: f32 forward and backward-data with 16-channel blocks;
-// never the 1-channel first layer (padded to 16 it is slower), backward-weights or bf16.
+// Which convolutions take Winograd: f32 forward and backward-data of the layers with whole
+// channel blocks; never the 1-channel first layer (padded to a block it is slower),
+// backward-weights or bf16. Who implements it depends on the CPU: oneDNN on AVX-512, Strata's
+// own F(4x4, 3x3) on AVX2 (backend/cpu/winograd.h), nobody without AVX2.
 TEST(CpuBackendTest, WinogradForF32ForwardAndBackwardDataOfBlockedChannels) {
+  const bool any_winograd = OneDnnHasAvx512() || HostIsa().avx2;
   for (ConvAlgorithm a : {ConvAlgorithm::kAuto, ConvAlgorithm::kDirect}) {
     for (Precision precision : {Precision::kF32, Precision::kBF16}) {
+      if (precision == Precision::kBF16 && !Bf16Runs()) continue;  // refused: BF16IsRefusedWhereItCannotRun
       StepSetup s;
-      MakeStep(s, 8, {.precision = precision, .conv_algorithm = a});
+      ASSERT_NO_FATAL_FAILURE(MakeStep(s, 8, {.precision = precision, .conv_algorithm = a}));
       int wino = 0;
       for (const KernelInfo& k : s.program->kernels()) {
         if (k.impl.find("wino") == std::string::npos) continue;
         ++wino;
         EXPECT_TRUE(k.op == "conv_fwd" || k.op == "conv_bwd_data") << k.op << " " << k.name;
         EXPECT_EQ(k.name.find("conv2d "), std::string::npos) << "the 1-channel first layer: " << k.name;
+        if (!OneDnnHasAvx512()) EXPECT_EQ(k.impl, "strata:avx2-winograd") << k.name;
       }
       // conv2d_1..3 forward and backward-data.
-      const bool expect = a == ConvAlgorithm::kAuto && precision == Precision::kF32;
+      const bool expect = a == ConvAlgorithm::kAuto && precision == Precision::kF32 && any_winograd;
       EXPECT_EQ(wino, expect ? 6 : 0) << (a == ConvAlgorithm::kAuto ? "auto " : "direct ")
                                       << (precision == Precision::kF32 ? "f32" : "bf16");
     }
@@ -133,6 +160,7 @@ TEST(CpuBackendTest, WinogradForF32ForwardAndBackwardDataOfBlockedChannels) {
 double TrainLoss(Precision precision, int steps, float* first) {
   StepSetup s;
   MakeStep(s, 32, {.precision = precision});
+  if (s.program == nullptr) return 0;
   SyntheticFashion data(3);
   *s.program->input(s.m.lr).data<float>() = 0.02f;
   double tail = 0;
@@ -155,6 +183,7 @@ TEST(CpuBackendTest, LossDecreasesF32) {
 }
 
 TEST(CpuBackendTest, LossDecreasesBF16) {
+  if (!Bf16Runs()) return ExpectBf16Refused();
   float first = 0;
   const double last = TrainLoss(Precision::kBF16, 40, &first);
   EXPECT_GT(first, 1.5);
@@ -162,17 +191,29 @@ TEST(CpuBackendTest, LossDecreasesBF16) {
 }
 
 TEST(CpuBackendTest, BF16StepRunsConvolutionsInBF16) {
+  if (!Bf16Runs()) return ExpectBf16Refused();
   StepSetup s;
-  MakeStep(s, 8, {.precision = Precision::kBF16});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(s, 8, {.precision = Precision::kBF16}));
   int bf16_convs = 0;
   for (const KernelInfo& k : s.program->kernels())
     if (k.op.rfind("conv_", 0) == 0 && k.impl.find("bf16") != std::string::npos) ++bf16_convs;
   EXPECT_GE(bf16_convs, 8) << "expected oneDNN bf16 implementations for the convolutions";
 }
 
+// Where oneDNN has AVX-512 (natively or capped by nothing), bf16 compiles; below it the compile
+// is refused with one line that names AVX-512 and the way out, before any kernel exists.
+TEST(CpuBackendTest, BF16IsRefusedWhereItCannotRun) {
+  EXPECT_EQ(Bf16Runs(), OneDnnHasAvx512() && HostIsa().avx512f);
+  const std::vector<std::string> precisions = TrainablePrecisions();
+  ASSERT_FALSE(precisions.empty());
+  EXPECT_EQ(precisions[0], "f32");
+  EXPECT_EQ(precisions.size(), Bf16Runs() ? 2u : 1u);
+  if (!Bf16Runs()) ExpectBf16Refused();
+}
+
 TEST(CpuBackendTest, ContiguousBlocksWithNamedViews) {
   StepSetup s;
-  MakeStep(s, 4, {});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(s, 4, {}));
   VariableStore& v = s.program->variables();
   // 4 convs + 2 dense: kernels, biases, and batch-norm gamma/beta are trainable.
   const int64_t trainable = (9 * 32 + 32) + (9 * 32 * 32 + 32) + (9 * 32 * 64 + 64) + (9 * 64 * 64 + 64) +
@@ -196,7 +237,7 @@ TEST(CpuBackendTest, ContiguousBlocksWithNamedViews) {
 
 TEST(CpuBackendTest, EvalProgramSharesVariablesWithTrainProgram) {
   StepSetup train;
-  MakeStep(train, 8, {});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(train, 8, {}));
   Graph eval_graph;
   auto em = graph::BuildReferenceCnn(eval_graph, {.batch = 8, .training = false});
   ASSERT_TRUE(em.ok());
@@ -223,7 +264,7 @@ TEST(CpuBackendTest, EvalProgramSharesVariablesWithTrainProgram) {
 
 TEST(CpuBackendTest, BadLabelIsAnErrorNamingTheExample) {
   StepSetup s;
-  MakeStep(s, 4, {});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(s, 4, {}));
   s.program->input(s.m.labels).data<int32_t>()[2] = 12;
   Status st = s.program->Run();
   ASSERT_FALSE(st.ok());
@@ -232,7 +273,7 @@ TEST(CpuBackendTest, BadLabelIsAnErrorNamingTheExample) {
 
 TEST(CpuBackendTest, TracePrintsOneLinePerKernel) {
   StepSetup s;
-  MakeStep(s, 4, {.trace = true});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(s, 4, {.trace = true}));
   ::testing::internal::CaptureStderr();
   ASSERT_TRUE(s.program->Run().ok());
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -245,7 +286,7 @@ TEST(CpuBackendTest, TracePrintsOneLinePerKernel) {
 
 TEST(CpuBackendTest, FlopCountsAndArenaPlan) {
   StepSetup s;
-  MakeStep(s, 16, {});
+  ASSERT_NO_FATAL_FAILURE(MakeStep(s, 16, {}));
   const double per_image = static_cast<double>(s.program->matrix_flops_per_step()) / 16;
   EXPECT_NEAR(per_image / 1e6, 111.8, 0.5);
   EXPECT_GT(s.program->flops_per_step(), s.program->matrix_flops_per_step());
@@ -259,8 +300,8 @@ TEST(CpuBackendTest, FlopCountsAndArenaPlan) {
 
 TEST(CpuBackendTest, ProgramWithTwoThreadsMatchesOneThread) {
   StepSetup a, b;
-  MakeStep(a, 8, {.threads = 1}, 0.0f);
-  MakeStep(b, 8, {.threads = 2}, 0.0f);
+  ASSERT_NO_FATAL_FAILURE(MakeStep(a, 8, {.threads = 1}, 0.0f));
+  ASSERT_NO_FATAL_FAILURE(MakeStep(b, 8, {.threads = 2}, 0.0f));
   SyntheticFashion data(9);
   data.Fill(a.program->input(a.m.images).data<float>(), a.program->input(a.m.labels).data<int32_t>(), 8);
   std::memcpy(b.program->input(b.m.images).raw_data(), a.program->input(a.m.images).raw_data(), 8 * 28 * 28 * 4);

@@ -7,13 +7,16 @@
 // argument array into a std::unordered_map on every call (exec_ctx_t), a few small nodes
 // freed before it returns. The test interposes dnnl_primitive_execute to tell those apart
 // and pins them: every one is small (no fresh page is touched) and nothing else allocates.
+// Below AVX-512 oneDNN's jit GEMM adds one packing buffer per call (see the bound below).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <string>
 
 #include "strata/backend/compile.h"
 #include "strata/graph/reference_cnn.h"
@@ -23,12 +26,17 @@ std::atomic<bool> g_counting{false};
 std::atomic<int64_t> g_allocations{0};       // outside oneDNN's execute entry point
 std::atomic<int64_t> g_dnnl_allocations{0};  // inside it
 std::atomic<int64_t> g_dnnl_largest{0};
+std::atomic<const_dnnl_primitive_t> g_dnnl_largest_in{nullptr};  // the primitive that made it
 thread_local bool t_in_dnnl_execute = false;
+thread_local const_dnnl_primitive_t t_dnnl_primitive = nullptr;
 void Count(size_t n = 0) {
   if (!g_counting.load(std::memory_order_relaxed)) return;
   if (t_in_dnnl_execute) {
     g_dnnl_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (static_cast<int64_t>(n) > g_dnnl_largest.load()) g_dnnl_largest = static_cast<int64_t>(n);
+    if (static_cast<int64_t>(n) > g_dnnl_largest.load()) {
+      g_dnnl_largest = static_cast<int64_t>(n);
+      g_dnnl_largest_in = t_dnnl_primitive;
+    }
   } else {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
   }
@@ -40,6 +48,7 @@ extern "C" dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t p, dnnl_s
   using Fn = dnnl_status_t (*)(const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "dnnl_primitive_execute"));
   t_in_dnnl_execute = true;
+  t_dnnl_primitive = p;
   const dnnl_status_t st = real(p, s, nargs, args);
   t_in_dnnl_execute = false;
   return st;
@@ -113,11 +122,28 @@ void* aligned_alloc(size_t align, size_t n) {
 namespace strata::backend {
 namespace {
 
+// "conv_fwd jit:avx2" for a primitive: names the culprit of a failure.
+std::string PrimitiveName(const_dnnl_primitive_t p) {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  const char* impl = nullptr;
+  if (p == nullptr || dnnl_primitive_get_primitive_desc(p, &pd) != dnnl_success ||
+      dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == nullptr)
+    return "?";
+  dnnl_primitive_kind_t kind;
+  dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+  return std::string(dnnl_prim_kind2str(kind)) + " " + impl;
+}
+
 void ExpectNoAllocationInSteadyState(Precision precision) {
   graph::Graph g;
   auto m = graph::BuildReferenceCnn(g, {.batch = 16});
   ASSERT_TRUE(m.ok());
   auto p = Compile(g, {.fetches = {m->loss}, .precision = precision});
+  if (!PrecisionSupported(precision).ok()) {  // an AVX2 host: refused before any allocation matters
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented) << p.status().ToString();
+    return;
+  }
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   for (int64_t i = 0; i < 16; ++i) (*p)->input(m->labels).data<int32_t>()[i] = static_cast<int32_t>(i % 10);
   *(*p)->input(m->lr).data<float>() = 0.01f;
@@ -133,7 +159,15 @@ void ExpectNoAllocationInSteadyState(Precision precision) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(g_allocations.load(), 0) << "allocations outside oneDNN's execute during 5 steady-state steps";
   // oneDNN's per-call argument map: small nodes only (hash buckets for a dozen arguments).
-  EXPECT_LE(g_dnnl_largest.load(), 1024) << "oneDNN allocated a large block inside execute";
+  // Below AVX-512, oneDNN's matmul is its jit GEMM ("gemm:jit"), which mallocs and frees its
+  // own packing buffer (16 KiB here) inside each call, whatever the scratchpad mode. Below
+  // glibc's mmap threshold (128 KiB) the same freed chunk comes back every call: no fresh page
+  // is touched. That one is allowed where such a kernel runs; nothing larger is.
+  bool jit_gemm = false;
+  for (const KernelInfo& k : (*p)->kernels()) jit_gemm |= k.impl.rfind("gemm:", 0) == 0;
+  const int64_t largest_allowed = jit_gemm ? 64 * 1024 : 1024;
+  EXPECT_LE(g_dnnl_largest.load(), largest_allowed) << "oneDNN allocated a large block inside execute, in "
+                                                    << PrimitiveName(g_dnnl_largest_in.load());
   int64_t dnnl_calls = 0;
   for (const KernelInfo& k : (*p)->kernels()) dnnl_calls += k.impl.rfind("strata:", 0) != 0;
   EXPECT_LE(g_dnnl_allocations.load(), 5 * dnnl_calls * 16) << "more than the argument map per oneDNN call";

@@ -1,10 +1,12 @@
 // `strata devices` and the command's front door, run as a user runs them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
+#include "strata/backend/compile.h"
 #include "strata/core/cpu.h"
 
 namespace strata::testing {
@@ -21,6 +23,19 @@ class DevicesCli : public ::testing::Test {
   std::string cache_, env_;
 };
 
+// Capped to AVX2 (as on an AVX2-only host): no AVX-512 in the ISA list, f32 only, the AVX2 peak.
+TEST_F(DevicesCli, CappedToAvx2ReportsF32OnlyAndTheAvx2Peak) {
+  auto r = RunCommand("ONEDNN_MAX_CPU_ISA=AVX2 STRATA_MAX_ISA=avx2 " + env_ + Strata() + " devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  const auto isa = j["isa"].get<std::vector<std::string>>();
+  EXPECT_EQ(std::count(isa.begin(), isa.end(), "AVX-512"), 0) << r.output;
+  EXPECT_EQ(j["precisions"].get<std::vector<std::string>>(), std::vector<std::string>{"f32"});
+  EXPECT_EQ(j["peak_kernels"]["f32"].get<std::string>(), HostIsa().avx2 ? "avx2-fma" : "scalar") << r.output;
+  auto text = RunCommand("ONEDNN_MAX_CPU_ISA=AVX2 STRATA_MAX_ISA=avx2 " + env_ + Strata() + " devices");
+  EXPECT_NE(text.output.find("precision f32 (bf16 needs AVX-512)"), std::string::npos) << text.output;
+}
+
 TEST_F(DevicesCli, JsonHasTheDocumentedFields) {
   auto r = RunCommand(env_ + Strata() + " devices --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -33,6 +48,10 @@ TEST_F(DevicesCli, JsonHasTheDocumentedFields) {
   EXPECT_EQ(j["replicas"].get<int>(), UsableCores());
   EXPECT_GT(j["peak_gflops_f32_per_core"].get<double>(), 0);
   EXPECT_GT(j["memory_bytes"].get<int64_t>(), 0);
+  // Which precisions this host trains in: f32 always, bf16 where oneDNN has AVX-512.
+  const std::vector<std::string> precisions = j["precisions"].get<std::vector<std::string>>();
+  EXPECT_EQ(precisions, backend::TrainablePrecisions());
+  EXPECT_EQ(precisions.front(), "f32");
   // The second run reads the cache written by the first.
   auto again = RunCommand(env_ + Strata() + " devices --json");
   EXPECT_TRUE(nlohmann::json::parse(again.output)["peak_from_cache"].get<bool>());

@@ -3,7 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "cli_support.h"
+#include "strata/backend/compile.h"
 
 namespace strata {
 namespace {
@@ -26,13 +29,41 @@ TEST(BenchStepCli, JsonReportsSpeedFlopsAndUtilization) {
   EXPECT_GE(j["steps"].get<int>(), 1);
 }
 
-TEST(BenchStepCli, Bf16AndTwoReplicasRun) {
+// bf16 runs where oneDNN has AVX-512 kernels; elsewhere it is refused (exit 2, one line).
+TEST(BenchStepCli, Bf16AndTwoReplicasRunOrAreRefused) {
   auto r = RunCommand(Strata() + " bench-step --batch 4 --replicas 2 --precision bf16 --steps 2 --warmup 0 --json");
+  if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output, "") << "nothing on stdout: no work started";
+    return;
+  }
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.output;
   EXPECT_EQ(j["steps"].get<int>(), 4);  // two per replica
   EXPECT_EQ(j["precision"], "bf16");
+}
+
+// On any machine: with oneDNN and Strata capped to AVX2 (an AVX2-only host), bf16 is refused
+// before any work with one line naming AVX-512 and the alternative; f32 still runs there.
+TEST(BenchStepCli, Bf16OnAnAvx2HostIsRefusedWithTheAlternative) {
+  const std::string avx2 = "ONEDNN_MAX_CPU_ISA=AVX2 STRATA_MAX_ISA=avx2 ";
+  for (const char* cmd : {" bench-step --batch 4 --precision bf16 --steps 1 --warmup 0",
+                          " train --precision bf16 --epochs 1 --data /nonexistent/never-read-*.tfrec"}) {
+    auto r = RunCommand(avx2 + Strata() + cmd, /*merge_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line:\n" << r.output;
+    EXPECT_NE(r.output.find("AVX-512"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("--precision f32"), std::string::npos) << r.output;
+  }
+  auto f32 = RunCommand(avx2 + Strata() + " bench-step --batch 4 --precision f32 --steps 1 --warmup 0 --json");
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  auto j = nlohmann::json::parse(f32.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << f32.output;
+  EXPECT_EQ(j["precision"], "f32");
+  auto bad = RunCommand("STRATA_MAX_ISA=avx3 " + Strata() + " devices", /*merge_stderr=*/true);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("STRATA_MAX_ISA=\"avx3\""), std::string::npos) << bad.output;
 }
 
 TEST(BenchStepCli, TextOutputNamesTheFigures) {

@@ -23,7 +23,13 @@ class KernelsVsScalar : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
     table_ = KernelsFor(GetParam());
-    if (!table_) GTEST_SKIP() << IsaName(GetParam()) << " not supported on this host";
+    if (!table_) {
+      // This host (or STRATA_MAX_ISA) lacks the ISA: the fallback that runs instead is the
+      // widest table it has. Check that it is narrower, then hold it to the same tests.
+      table_ = &Kernels();
+      ASSERT_LT(static_cast<int>(table_->isa), static_cast<int>(GetParam()))
+          << IsaName(GetParam()) << " is missing here, yet Kernels() chose " << IsaName(table_->isa);
+    }
   }
   const KernelTable* table_ = nullptr;
   const KernelTable& ref_ = ScalarKernels();

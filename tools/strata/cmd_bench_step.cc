@@ -85,8 +85,12 @@ int RunBenchStep(const std::vector<std::string>& args) {
   if (batch < 1 || replicas < 1 || threads < 1 || seconds <= 0 || warmup < 0)
     return Fail("bench-step", "--batch, --replicas, --threads and --seconds must be positive", kExitUsage);
   const backend::Precision precision = precision_name == "bf16" ? backend::Precision::kBF16 : backend::Precision::kF32;
-  if (precision == backend::Precision::kBF16 && !HostIsa().avx512_bf16)
-    std::fprintf(stderr, "strata bench-step: this CPU has no AVX512_BF16; bf16 runs through conversions\n");
+  if (precision == backend::Precision::kBF16) {
+    if (Status s = backend::PrecisionSupported(precision); !s.ok())
+      return Fail("bench-step", "--precision bf16: " + s.message(), kExitUsage);
+    if (!HostIsa().avx512_bf16)
+      std::fprintf(stderr, "strata bench-step: this CPU has no AVX512_BF16; oneDNN emulates bf16 on AVX-512\n");
+  }
 
   auto peak = CalibratedPeakFlops();
   if (!peak.ok()) return Fail("bench-step", peak.status().ToString());

@@ -1,8 +1,10 @@
 // strata devices: what this host offers a training job.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "strata/backend/compile.h"
 #include "strata/distribute/cluster_resolver.h"
 #include "strata/distribute/collective.h"
 
@@ -13,6 +15,15 @@ std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
   return s.empty() ? "(none beyond x86-64)" : s;
+}
+
+// The precisions a host trains in. This process asks its backend (which honours
+// ONEDNN_MAX_CPU_ISA and STRATA_MAX_ISA); another worker's answer follows from its ISA list.
+std::vector<std::string> Precisions(const distribute::HostInfo& h, bool this_host) {
+  if (this_host) return backend::TrainablePrecisions();
+  std::vector<std::string> v = {"f32"};
+  if (std::find(h.isa.begin(), h.isa.end(), "AVX-512") != h.isa.end()) v.push_back("bf16");
+  return v;
 }
 
 int RunDevices(const std::vector<std::string>& args) {
@@ -38,7 +49,10 @@ int RunDevices(const std::vector<std::string>& args) {
   const distribute::HostInfo& h = spec.host_info[0];
   if (json) {
     nlohmann::json hosts = nlohmann::json::array();
-    for (const auto& x : spec.host_info) hosts.push_back(nlohmann::json::parse(distribute::HostInfoJson(x)));
+    for (size_t i = 0; i < spec.host_info.size(); ++i) {
+      hosts.push_back(nlohmann::json::parse(distribute::HostInfoJson(spec.host_info[i])));
+      hosts.back()["precisions"] = Precisions(spec.host_info[i], i == 0);
+    }
     // This host's fields at the top level (as for one host), then the cluster's.
     nlohmann::json j = hosts[0];
     j["hosts"] = spec.hosts;
@@ -61,6 +75,11 @@ int RunDevices(const std::vector<std::string>& args) {
     std::printf("memory    %.1f GiB\n", static_cast<double>(x.memory_bytes) / (1ull << 30));
     std::printf("peak f32  %.1f GFLOP/s per core (%s%s)\n", x.peak.f32_gflops_per_core, x.peak.f32_kernel.c_str(),
                 x.peak.from_cache ? ", cached" : ", measured now");
+    const std::vector<std::string> precisions = Precisions(x, i == 0);
+    const bool bf16 = precisions.size() > 1;
+    std::printf("precision %s\n", bf16 ? (x.peak.bf16_gflops_per_core > 0 ? "f32 bf16 (native AVX512_BF16)"
+                                                                           : "f32 bf16 (emulated by oneDNN on AVX-512)")
+                                       : "f32 (bf16 needs AVX-512)");
     if (x.peak.bf16_gflops_per_core > 0)
       std::printf("peak bf16 %.1f GFLOP/s per core (%s)\n", x.peak.bf16_gflops_per_core, x.peak.bf16_kernel.c_str());
     else

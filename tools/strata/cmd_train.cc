@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "model_io.h"
+#include "strata/backend/compile.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
 #include "strata/core/file.h"
@@ -137,7 +138,8 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
   f->warmup_epochs = kFlowersFromScratch.rampup_epochs;
   f->weight_decay = 0;
   f->schedule = "rampup";
-  f->precision = HostIsa().avx512_bf16 ? "bf16" : "f32";
+  // bf16 where it runs at its full rate (AVX512_BF16 instructions, not oneDNN's emulation).
+  f->precision = HostIsa().avx512_bf16 && backend::PrecisionSupported(backend::Precision::kBF16).ok() ? "bf16" : "f32";
 }
 
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
@@ -193,7 +195,7 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Double("warmup-epochs", &f.warmup_epochs, "linear warm-up length in epochs (default 0.5; rampup: whole epochs, 3)");
   flags.Double("weight-decay", &f.weight_decay, "SGD weight decay (default 5e-4)");
   flags.String("precision", &f.precision,
-               "f32 or bf16 (mixed_bfloat16: bf16 matmul/conv, f32 variables); --preset flowers: bf16 where the CPU has AVX512_BF16");
+               "f32 or bf16 (mixed_bfloat16: bf16 matmul/conv, f32 variables; needs AVX-512); --preset flowers: bf16 where the CPU has AVX512_BF16");
   flags.Int("seed", &f.seed, "seed for weights, shuffling and dropout (default 42)");
   flags.Bool("deterministic", &f.deterministic, "fixed input order: the same seed gives the same weights");
   flags.String("checkpoint-dir", &f.checkpoint_dir, "back up weights, optimizer and input position here");
@@ -214,6 +216,9 @@ int RunTrain(const std::vector<std::string>& args) {
   if (f.preset == "flowers" && f.data.empty())
     return Fail("train", "--preset flowers needs --data 'DIR/train/*.tfrec' (and --val 'DIR/val/*.tfrec')", kExitUsage);
   if (f.precision != "f32" && f.precision != "bf16") return Fail("train", "--precision must be f32 or bf16", kExitUsage);
+  if (f.precision == "bf16")
+    if (Status s = backend::PrecisionSupported(backend::Precision::kBF16); !s.ok())
+      return Fail("train", "--precision bf16: " + s.message(), kExitUsage);
   if (f.lr_scaling != "linear" && f.lr_scaling != "none") return Fail("train", "--lr-scaling must be linear or none", kExitUsage);
   if (f.schedule != "cosine" && f.schedule != "constant" && f.schedule != "rampup")
     return Fail("train", "--schedule must be cosine, constant or rampup", kExitUsage);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.h"
+#include "strata/core/cpu.h"
 
 namespace {
 
@@ -33,6 +34,10 @@ int main(int argc, char** argv) {
   if (args[0] == "--version" || args[0] == "version") {
     std::printf("strata %s\n", STRATA_VERSION);
     return 0;
+  }
+  if (auto cap = strata::MaxIsaSetting(); !cap.ok()) {
+    std::fprintf(stderr, "strata: %s\n", cap.status().message().c_str());
+    return strata::cli::kExitUsage;
   }
   for (const auto& c : strata::cli::Registry()) {
     if (c.name == args[0]) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));

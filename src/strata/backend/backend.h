@@ -19,6 +19,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // OK when this backend can run `precision` on this host; otherwise Unimplemented with a
+  // one-line reason that names what is missing and the alternative.
+  virtual Status SupportsPrecision(Precision precision) const { return Status::OK(); }
   // `variables` is never null here: Compile() creates or checks it before calling.
   virtual Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, const CompileOptions& options,
                                                    std::shared_ptr<VariableStore> variables) = 0;

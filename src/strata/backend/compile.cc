@@ -45,9 +45,23 @@ std::vector<std::string> BackendNames() {
   return v;
 }
 
+Status PrecisionSupported(Precision precision, const std::string& backend) {
+  Backend* b = FindBackend(backend);
+  if (b == nullptr) return InvalidArgument("unknown backend \"" + backend + "\"");
+  return b->SupportsPrecision(precision);
+}
+
+std::vector<std::string> TrainablePrecisions(const std::string& backend) {
+  std::vector<std::string> v;
+  if (PrecisionSupported(Precision::kF32, backend).ok()) v.push_back("f32");
+  if (PrecisionSupported(Precision::kBF16, backend).ok()) v.push_back("bf16");
+  return v;
+}
+
 Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options) {
   Backend* b = FindBackend(options.backend);
   if (b == nullptr) return InvalidArgument("Compile: unknown backend \"" + options.backend + "\"");
+  STRATA_RETURN_IF_ERROR(b->SupportsPrecision(options.precision));
   if (options.threads < 1) return InvalidArgument("Compile: threads must be >= 1");
   for (const graph::Value& f : options.fetches)
     if (!f.valid() || f.graph != &g) return InvalidArgument("Compile: a fetch is not a value of this graph");

@@ -175,4 +175,12 @@ class Program {
 
 Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions options);
 
+// Whether `backend` can train in `precision` on this host: OK, or Unimplemented with one line
+// naming the missing instruction set and the alternative. Compile() checks it first, so a
+// job that cannot run stops before any work. On the cpu backend bf16 needs AVX-512 (oneDNN 2.6
+// has bf16 kernels for AVX-512 with or without AVX512_BF16, none for AVX2): see docs/engine.md.
+Status PrecisionSupported(Precision precision, const std::string& backend = "cpu");
+// "f32", "bf16": the precisions `backend` trains in on this host.
+std::vector<std::string> TrainablePrecisions(const std::string& backend = "cpu");
+
 }  // namespace strata::backend

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -74,7 +75,7 @@ std::vector<std::string> CpuIsa::Names() const {
   return n;
 }
 
-const CpuIsa& HostIsa() {
+const CpuIsa& DetectedIsa() {
   static const CpuIsa isa = [] {
     CpuIsa i;
     __builtin_cpu_init();
@@ -93,6 +94,31 @@ const CpuIsa& HostIsa() {
     i.amx_bf16 = flags.find(" amx_bf16 ") != std::string::npos;
     i.amx_int8 = flags.find(" amx_int8 ") != std::string::npos;
     return i;
+  }();
+  return isa;
+}
+
+Result<std::string> MaxIsaSetting() {
+  const char* env = std::getenv("STRATA_MAX_ISA");
+  if (env == nullptr || *env == 0) return std::string();
+  const std::string v = env;
+  if (v == "scalar" || v == "avx2" || v == "avx512") return v;
+  return InvalidArgument("STRATA_MAX_ISA=\"" + v + "\": expected scalar, avx2 or avx512");
+}
+
+CpuIsa CapIsa(CpuIsa isa, std::string_view cap) {
+  if (cap == "scalar" || cap == "avx2") {
+    isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_bf16 = false;
+    isa.amx_bf16 = isa.amx_int8 = false;
+  }
+  if (cap == "scalar") isa.avx2 = false;
+  return isa;
+}
+
+const CpuIsa& HostIsa() {
+  static const CpuIsa isa = [] {
+    auto cap = MaxIsaSetting();
+    return CapIsa(DetectedIsa(), cap.ok() ? *cap : "");
   }();
   return isa;
 }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/core/status.h"
+
 namespace strata {
 
 struct CpuIsa {
@@ -25,8 +27,22 @@ struct CpuIsa {
   std::vector<std::string> Names() const;
 };
 
-// Detected once (cpuid through __builtin_cpu_supports plus /proc/cpuinfo for AMX).
+// What Strata's own kernels may use: the detected ISA (cpuid through __builtin_cpu_supports
+// plus /proc/cpuinfo for AMX), capped by STRATA_MAX_ISA when it is set. Detected once.
+//
+// STRATA_MAX_ISA=scalar|avx2|avx512 makes a wider machine behave as a narrower one for every
+// hand-written kernel (optimizer updates, image kernels, Winograd, bf16 availability), so an
+// AVX-512 machine tests the AVX2 and scalar paths. It does not cap oneDNN: set
+// ONEDNN_MAX_CPU_ISA=AVX2 beside it to emulate an AVX2-only host completely.
 const CpuIsa& HostIsa();
+// The ISA the CPU reports, ignoring STRATA_MAX_ISA.
+const CpuIsa& DetectedIsa();
+
+// STRATA_MAX_ISA's value as "scalar", "avx2" or "avx512"; "" when unset. An unknown value is
+// an error naming it (the CLI checks it at start; HostIsa() then applies no cap).
+Result<std::string> MaxIsaSetting();
+// `isa` limited to what `cap` ("scalar", "avx2", "avx512", "") allows.
+CpuIsa CapIsa(CpuIsa isa, std::string_view cap);
 
 // The CPU model string ("AMD EPYC 9R45"), or "unknown".
 std::string CpuModelName();

@@ -478,6 +478,8 @@ Status Model::compile(CompileOptions options) {
   compile_ = std::move(options);
   if (compile_.precision != "float32" && compile_.precision != "mixed_bfloat16")
     return InvalidArgument("compile: precision must be \"float32\" or \"mixed_bfloat16\", got \"" + compile_.precision + "\"");
+  if (compile_.precision == "mixed_bfloat16")
+    STRATA_RETURN_IF_ERROR(backend::PrecisionSupported(backend::Precision::kBF16).WithContext("compile"));
   const Optimizer& opt = compile_.optimizer;
   if (!(opt.clipnorm >= 0) || !(opt.global_clipnorm >= 0))
     return InvalidArgument("compile: " + opt.name() + " clipnorm and global_clipnorm must be >= 0 (0: off)");

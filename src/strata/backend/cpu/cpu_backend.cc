@@ -15,6 +15,7 @@
 #include "strata/backend/backend.h"
 #include "strata/backend/cpu/planner.h"
 #include "strata/core/clock.h"
+#include "strata/core/cpu.h"
 #include "strata/graph/memory_plan.h"
 
 namespace strata::backend::cpu {
@@ -220,6 +221,22 @@ class CpuProgram : public Program {
 class CpuBackend : public Backend {
  public:
   std::string name() const override { return "cpu"; }
+  // bf16 runs on oneDNN's AVX-512 kernels: natively with AVX512_BF16, emulated (correct,
+  // slower) without. oneDNN 2.6 has no bf16 convolution for AVX2, and Strata's own bf16
+  // kernels assume AVX-512 too, so an AVX2 host (or one capped by ONEDNN_MAX_CPU_ISA or
+  // STRATA_MAX_ISA) is refused before any work, with the way out.
+  Status SupportsPrecision(Precision precision) const override {
+    if (precision != Precision::kBF16) return Status::OK();
+    const auto onednn = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    const bool onednn_avx512 = (onednn & avx512_core) == avx512_core;
+    if (onednn_avx512 && HostIsa().avx512f) return Status::OK();
+    const bool capped = DetectedIsa().avx512f;
+    return Unimplemented(std::string("bf16 (mixed_bfloat16) needs AVX-512, which ") +
+                         (capped ? "is capped off here (ONEDNN_MAX_CPU_ISA / STRATA_MAX_ISA)"
+                                 : "this CPU lacks (it has AVX2 at most)") +
+                         ": oneDNN has no bf16 kernels below AVX-512; use --precision f32 (float32)");
+  }
   Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, const CompileOptions& o,
                                            std::shared_ptr<VariableStore> vars) override {
     auto program = std::make_unique<CpuProgram>();

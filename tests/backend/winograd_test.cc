@@ -3,14 +3,16 @@
 // and ReLU) and backward-data, on the reference CNN's and ResNet-style 3x3 layers, both
 // paddings, and sizes that are not multiples of the 4x4 output tile.
 //
-// Tolerance: max |winograd - direct_f64| <= 1e-4 x RMS(direct_f64) per output tensor.
-// Why: f32 direct convolution is ~1e-6 of the RMS (9 C products per output), and F(4x4, 3x3)
-// amplifies rounding through its transforms (constants up to 8 in A^T, 5 in B^T, 1/24 in G;
-// Lavin & Gray report F(4x4,3x3) errors ~ 1e-5..1e-4 relative for f32); the measured worst
-// case here is printed by each test (~2e-5 at 512 channels). A wrong tap, a wrong
-// padding or a lost channel block gives errors of order 1 x RMS, far above the bound.
-// AVX2 vs scalar: both round differently (FMA, order of sums), so they are held to the
-// same bound against the f64 result rather than to each other bit for bit.
+// Tolerance, relative to the RMS of the f64 result, per output tensor: the RMS of the error
+// <= 1e-5 and its largest element <= 2e-4. Why: F(4x4, 3x3) amplifies f32 rounding through
+// its transforms (constants up to 8 in A^T, 5 in B^T, 1/24 in G), more so as the channel
+// count (the length of the sums) grows. Measured here (both paths, printed by every check):
+// RMS error 1.7e-6 and largest 3.9e-5 at most on the reference CNN's layers, 3.5e-6 and 8.1e-5
+// at 512 channels; f32 direct convolution is ~10x tighter (docs/engine.md: oneDNN's own
+// Winograd reads ~6.6e-6 of the RMS at worst). The bounds leave ~2.5-3x margin; a broken
+// kernel (a wrong tap, transform constant, padding or channel block) is off by ~1e-1 to
+// 1 x RMS. AVX2 and scalar round differently (FMA, order of sums), so both are held to the
+// f64 result rather than to each other bit for bit.
 #include "strata/backend/cpu/winograd.h"
 
 #include <gtest/gtest.h>
@@ -26,7 +28,7 @@
 namespace strata::backend::cpu::winograd {
 namespace {
 
-constexpr double kTolerance = 1e-4;  // of the reference output's RMS (see the file comment)
+constexpr double kMaxTolerance = 2e-4, kRmsTolerance = 1e-5;  // x RMS of the reference (file comment)
 
 struct Case {
   int64_t n, h, w, cin, cout;
@@ -134,15 +136,21 @@ std::vector<double> DirectBackwardData(const Case& c, const std::vector<float>& 
   return dx;
 }
 
-// max |got - want| / RMS(want).
-double RelError(const std::vector<double>& got, const std::vector<double>& want) {
-  double sq = 0, worst = 0;
+// Errors relative to RMS(want): the largest and the RMS of got - want.
+struct Error {
+  double max = 0, rms = 0;
+};
+Error RelError(const std::vector<double>& got, const std::vector<double>& want) {
+  double sq = 0, esq = 0, worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     sq += want[i] * want[i];
+    esq += (got[i] - want[i]) * (got[i] - want[i]);
     worst = std::max(worst, std::abs(got[i] - want[i]));
   }
   const double rms = std::sqrt(sq / static_cast<double>(want.size()));
-  return rms > 0 ? worst / rms : worst;
+  const double erms = std::sqrt(esq / static_cast<double>(want.size()));
+  if (!(rms > 0)) return {worst, erms};
+  return {worst / rms, erms / rms};
 }
 
 // Runs `pass` with the given path and returns the result in NHWC f64.
@@ -181,15 +189,18 @@ void Check(const Case& c, bool bias_relu = false) {
   const bool avx2 = HostIsa().avx2;
   for (Isa isa : {Isa::kAvx2, Isa::kScalar}) {
     Isa ran = isa;
-    const double ey = RelError(RunWinograd(c, Pass::kForward, isa, x, w, b, bias_relu, &ran), want_y);
-    const double edx = RelError(RunWinograd(c, Pass::kBackwardData, isa, dy, w, nullptr, false), want_dx);
+    const Error ey = RelError(RunWinograd(c, Pass::kForward, isa, x, w, b, bias_relu, &ran), want_y);
+    const Error edx = RelError(RunWinograd(c, Pass::kBackwardData, isa, dy, w, nullptr, false), want_dx);
     const Isa expect = isa == Isa::kAvx2 && !avx2 ? Isa::kScalar : isa;
     EXPECT_EQ(ran, expect) << "asked for " << IsaName(isa) << ", host AVX2 " << avx2;
     if (isa == Isa::kAvx2 && !avx2)
       std::printf("  host has no AVX2: the AVX2 request ran the scalar path (checked)\n");
-    EXPECT_LE(ey, kTolerance) << IsaName(ran) << " forward";
-    EXPECT_LE(edx, kTolerance) << IsaName(ran) << " backward-data";
-    std::printf("  %-28s %-6s forward %.2e  backward-data %.2e (x RMS)\n", Name(c).c_str(), IsaName(ran), ey, edx);
+    EXPECT_LE(ey.max, kMaxTolerance) << IsaName(ran) << " forward";
+    EXPECT_LE(ey.rms, kRmsTolerance) << IsaName(ran) << " forward";
+    EXPECT_LE(edx.max, kMaxTolerance) << IsaName(ran) << " backward-data";
+    EXPECT_LE(edx.rms, kRmsTolerance) << IsaName(ran) << " backward-data";
+    std::printf("  %-28s %-6s error / RMS: forward max %.1e rms %.1e, backward-data max %.1e rms %.1e\n",
+                Name(c).c_str(), IsaName(ran), ey.max, ey.rms, edx.max, edx.rms);
   }
 }
 
@@ -235,13 +246,12 @@ TEST(WinogradTest, OddSizes) {
   Check({1, 2, 3, 8, 24, 1});  // smaller than one tile
 }
 
+// Batch 1-2 and one padding each: the f64 reference dominates the time under ASan.
 TEST(WinogradTest, ResNetLayers) {
   Check({1, 56, 56, 64, 64, 1});
-  Check({2, 28, 28, 128, 128, 1});
-  Check({1, 14, 14, 256, 256, 1});
+  Check({1, 28, 28, 128, 128, 1});
   Check({1, 14, 14, 256, 256, 0});
   Check({2, 7, 7, 512, 512, 1});
-  Check({1, 7, 7, 512, 512, 0});
 }
 
 }  // namespace

@@ -64,15 +64,33 @@ struct TileCursor {
   }
 };
 
+constexpr int kPrefetchTiles = 2;
+
 // V[pos][r][.] for tiles t0 .. t0 + nt of the block.
 void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
   const int64_t C = p.c, CB = C / 8, H = p.h, W = p.w, pos_stride = p.block * C;
-  TileCursor tc(p, t0);
-  for (int64_t r = 0; r < nt; ++r, tc.Next(p)) {
+  TileCursor tc(p, t0), ahead(p, t0);
+  for (int i = 0; i < kPrefetchTiles; ++i) ahead.Next(p);
+  for (int64_t r = 0; r < nt; ++r, tc.Next(p), ahead.Next(p)) {
     const int64_t y0 = tc.ty * 4 - p.pt, x0 = tc.tx * 4 - p.pl;
     const bool inside = y0 >= 0 && x0 >= 0 && y0 + 6 <= H && x0 + 6 <= W;
+    // The source lines of a tile kPrefetchTiles ahead: the loads below miss the caches
+    // otherwise (24 short streams per tile defeat the hardware prefetchers).
+    const int64_t py0 = ahead.ty * 4 - p.pt, px0 = std::clamp<int64_t>(ahead.tx * 4 - p.pl, 0, W - 1);
+    const bool prefetch = ahead.n < p.n;
     for (int64_t cb = 0; cb < CB; ++cb) {
       const float* img = src + (tc.n * CB + cb) * H * W * 8;
+      if (prefetch) {
+        const float* pimg = src + (ahead.n * CB + cb) * H * W * 8;
+        for (int i = 0; i < 6; ++i) {
+          const int64_t y = py0 + i;
+          if (y < 0 || y >= H) continue;
+          const char* q = reinterpret_cast<const char*>(pimg + (y * W + px0) * 8);
+          _mm_prefetch(q, _MM_HINT_T0);
+          _mm_prefetch(q + 64, _MM_HINT_T0);
+          _mm_prefetch(q + 128, _MM_HINT_T0);
+        }
+      }
       F d[6][6];
       if (inside) {
         const float* q = img + (y0 * W + x0) * 8;

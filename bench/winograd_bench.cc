@@ -1,0 +1,131 @@
+// Strata's Winograd F(4x4, 3x3) (backend/cpu/winograd.h) against oneDNN's direct convolution,
+// forward and backward-data, on the reference CNN's layers (batch 128) and ResNet-style 3x3
+// layers (batch 8), one thread. To see the AVX2 host this kernel is for on an AVX-512
+// machine, run with ONEDNN_MAX_CPU_ISA=AVX2 STRATA_MAX_ISA=avx2 (oneDNN then has no
+// Winograd and picks its AVX2 direct kernel, nChw8c). Counter "GFLOP/s" is the direct
+// convolution's FLOPs (2 x multiply-adds) per second, for both: effective for Winograd.
+//
+//   ONEDNN_MAX_CPU_ISA=AVX2 STRATA_MAX_ISA=avx2 OMP_NUM_THREADS=1 taskset -c 1 build-wino/bench/winograd_bench
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <vector>
+
+#include "strata/backend/cpu/winograd.h"
+
+namespace strata::backend::cpu::winograd {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+struct Layer {
+  int64_t n, h, w, cin, cout;
+};
+const Layer kLayers[] = {
+    {128, 28, 28, 32, 32}, {128, 14, 14, 32, 64}, {128, 14, 14, 64, 64},  // reference CNN
+    {8, 56, 56, 64, 64},   {8, 28, 28, 128, 128}, {8, 14, 14, 256, 256}, {8, 7, 7, 512, 512},  // ResNet
+};
+
+void OneThread() {
+  using Fn = void (*)(int);
+  static Fn fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (fn != nullptr) fn(1);
+}
+
+std::vector<float> Random(int64_t count) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(count);
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+double Flops(const Layer& l) { return 2.0 * l.n * l.h * l.w * l.cin * l.cout * 9; }
+
+void BM_Winograd(benchmark::State& state, Layer l, Pass pass) {
+  Geometry g;
+  g.batch = l.n;
+  g.in_channels = l.cin;
+  g.out_channels = l.cout;
+  g.in_h = g.out_h = l.h;
+  g.in_w = g.out_w = l.w;
+  g.pad_top = g.pad_left = 1;
+  Conv3x3 conv(g, pass);
+  const bool fwd = pass == Pass::kForward;
+  std::vector<float> src = Random(l.n * l.h * l.w * (fwd ? l.cin : l.cout));
+  std::vector<float> dst(l.n * l.h * l.w * (fwd ? l.cout : l.cin));
+  std::vector<float> w = Random(9 * l.cin * l.cout), bias = Random(l.cout);
+  std::vector<char> scratch(conv.scratch_bytes());
+  for (auto _ : state) {
+    conv.Run(src.data(), w.data(), fwd ? bias.data() : nullptr, dst.data(), scratch.data());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  state.SetLabel(IsaName(conv.isa()));
+  state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_OneDnnDirect(benchmark::State& state, Layer l, Pass pass) {
+  OneThread();
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  const dnnl::memory::dims x{l.n, l.cin, l.h, l.w}, y{l.n, l.cout, l.h, l.w}, wd{l.cout, l.cin, 3, 3}, st{1, 1},
+      pad{1, 1};
+  const dnnl::memory::desc xa(x, dt::f32, tag::any), ya(y, dt::f32, tag::any), wa(wd, dt::f32, tag::any);
+  dnnl::convolution_forward::primitive_desc fpd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, xa, wa,
+                                      dnnl::memory::desc({l.cout}, dt::f32, tag::a), ya, st, pad, pad),
+      eng);
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
+  if (pass == Pass::kForward) {
+    prim = dnnl::convolution_forward(fpd);
+    args = {{DNNL_ARG_SRC, dnnl::memory(fpd.src_desc(), eng)},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(fpd.weights_desc(), eng)},
+            {DNNL_ARG_BIAS, dnnl::memory(fpd.bias_desc(), eng)},
+            {DNNL_ARG_DST, dnnl::memory(fpd.dst_desc(), eng)}};
+    state.SetLabel(fpd.impl_info_str());
+  } else {
+    dnnl::convolution_backward_data::primitive_desc bpd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, xa, wa, ya, st, pad, pad), eng,
+        fpd);
+    prim = dnnl::convolution_backward_data(bpd);
+    args = {{DNNL_ARG_DIFF_DST, dnnl::memory(bpd.diff_dst_desc(), eng)},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(bpd.weights_desc(), eng)},
+            {DNNL_ARG_DIFF_SRC, dnnl::memory(bpd.diff_src_desc(), eng)}};
+    state.SetLabel(bpd.impl_info_str());
+  }
+  for (auto& [id, m] : args) {  // touch and fill
+    float* p = static_cast<float*>(m.get_data_handle());
+    const size_t count = m.get_desc().get_size() / sizeof(float);
+    for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>(i % 17) * 0.01f;
+  }
+  for (auto _ : state) {
+    prim.execute(s, args);
+    s.wait();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const bool kRegistered = [] {
+  for (const Layer& l : kLayers) {
+    const std::string shape = std::to_string(l.n) + "x" + std::to_string(l.h) + "x" + std::to_string(l.w) + "x" +
+                              std::to_string(l.cin) + "to" + std::to_string(l.cout);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardData}) {
+      const std::string p = pass == Pass::kForward ? "fwd/" : "bwd_data/";
+      benchmark::RegisterBenchmark(("Winograd/" + p + shape).c_str(), BM_Winograd, l, pass)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3);
+      benchmark::RegisterBenchmark(("OneDnnDirect/" + p + shape).c_str(), BM_OneDnnDirect, l, pass)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3);
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace strata::backend::cpu::winograd
+BENCHMARK_MAIN();

@@ -124,11 +124,22 @@ void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
 // dst tiles of t0 .. t0 + nt from M[pos][r][.], with bias and ReLU.
 void OutputTransform(const Plan& p, const float* bias, float* dst, int64_t t0, int64_t nt) {
   const int64_t K = p.k, KB = K / 8, Ho = p.ho, Wo = p.wo, pos_stride = p.block * K;
-  TileCursor tc(p, t0);
-  for (int64_t r = 0; r < nt; ++r, tc.Next(p)) {
+  TileCursor tc(p, t0), ahead(p, t0);
+  for (int i = 0; i < kPrefetchTiles; ++i) ahead.Next(p);
+  for (int64_t r = 0; r < nt; ++r, tc.Next(p), ahead.Next(p)) {
     const int64_t y0 = tc.ty * 4, x0 = tc.tx * 4;
     const int rows = static_cast<int>(std::min<int64_t>(4, Ho - y0)), cols = static_cast<int>(std::min<int64_t>(4, Wo - x0));
+    const bool prefetch = ahead.n < p.n;
+    const int prows = static_cast<int>(std::min<int64_t>(4, Ho - ahead.ty * 4));
     for (int64_t kb = 0; kb < KB; ++kb) {
+      if (prefetch) {  // the destination lines of the tile kPrefetchTiles ahead (stores miss otherwise)
+        const char* q = reinterpret_cast<const char*>(dst + ((ahead.n * KB + kb) * Ho + ahead.ty * 4) * Wo * 8 +
+                                                      ahead.tx * 4 * 8);
+        for (int i = 0; i < prows; ++i) {
+          _mm_prefetch(q + i * Wo * 32, _MM_HINT_T0);
+          _mm_prefetch(q + i * Wo * 32 + 64, _MM_HINT_T0);
+        }
+      }
       const float* in = p.m + r * K + kb * 8;
       F am[4][6];  // am[.][c] = A^T m[.][c]
       for (int c = 0; c < 6; ++c) {
@@ -198,12 +209,12 @@ void Gemms(const Plan& p, int64_t nt) {
     const float* a = p.v + pos * p.block * C;
     const float* u = p.u + pos * C * K;
     float* m = p.m + pos * p.block * K;
+    // Panels outer: one panel of U[pos] (C x 16) stays in L1 across the row groups.
     for (int64_t j0 = 0; j0 < K; j0 += 16) {
-      const int64_t width = PanelWidth(K, j0);
       const float* b = u + j0 * C;
       for (int64_t r = 0; r < nt; r += 6) {
         const int mr = static_cast<int>(std::min<int64_t>(6, nt - r));
-        if (width == 16)
+        if (PanelWidth(K, j0) == 16)
           MicroRows<2>(mr, a + r * C, C, b, C, m + r * K + j0, K);
         else
           MicroRows<1>(mr, a + r * C, C, b, C, m + r * K + j0, K);

@@ -34,7 +34,9 @@ test-sanitize: deps
 	@cmake --build $(SAN) -j $(JOBS) --target unit_tests
 	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L '^unit$$'
 
-bench: build
+bench:
+	@scripts/deps.sh --bench
+	@$(MAKE) --no-print-directory build CMAKE_FLAGS="$(CMAKE_FLAGS) -DSTRATA_BENCH_LIBTORCH=ON"
 	bench/run_all.sh $(BUILD)
 
 # libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target.

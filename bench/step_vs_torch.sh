@@ -5,7 +5,8 @@
 #
 # Every configuration runs pinned to one core (taskset -c $CORE, default 0), one after the
 # other, `repeats` times round-robin; the table shows medians of images/s and the ratios to
-# PyTorch at its default malloc and at its best (GLIBC_TUNABLES: no mmap, no trim; the
+# PyTorch (and LibTorch, its C++ API, where `make bench` built bench/libtorch_step) at its
+# default malloc and at its best (GLIBC_TUNABLES: no mmap, no trim; the
 # architecture notes' best configuration for PyTorch here). Channels-last is PyTorch's
 # faster layout on CPU and is reported too. Strata runs its default (Winograd for the f32
 # 3x3 convolutions, docs/engine.md) and, for f32, STRATA_CONV_ALGORITHM=direct as an
@@ -57,6 +58,11 @@ for r in $(seq "$REPEATS"); do
         --seconds "$SECONDS_PER_RUN"
     run torch_tuned_cl_$p env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_reference_cnn.py" --precision $p \
         --channels-last --seconds "$SECONDS_PER_RUN"
+    if [ "$p" = f32 ] && [ -x "$BUILD/bench/libtorch_step" ]; then  # the C++ peer (make bench builds it)
+      run libtorch_default_$p "$BUILD/bench/libtorch_step" --seconds "$SECONDS_PER_RUN"
+      run libtorch_tuned_cl_$p env GLIBC_TUNABLES=$TUNED "$BUILD/bench/libtorch_step" --channels-last \
+          --seconds "$SECONDS_PER_RUN"
+    fi
   done
 done
 
@@ -78,9 +84,11 @@ for p in ("f32", "bf16"):
                         ("strata_direct_" + p, "Strata, direct convolutions only (ablation)"),
                         ("torch_default_" + p, "PyTorch, default malloc"),
                         ("torch_tuned_" + p, "PyTorch, tuned malloc (best)"),
-                        ("torch_tuned_cl_" + p, "PyTorch, tuned malloc, channels-last")):
+                        ("torch_tuned_cl_" + p, "PyTorch, tuned malloc, channels-last"),
+                        ("libtorch_default_" + p, "LibTorch (C++), default malloc"),
+                        ("libtorch_tuned_cl_" + p, "LibTorch (C++), tuned malloc, channels-last")):
         if not os.path.exists(os.path.join(out, name + ".jsonl")):
-            continue  # bf16 has no Winograd, so no direct-only ablation
+            continue  # bf16 has no Winograd ablation; LibTorch only where make bench built it
         rows = load(name)
         ips = statistics.median(r["images_per_second"] for r in rows)
         util = "%.1f %%" % (100 * statistics.median(r["utilization"] for r in rows)) if "utilization" in rows[0] else ""

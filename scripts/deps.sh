@@ -32,6 +32,13 @@ PACKAGES=(
   "python3-boto3        tools/sigv4_oracle.py: botocore signs the same requests as io/s3.cc (unit test); s3 test uploads"
   "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json)"
 )
+# `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(
+    "python3-torch        bench/step_vs_torch.sh, torch_*.py: PyTorch 1.13, the Python peer of the training step"
+    "libtorch-dev         bench/libtorch_step.cc: LibTorch 1.13, the C++ peer of the training step"
+  )
+fi
 # npm installs s3rver for the s3:// test; nodesource's nodejs bundles it, Debian's does not.
 command -v npm >/dev/null 2>&1 || PACKAGES+=("npm                  s3:// e2e test: installs s3rver")
 

@@ -40,7 +40,7 @@ struct Conv3x3::Impl {
   Plan plan;
   Pass pass;
   Isa isa;
-  int64_t u_floats = 0, v_floats = 0, m_floats = 0;  // each rounded up to 16 floats (64 bytes)
+  int64_t u_floats = 0, v_floats = 0, m_floats = 0;
 };
 
 Conv3x3::Conv3x3(const Geometry& g, Pass pass, Isa isa, bool relu) : impl_(std::make_unique<Impl>()) {
@@ -64,15 +64,19 @@ Conv3x3::Conv3x3(const Geometry& g, Pass pass, Isa isa, bool relu) : impl_(std::
   p.tiles = p.n * p.tiles_h * p.tiles_w;
   // Tiles per block: V and M of one block (36 x block x (c + k) floats) about the size of a
   // core's L2 share, at least 12 rows for the micro-kernel, at most 120.
+  // With large U (many channels) the GEMMs stream U once per block: then take the largest
+  // block, so U is read a few times per Run() at most.
   constexpr int64_t kBlockBytes = 384 * 1024;
   int64_t block = kBlockBytes / (36 * 4 * (p.c + p.k));
   block = std::clamp<int64_t>(block / 6 * 6, 12, 120);
+  if (36 * 4 * p.c * p.k > 2 * 1024 * 1024) block = 120;
   p.block = std::min(block, (p.tiles + 5) / 6 * 6);
   if (s.isa == Isa::kScalar) p.block = 1;
-  auto round16 = [](int64_t f) { return (f + 15) / 16 * 16; };
-  s.u_floats = round16(36 * p.c * p.k);
-  s.v_floats = round16(36 * p.block * p.c);
-  s.m_floats = round16(36 * p.block * p.k);
+  p.v_stride = p.block * p.c + 16;
+  p.m_stride = p.block * p.k + 16;
+  s.u_floats = 36 * p.c * p.k;  // multiples of 16 floats (64 bytes): c, k multiples of 8
+  s.v_floats = 36 * p.v_stride;
+  s.m_floats = 36 * p.m_stride;
 }
 
 Conv3x3::~Conv3x3() = default;
@@ -132,13 +136,13 @@ void RunScalar(const Plan& p, const float* src, const float* bias, float* dst) {
         }
     }
     for (int pos = 0; pos < 36; ++pos)
-      for (int64_t j0 = 0; j0 < K; j0 += 16) {  // one panel of U: [C][width]
+      for (int64_t j0 = 0; j0 < K; j0 += 16) {  // one panel of U: rows of `width`, 36 * width apart
         const int64_t width = PanelWidth(K, j0);
         const float* u = p.u + UIndex(p, pos, 0, j0);
         float* mj = m + pos * K + j0;
         for (int64_t j = 0; j < width; ++j) mj[j] = 0;
         for (int64_t ci = 0; ci < C; ++ci)
-          for (int64_t j = 0; j < width; ++j) mj[j] += v[pos * C + ci] * u[ci * width + j];
+          for (int64_t j = 0; j < width; ++j) mj[j] += v[pos * C + ci] * u[ci * 36 * width + j];
       }
     for (int64_t j = 0; j < K; ++j) {
       float am[4][6];  // A^T M

@@ -20,6 +20,7 @@ namespace strata::backend::cpu::winograd::internal {
 namespace {
 
 using F = __m256;
+#define STRATA_INLINE_BT inline __attribute__((always_inline))
 
 inline F Set1(float x) { return _mm256_set1_ps(x); }
 inline F Add(F a, F b) { return _mm256_add_ps(a, b); }
@@ -27,7 +28,7 @@ inline F Sub(F a, F b) { return _mm256_sub_ps(a, b); }
 inline F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
 
 // r = B^T d over 6 vectors (winograd.h's rows of B^T, factored).
-inline void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
+STRATA_INLINE_BT void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
   const F four = Set1(4), m4 = Set1(-4), m5 = Set1(-5), two = Set1(2);
   r[0] = Fma(four, d0, Fma(m5, d2, d4));
   const F a = Fma(m4, d2, d4), b = Fma(m4, d1, d3);
@@ -40,12 +41,35 @@ inline void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
 }
 
 // o = A^T m over 6 vectors -> 4.
-inline void AT(F m0, F m1, F m2, F m3, F m4, F m5, F* o) {
+STRATA_INLINE_BT void AT(F m0, F m1, F m2, F m3, F m4, F m5, F* o) {
   const F s1 = Add(m1, m2), s2 = Sub(m1, m2), s3 = Add(m3, m4), s4 = Sub(m3, m4);
   o[0] = Add(Add(m0, s1), s3);
   o[1] = Fma(Set1(2), s4, s2);
   o[2] = Fma(Set1(4), s3, s1);
   o[3] = Add(Fma(Set1(8), s4, s2), m5);
+}
+
+// V of one 6 x 6 tile of one channel block: d at q (rows rs floats apart, pixels 8) to
+// out + pos * ps. Columns first (B^T d), kept in t, then rows ((B^T d) B).
+#define STRATA_INLINE inline __attribute__((always_inline))
+STRATA_INLINE void InputTile(const float* q, int64_t rs, float* out, int64_t ps) {
+  F t[6][6];
+#pragma GCC unroll 6
+  for (int j = 0; j < 6; ++j) {
+    const float* c = q + j * 8;
+    F r[6];
+    BT(_mm256_loadu_ps(c), _mm256_loadu_ps(c + rs), _mm256_loadu_ps(c + 2 * rs), _mm256_loadu_ps(c + 3 * rs),
+       _mm256_loadu_ps(c + 4 * rs), _mm256_loadu_ps(c + 5 * rs), r);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) t[i][j] = r[i];
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; ++i) {
+    F r[6];
+    BT(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], r);
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) _mm256_store_ps(out + (i * 6 + j) * ps, r[j]);
+  }
 }
 
 // The tile `t` as (image, tile row, tile column), advanced one tile at a time.
@@ -68,12 +92,14 @@ constexpr int kPrefetchTiles = 2;
 
 // V[pos][r][.] for tiles t0 .. t0 + nt of the block.
 void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
-  const int64_t C = p.c, CB = C / 8, H = p.h, W = p.w, pos_stride = p.block * C;
+  const int64_t C = p.c, CB = C / 8, H = p.h, W = p.w, pos_stride = p.v_stride;
   TileCursor tc(p, t0), ahead(p, t0);
   for (int i = 0; i < kPrefetchTiles; ++i) ahead.Next(p);
   for (int64_t r = 0; r < nt; ++r, tc.Next(p), ahead.Next(p)) {
     const int64_t y0 = tc.ty * 4 - p.pt, x0 = tc.tx * 4 - p.pl;
     const bool inside = y0 >= 0 && x0 >= 0 && y0 + 6 <= H && x0 + 6 <= W;
+    const int i0 = static_cast<int>(std::max<int64_t>(0, -y0)), i1 = static_cast<int>(std::min<int64_t>(6, H - y0));
+    const int j0 = static_cast<int>(std::max<int64_t>(0, -x0)), j1 = static_cast<int>(std::min<int64_t>(6, W - x0));
     // The source lines of a tile kPrefetchTiles ahead: the loads below miss the caches
     // otherwise (24 short streams per tile defeat the hardware prefetchers).
     const int64_t py0 = ahead.ty * 4 - p.pt, px0 = std::clamp<int64_t>(ahead.tx * 4 - p.pl, 0, W - 1);
@@ -82,6 +108,7 @@ void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
       const float* img = src + (tc.n * CB + cb) * H * W * 8;
       if (prefetch) {
         const float* pimg = src + (ahead.n * CB + cb) * H * W * 8;
+#pragma GCC unroll 6
         for (int i = 0; i < 6; ++i) {
           const int64_t y = py0 + i;
           if (y < 0 || y >= H) continue;
@@ -91,31 +118,18 @@ void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
           _mm_prefetch(q + 128, _MM_HINT_T0);
         }
       }
-      F d[6][6];
-      if (inside) {
-        const float* q = img + (y0 * W + x0) * 8;
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j) d[i][j] = _mm256_loadu_ps(q + (i * W + j) * 8);
-      } else {
-        for (int i = 0; i < 6; ++i) {
-          const int64_t y = y0 + i;
-          for (int j = 0; j < 6; ++j) {
-            const int64_t x = x0 + j;
-            d[i][j] = y >= 0 && y < H && x >= 0 && x < W ? _mm256_loadu_ps(img + (y * W + x) * 8) : _mm256_setzero_ps();
-          }
-        }
-      }
-      F bd[6][6];  // bd[.][j] = B^T d[.][j]
-      for (int j = 0; j < 6; ++j) {
-        F col[6];
-        BT(d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j], col);
-        for (int i = 0; i < 6; ++i) bd[i][j] = col[i];
-      }
       float* out = p.v + r * C + cb * 8;
-      for (int i = 0; i < 6; ++i) {
-        F row[6];
-        BT(bd[i][0], bd[i][1], bd[i][2], bd[i][3], bd[i][4], bd[i][5], row);
-        for (int j = 0; j < 6; ++j) _mm256_store_ps(out + (i * 6 + j) * pos_stride, row[j]);
+      if (inside) {
+        InputTile(img + (y0 * W + x0) * 8, W * 8, out, pos_stride);
+      } else {  // a zero-padded copy of the part inside the image: rows i0..i1, columns j0..j1
+        alignas(32) float tile[6 * 6 * 8];
+#pragma GCC unroll 36
+        for (int e = 0; e < 36; ++e) _mm256_store_ps(tile + e * 8, _mm256_setzero_ps());
+        for (int i = i0; i < i1; ++i) {
+          const float* row = img + ((y0 + i) * W + x0) * 8;
+          for (int j = j0; j < j1; ++j) _mm256_store_ps(tile + (i * 6 + j) * 8, _mm256_loadu_ps(row + j * 8));
+        }
+        InputTile(tile, 6 * 8, out, pos_stride);
       }
     }
   }
@@ -123,7 +137,7 @@ void InputTransform(const Plan& p, const float* src, int64_t t0, int64_t nt) {
 
 // dst tiles of t0 .. t0 + nt from M[pos][r][.], with bias and ReLU.
 void OutputTransform(const Plan& p, const float* bias, float* dst, int64_t t0, int64_t nt) {
-  const int64_t K = p.k, KB = K / 8, Ho = p.ho, Wo = p.wo, pos_stride = p.block * K;
+  const int64_t K = p.k, KB = K / 8, Ho = p.ho, Wo = p.wo, pos_stride = p.m_stride;
   TileCursor tc(p, t0), ahead(p, t0);
   for (int i = 0; i < kPrefetchTiles; ++i) ahead.Next(p);
   for (int64_t r = 0; r < nt; ++r, tc.Next(p), ahead.Next(p)) {
@@ -142,32 +156,45 @@ void OutputTransform(const Plan& p, const float* bias, float* dst, int64_t t0, i
       }
       const float* in = p.m + r * K + kb * 8;
       F am[4][6];  // am[.][c] = A^T m[.][c]
+#pragma GCC unroll 6
       for (int c = 0; c < 6; ++c) {
         F o[4];
         AT(_mm256_load_ps(in + (0 * 6 + c) * pos_stride), _mm256_load_ps(in + (1 * 6 + c) * pos_stride),
            _mm256_load_ps(in + (2 * 6 + c) * pos_stride), _mm256_load_ps(in + (3 * 6 + c) * pos_stride),
            _mm256_load_ps(in + (4 * 6 + c) * pos_stride), _mm256_load_ps(in + (5 * 6 + c) * pos_stride), o);
+#pragma GCC unroll 6
         for (int i = 0; i < 4; ++i) am[i][c] = o[i];
       }
       const F b = bias != nullptr ? _mm256_loadu_ps(bias + kb * 8) : _mm256_setzero_ps();
       float* out = dst + ((tc.n * KB + kb) * Ho + y0) * Wo * 8 + x0 * 8;
-      for (int i = 0; i < rows; ++i) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
         F o[4];
         AT(am[i][0], am[i][1], am[i][2], am[i][3], am[i][4], am[i][5], o);
-        for (int j = 0; j < cols; ++j) {
-          F y = Add(o[j], b);
-          if (p.relu) y = _mm256_max_ps(y, _mm256_setzero_ps());
-          _mm256_storeu_ps(out + (i * Wo + j) * 8, y);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          o[j] = Add(o[j], b);
+          if (p.relu) o[j] = _mm256_max_ps(o[j], _mm256_setzero_ps());
+        }
+        if (i >= rows) break;
+        float* row = out + i * Wo * 8;
+        if (cols == 4) {
+          _mm256_storeu_ps(row, o[0]);
+          _mm256_storeu_ps(row + 8, o[1]);
+          _mm256_storeu_ps(row + 16, o[2]);
+          _mm256_storeu_ps(row + 24, o[3]);
+        } else {
+          for (int j = 0; j < cols; ++j) _mm256_storeu_ps(row + j * 8, o[j]);
         }
       }
     }
   }
 }
 
-// c[MR x 8 NV] = a[MR x kc] (row stride lda) . b[kc x 8 NV] (packed panel): MR x NV
+// c[MR x 8 NV] = a[MR x kc] (row stride lda) . b[kc x 8 NV] (row stride ldb): MR x NV
 // accumulators in registers, one broadcast of a per row and NV loads of b per step of kc.
 template <int MR, int NV>
-void Micro(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc) {
+void Micro(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t kc, float* c, int64_t ldc) {
   F acc[MR][NV];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i)
@@ -176,7 +203,7 @@ void Micro(const float* a, int64_t lda, const float* b, int64_t kc, float* c, in
   for (int64_t q = 0; q < kc; ++q) {
     F bv[NV];
 #pragma GCC unroll 3
-    for (int j = 0; j < NV; ++j) bv[j] = _mm256_load_ps(b + q * NV * 8 + j * 8);
+    for (int j = 0; j < NV; ++j) bv[j] = _mm256_load_ps(b + q * ldb + j * 8);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const F av = _mm256_broadcast_ss(a + i * lda + q);
@@ -191,14 +218,14 @@ void Micro(const float* a, int64_t lda, const float* b, int64_t kc, float* c, in
 }
 
 template <int NV>
-void MicroRows(int mr, const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc) {
+void MicroRows(int mr, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t kc, float* c, int64_t ldc) {
   switch (mr) {
-    case 6: return Micro<6, NV>(a, lda, b, kc, c, ldc);
-    case 5: return Micro<5, NV>(a, lda, b, kc, c, ldc);
-    case 4: return Micro<4, NV>(a, lda, b, kc, c, ldc);
-    case 3: return Micro<3, NV>(a, lda, b, kc, c, ldc);
-    case 2: return Micro<2, NV>(a, lda, b, kc, c, ldc);
-    default: return Micro<1, NV>(a, lda, b, kc, c, ldc);
+    case 6: return Micro<6, NV>(a, lda, b, ldb, kc, c, ldc);
+    case 5: return Micro<5, NV>(a, lda, b, ldb, kc, c, ldc);
+    case 4: return Micro<4, NV>(a, lda, b, ldb, kc, c, ldc);
+    case 3: return Micro<3, NV>(a, lda, b, ldb, kc, c, ldc);
+    case 2: return Micro<2, NV>(a, lda, b, ldb, kc, c, ldc);
+    default: return Micro<1, NV>(a, lda, b, ldb, kc, c, ldc);
   }
 }
 
@@ -206,18 +233,18 @@ void MicroRows(int mr, const float* a, int64_t lda, const float* b, int64_t kc, 
 void Gemms(const Plan& p, int64_t nt) {
   const int64_t C = p.c, K = p.k;
   for (int pos = 0; pos < 36; ++pos) {
-    const float* a = p.v + pos * p.block * C;
-    const float* u = p.u + pos * C * K;
-    float* m = p.m + pos * p.block * K;
-    // Panels outer: one panel of U[pos] (C x 16) stays in L1 across the row groups.
+    const float* a = p.v + pos * p.v_stride;
+    float* m = p.m + pos * p.m_stride;
+    // Panels outer: one panel of U[pos] (C rows) stays in L1 across the row groups.
     for (int64_t j0 = 0; j0 < K; j0 += 16) {
-      const float* b = u + j0 * C;
+      const int64_t width = PanelWidth(K, j0);
+      const float* b = p.u + UIndex(p, pos, 0, j0);
       for (int64_t r = 0; r < nt; r += 6) {
         const int mr = static_cast<int>(std::min<int64_t>(6, nt - r));
-        if (PanelWidth(K, j0) == 16)
-          MicroRows<2>(mr, a + r * C, C, b, C, m + r * K + j0, K);
+        if (width == 16)
+          MicroRows<2>(mr, a + r * C, C, b, 36 * width, C, m + r * K + j0, K);
         else
-          MicroRows<1>(mr, a + r * C, C, b, C, m + r * K + j0, K);
+          MicroRows<1>(mr, a + r * C, C, b, 36 * width, C, m + r * K + j0, K);
       }
     }
   }

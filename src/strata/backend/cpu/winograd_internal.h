@@ -14,17 +14,23 @@ struct Plan {
   int64_t tiles_h = 0, tiles_w = 0, tiles = 0;  // tiles = n * tiles_h * tiles_w
   int64_t block = 0;                           // tiles per block (a multiple of 6)
   bool relu = false;
-  // Transformed weights: for each of the 36 positions a [c x k] matrix stored as column
-  // panels of 16 (the last one 8 wide when k % 16 == 8), each panel [c][16] row-major:
-  // u + pos * c * k + (j / 16) * 16 * c + ci * PanelWidth(j) + j % 16.
+  // Transformed weights U: for each of the 36 positions a [c x k] matrix. Stored as column
+  // panels of 16 (the last one 8 wide when k % 16 == 8); within a panel, for each input
+  // channel ci, the rows of all 36 positions one after another (UIndex): the transform writes
+  // sequentially and no two positions are a large power of two apart (cache sets).
   float* u = nullptr;
-  float* v = nullptr;  // [36][block][c]: transformed input of one block of tiles
-  float* m = nullptr;  // [36][block][k]: products of one block
+  float* v = nullptr;  // V: [36][v_stride], position pos's [block][c] at v + pos * v_stride
+  float* m = nullptr;  // M: [36][m_stride], position pos's [block][k] at m + pos * m_stride
+  // block * c (k) plus 16 floats: consecutive positions' rows never sit a multiple of 4 KiB
+  // apart, where they would all fall in the same L1 set.
+  int64_t v_stride = 0, m_stride = 0;
 };
 
 inline int64_t PanelWidth(int64_t k, int64_t j) { return k - (j / 16) * 16 >= 16 ? 16 : 8; }
+// U[pos][ci][j]; the rows of one position in a panel are 36 * PanelWidth apart.
 inline int64_t UIndex(const Plan& p, int pos, int64_t ci, int64_t j) {
-  return pos * p.c * p.k + (j / 16) * 16 * p.c + ci * PanelWidth(p.k, j) + j % 16;
+  const int64_t width = PanelWidth(p.k, j);
+  return (j / 16) * 16 * 36 * p.c + (ci * 36 + pos) * width + j % 16;
 }
 
 void RunScalar(const Plan& p, const float* src, const float* bias, float* dst);

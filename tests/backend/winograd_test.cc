@@ -218,6 +218,8 @@ TEST(WinogradTest, Supported) {
   EXPECT_TRUE(Supported(Geo({2, 28, 28, 32, 32, 0})));
   EXPECT_FALSE(Supported(Geo({2, 28, 28, 1, 32, 1})));   // channels not in blocks of 8
   EXPECT_FALSE(Supported(Geo({2, 28, 28, 32, 12, 1})));
+  EXPECT_TRUE(Profitable(Geo({8, 14, 14, 256, 256, 1})));  // 128 tiles
+  EXPECT_FALSE(Profitable(Geo({8, 7, 7, 512, 512, 1})));   // 32 tiles
   Geometry g = Geo({1, 8, 8, 8, 8, 1});
   g.out_h = 12;  // padding after 5
   EXPECT_FALSE(Supported(g));

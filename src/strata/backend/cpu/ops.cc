@@ -167,7 +167,7 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
 // see the same layouts as without it).
 
 // The winograd.h geometry of a convolution whose forward takes xs to ys, if Strata's
-// Winograd may run it (everything but the oneDNN and layout checks).
+// Winograd may run it and pays (everything but the oneDNN and layout checks).
 std::optional<winograd::Geometry> HandWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys,
                                                const graph::Conv2DOptions& o) {
   if (p.bf16() || p.options().conv_algorithm != ConvAlgorithm::kAuto || !HostIsa().avx2) return std::nullopt;
@@ -185,7 +185,7 @@ std::optional<winograd::Geometry> HandWinograd(Planner& p, const Shape& xs, cons
   g.out_w = ys[2];
   g.pad_top = static_cast<int>(geo.pad_l[0]);
   g.pad_left = static_cast<int>(geo.pad_l[1]);
-  if (!winograd::Supported(g)) return std::nullopt;
+  if (!winograd::Supported(g) || !winograd::Profitable(g)) return std::nullopt;
   return g;
 }
 

@@ -36,6 +36,12 @@ bool Supported(const Geometry& g) {
          pr <= 2;
 }
 
+bool Profitable(const Geometry& g) {
+  constexpr int64_t kMinTiles = 64;
+  return g.batch * ((g.out_h + 3) / 4) * ((g.out_w + 3) / 4) >= kMinTiles &&
+         g.batch * ((g.in_h + 3) / 4) * ((g.in_w + 3) / 4) >= kMinTiles;  // backward-data's tiles
+}
+
 struct Conv3x3::Impl {
   Plan plan;
   Pass pass;

@@ -59,6 +59,12 @@ struct Geometry {
 };
 // Channels multiples of 8, padding before and after in [0, 2], sizes positive.
 bool Supported(const Geometry& g);
+// Whether it is worth running instead of a direct convolution: at least 64 output tiles of
+// 4x4 (batch x tiles per image). The weight transform (36 x Cin x Cout floats, every Run())
+// does not shrink with the batch: at 7x7x512 and batch 8 (32 tiles) it makes Winograd slower
+// than oneDNN's AVX2 direct convolution (bench/winograd_bench), at 14x14x256 and batch 8
+// (128 tiles) faster.
+bool Profitable(const Geometry& g);
 
 class Conv3x3 {
  public:

@@ -40,8 +40,14 @@ enum class Precision : uint8_t {
 // convolution with ~2.25x fewer multiplies (oneDNN's jit_wino_4x3): ~30 % faster forward and
 // backward-data on the reference CNN; its rounding error is ~6e-6 of the output's RMS against
 // ~1e-6 for direct (bf16's own is ~4e-3). Backward-weights stays direct: measured slower.
+// oneDNN 2.6 has Winograd only for AVX-512; where it has none (an AVX2 host) and the host has
+// AVX2, Strata's own F(4x4, 3x3) (backend/cpu/winograd.h, KernelInfo::impl
+// "strata:avx2-winograd") runs f32 forward (with fused bias / ReLU) and backward-data of 3x3,
+// stride 1, dilation 1, one-group convolutions with channels in blocks of 8 and at least 64
+// output tiles (docs/engine.md, "Winograd on AVX2 hosts").
 enum class ConvAlgorithm : uint8_t {
-  kAuto,    // Winograd for forward and backward-data wherever oneDNN implements it, else direct
+  kAuto,    // Winograd for forward and backward-data: oneDNN's where it implements it, else
+            // Strata's on AVX2 hosts, else direct
   kDirect,  // direct everywhere (also STRATA_CONV_ALGORITHM=direct)
 };
 

@@ -20,7 +20,8 @@ namespace strata::backend::cpu::winograd::internal {
 namespace {
 
 using F = __m256;
-#define STRATA_INLINE_BT inline __attribute__((always_inline))
+// Forced: GCC otherwise keeps the small vector arrays of the transforms in memory.
+#define WINOGRAD_INLINE inline __attribute__((always_inline))
 
 inline F Set1(float x) { return _mm256_set1_ps(x); }
 inline F Add(F a, F b) { return _mm256_add_ps(a, b); }
@@ -28,7 +29,7 @@ inline F Sub(F a, F b) { return _mm256_sub_ps(a, b); }
 inline F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
 
 // r = B^T d over 6 vectors (winograd.h's rows of B^T, factored).
-STRATA_INLINE_BT void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
+WINOGRAD_INLINE void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
   const F four = Set1(4), m4 = Set1(-4), m5 = Set1(-5), two = Set1(2);
   r[0] = Fma(four, d0, Fma(m5, d2, d4));
   const F a = Fma(m4, d2, d4), b = Fma(m4, d1, d3);
@@ -41,7 +42,7 @@ STRATA_INLINE_BT void BT(F d0, F d1, F d2, F d3, F d4, F d5, F* r) {
 }
 
 // o = A^T m over 6 vectors -> 4.
-STRATA_INLINE_BT void AT(F m0, F m1, F m2, F m3, F m4, F m5, F* o) {
+WINOGRAD_INLINE void AT(F m0, F m1, F m2, F m3, F m4, F m5, F* o) {
   const F s1 = Add(m1, m2), s2 = Sub(m1, m2), s3 = Add(m3, m4), s4 = Sub(m3, m4);
   o[0] = Add(Add(m0, s1), s3);
   o[1] = Fma(Set1(2), s4, s2);
@@ -51,8 +52,7 @@ STRATA_INLINE_BT void AT(F m0, F m1, F m2, F m3, F m4, F m5, F* o) {
 
 // V of one 6 x 6 tile of one channel block: d at q (rows rs floats apart, pixels 8) to
 // out + pos * ps. Columns first (B^T d), kept in t, then rows ((B^T d) B).
-#define STRATA_INLINE inline __attribute__((always_inline))
-STRATA_INLINE void InputTile(const float* q, int64_t rs, float* out, int64_t ps) {
+WINOGRAD_INLINE void InputTile(const float* q, int64_t rs, float* out, int64_t ps) {
   F t[6][6];
 #pragma GCC unroll 6
   for (int j = 0; j < 6; ++j) {
@@ -266,6 +266,8 @@ void RunAvx2(const Plan& p, const float* src, const float* bias, float* dst) {
 }
 
 }  // namespace strata::backend::cpu::winograd::internal
+
+#undef WINOGRAD_INLINE
 
 #if defined(__clang__)
 #pragma clang attribute pop

@@ -23,6 +23,7 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
+#include "strata/monitor/fit_monitor.h"
 
 namespace strata::cli {
 namespace {
@@ -339,23 +340,22 @@ int RunTrain(const std::vector<std::string>& args) {
   callbacks.push_back(epoch_clock);
   if (!f.tensorboard.empty() && chief)
     callbacks.push_back(std::make_shared<keras::TensorBoard>(f.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
-  std::optional<keras::MonitorConfig> monitor;
-  if (!f.no_monitor && chief) {
-    monitor = keras::MonitorConfig{.interval_seconds = f.monitor_interval,
-                                   .tensorboard_dir = f.tensorboard.empty() ? "" : f.tensorboard + "/train",
-                                   .trace_path = f.trace,
-                                   .http_port = static_cast<int>(f.monitor_port),
-                                   .http_bind = f.monitor_bind,
-                                   .report_json = f.report_json};
-    if (!f.tensorboard.empty()) fs::create_directories(f.tensorboard + "/train");
-  }
+  // The utilization / idle monitor hears of fit's steps as its observer (the chief only).
+  monitor::FitMonitor monitor({.interval_seconds = f.monitor_interval,
+                               .tensorboard_dir = f.tensorboard.empty() ? "" : f.tensorboard + "/train",
+                               .trace_path = f.trace,
+                               .http_port = static_cast<int>(f.monitor_port),
+                               .http_bind = f.monitor_bind,
+                               .report_json = f.report_json});
+  const bool monitored = !f.no_monitor && chief;
+  if (monitored && !f.tensorboard.empty()) fs::create_directories(f.tensorboard + "/train");
 
   // ---- fit
   Stopwatch train_clock;
   auto history = model->fit(*train, {.epochs = static_cast<int>(f.epochs), .steps_per_epoch = steps_per_epoch,
                                            .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
                                            .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2,
-                                           .monitor = monitor});
+                                           .observer = monitored ? &monitor : nullptr});
   if (!history.ok()) return Fail("train", history.status().ToString());
   const double train_seconds = train_clock.ElapsedSeconds();
 

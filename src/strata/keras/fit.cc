@@ -1,7 +1,7 @@
 // Model::fit: the training loop, top to bottom.
 //
 // Per step: take the next global batch from the input pipeline (the time blocked there is
-// the monitor's idle time), then TrainStep (model.cc): every replica copies its shard into
+// the observer's input wait: the monitor's idle time), then TrainStep (model.cc): every replica copies its shard into
 // its compiled program and runs forward + backward, the gradients are reduce-scattered and
 // each replica updates its slice of the weights; finally the logs go to the callbacks.
 #include <cmath>
@@ -13,49 +13,11 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/model.h"
-#include "strata/monitor/console_reporter.h"
-#include "strata/monitor/event_reporter.h"
-#include "strata/monitor/http_server.h"
-#include "strata/monitor/input_report.h"
+#include "strata/keras/step_observer.h"
 #include "strata/record/crc32c.h"
 
 namespace strata::keras {
-namespace {
 
-// The monitor of a fit: replicas, the step's dtype, the pipeline's stage statistics and the
-// reporters the config asks for.
-Result<std::unique_ptr<monitor::Monitor>> MakeMonitor(const MonitorConfig& cfg, int replicas, bool bf16,
-                                                      data::Iterator* it, int64_t initial_step) {
-  monitor::MonitorOptions o;
-  o.interval_seconds = cfg.interval_seconds;
-  o.replicas = replicas;
-  o.dtype = bf16 ? DType::kBF16 : DType::kF32;
-  o.example_unit = "img";
-  o.initial_step = initial_step;
-  o.pipeline = [it] {
-    std::vector<monitor::StageSample> out;
-    for (const data::StageStatsSnapshot& s : it->Stats())
-      out.push_back({.name = s.name, .path = s.path, .elements = s.elements, .bytes = s.bytes, .busy_ns = s.busy_ns,
-                     .blocked_upstream_ns = s.blocked_upstream_ns, .blocked_downstream_ns = s.blocked_downstream_ns,
-                     .buffer_fill = s.buffer_fill, .buffer_capacity = s.buffer_capacity, .parallelism = s.parallelism});
-    return out;
-  };
-  STRATA_ASSIGN_OR_RETURN(auto mon, monitor::Monitor::Create(o));
-  if (cfg.console) mon->AddReporter(std::make_unique<monitor::ConsoleReporter>());
-  if (!cfg.tensorboard_dir.empty()) {
-    STRATA_ASSIGN_OR_RETURN(auto events, monitor::EventFileReporter::Create(cfg.tensorboard_dir));
-    mon->AddReporter(std::move(events));
-  }
-  if (cfg.http_port >= 0) {
-    STRATA_ASSIGN_OR_RETURN(auto server, monitor::HttpServer::Start({.bind = cfg.http_bind, .port = cfg.http_port}));
-    std::fprintf(stderr, "monitor: %s\n", server->url().c_str());
-    mon->AddReporter(std::move(server));
-  }
-  if (!cfg.trace_path.empty()) STRATA_RETURN_IF_ERROR(mon->EnableTrace(cfg.trace_path));
-  return mon;
-}
-
-}  // namespace
 
 Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
@@ -97,15 +59,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
     resume_pending_ = false;
   }
 
-  std::unique_ptr<monitor::Monitor> mon;
-  if (options.monitor) {
-    STRATA_ASSIGN_OR_RETURN(mon, MakeMonitor(*options.monitor, num_replicas(), compile_.precision == "mixed_bfloat16",
-                                             iterator.get(), global_step_));
-  }
-  struct MonitorScope {  // fit may return early with an error: never leave a dangling pointer
+  // The observer (the monitor) hears of the steps once they are compiled (observer_ set).
+  struct ObserverScope {  // fit may return early with an error: never leave a dangling pointer
     Model* m;
-    ~MonitorScope() { m->monitor_ = nullptr; }
-  } monitor_scope{this};
+    ~ObserverScope() { m->observer_ = nullptr; }
+  } observer_scope{this};
 
   auto metrics = MakeMetrics();
   History history;
@@ -122,11 +80,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
       // 1. The next global batch [B, ...] (x..., y).
       data::Element batch;
       bool end = false;
-      if (monitor_)  // every replica waits while the next batch is produced
-        for (int r = 0; r < num_replicas(); ++r) monitor_->InputWaitBegin(r);
+      if (observer_)  // every replica waits while the next batch is produced
+        for (int r = 0; r < num_replicas(); ++r) observer_->InputWaitBegin(r);
       Status got = iterator->GetNext(&batch, &end);
-      if (monitor_)
-        for (int r = 0; r < num_replicas(); ++r) monitor_->InputWaitEnd(r);
+      if (observer_)
+        for (int r = 0; r < num_replicas(); ++r) observer_->InputWaitEnd(r);
       STRATA_RETURN_IF_ERROR(got.WithContext("input pipeline, epoch " + std::to_string(epoch + 1)));
       if (end) {
         if (options.steps_per_epoch > 0)
@@ -142,11 +100,14 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
         return InvalidArgument("fit: elements must be batches (x, y); got " + batch.DebugString());
 
       // 2. Forward, backward, all-reduce and update on every replica (compiled on the first
-      //    batch: static shapes; the monitor's first window starts after compilation).
-      if (mon && !monitor_) {
+      //    batch: static shapes; the observer's first step comes after compilation).
+      if (options.observer && !observer_) {
         STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(batch[0].shape()[0] / std::max(1, num_replicas())));
-        STRATA_RETURN_IF_ERROR(mon->Start());
-        monitor_ = mon.get();
+        // The pipeline through train_iterator_: a new pass replaces the iterator.
+        STRATA_RETURN_IF_ERROR(options.observer->OnTrainBegin(
+            {.replicas = num_replicas(), .bf16 = compile_.precision == "mixed_bfloat16", .initial_step = global_step_,
+             .pipeline = [this] { return train_iterator_ ? train_iterator_->Stats() : std::vector<data::StageStatsSnapshot>{}; }}));
+        observer_ = options.observer;
       }
       if (!batch_checked) {
         STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(
@@ -163,9 +124,9 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
 
     // 4. Validation, then the epoch's logs go to the callbacks and the History.
     if (options.validation_data) {
-      if (monitor_) monitor_->Pause();  // no training steps while validating
+      if (observer_) observer_->Pause();  // no training steps while validating
       auto validated = RunEvaluation(*options.validation_data, options.validation_steps, nullptr);
-      if (monitor_) monitor_->Resume();
+      if (observer_) observer_->Resume();
       STRATA_ASSIGN_OR_RETURN(Logs val, std::move(validated));
       for (const auto& [k, v] : val) logs.emplace_back("val_" + k, v);
     }
@@ -174,11 +135,10 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
   epoch_ = options.epochs;
-  if (mon) {
-    monitor_ = nullptr;
-    STRATA_ASSIGN_OR_RETURN(monitor::InputPipelineReport report, mon->Stop());
-    if (!options.monitor->report_json.empty())
-      STRATA_RETURN_IF_ERROR(WriteFileAtomic(options.monitor->report_json, monitor::ReportToJson(report) + "\n"));
+  if (observer_) {
+    StepObserver* observer = observer_;
+    observer_ = nullptr;
+    STRATA_RETURN_IF_ERROR(observer->OnTrainEnd());
   }
   for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainEnd(logs));
   train_iterator_ = nullptr;

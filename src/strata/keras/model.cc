@@ -650,12 +650,12 @@ Status Model::TrainStep(const data::Element& batch, int64_t rows, Logs* logs,
   const float lr = static_cast<float>(learning_rate());
   StepSync sync;
   Status st = strategy_->run([&](int r) -> Status {
-    if (monitor_) monitor_->StepBegin(r);
+    if (observer_) observer_->StepBegin(r);
     Status s = GradientPhase(r, batch, shard, sync);  // 1-2: gradients, averaged
     UpdatePhase(r, lr, sync);                          // 3-5: the sharded update
-    if (monitor_) {
+    if (observer_) {
       const Compiled& c = replicas_[static_cast<size_t>(r)];
-      monitor_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), shard);
+      observer_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), shard);
     }
     return s;
   });

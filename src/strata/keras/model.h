@@ -32,7 +32,7 @@
 #include "strata/keras/losses.h"
 #include "strata/keras/metrics.h"
 #include "strata/keras/optimizers.h"
-#include "strata/monitor/monitor.h"
+#include "strata/keras/step_observer.h"
 
 namespace strata::keras {
 
@@ -82,17 +82,6 @@ struct CompileOptions {
   distribute::Strategy* strategy = nullptr;
 };
 
-// The utilization / idle monitor during fit (src/strata/monitor; docs/monitor.md).
-struct MonitorConfig {
-  double interval_seconds = 10;  // one window (console line, event scalars) per interval
-  bool console = true;           // "matrix 61% · idle 3% · 1,840 img/s · step 69 ms" on stderr
-  std::string tensorboard_dir;   // monitor/* scalars into event files here ("": none)
-  std::string trace_path;        // Chrome trace event file ("": none)
-  int http_port = -1;            // live page on 127.0.0.1:port (0: any free port; -1: none)
-  std::string http_bind = "127.0.0.1";
-  std::string report_json;       // the post-run input-pipeline report as JSON ("": none)
-};
-
 struct FitOptions {
   int epochs = 1;
   int64_t steps_per_epoch = -1;      // -1: until the dataset ends (a repeated dataset needs it)
@@ -101,7 +90,9 @@ struct FitOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;
   int verbose = 1;                   // 0 silent, 1 progress bar, 2 one line per epoch
   int initial_epoch = 0;
-  std::optional<MonitorConfig> monitor;  // unset: no monitor
+  // Told of every step once compiled: the utilization / idle monitor (monitor/fit_monitor.h)
+  // or any StepObserver. Null: nobody.
+  StepObserver* observer = nullptr;
 };
 
 struct EvaluateOptions {
@@ -284,7 +275,7 @@ class Model {
   int epoch_ = 0;
   // fit() state that BackupAndRestore saves and restores.
   data::Iterator* train_iterator_ = nullptr;
-  monitor::Monitor* monitor_ = nullptr;  // during fit, when asked for
+  StepObserver* observer_ = nullptr;  // during fit, from the first compiled step
   bool resume_pending_ = false;
   int64_t resume_step_in_epoch_ = 0;
   std::string resume_iterator_state_;

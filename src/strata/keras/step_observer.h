@@ -1,0 +1,44 @@
+// What fit tells whoever watches its steps, without knowing who listens: the utilization /
+// idle monitor (monitor/fit_monitor.h) implements it; a profiler or a test could too.
+//
+// Threads: InputWait* and OnTrainBegin/Pause/Resume/OnTrainEnd come from the thread that
+// called fit; StepBegin/StepEnd from each replica's own thread, concurrently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "strata/core/status.h"
+#include "strata/data/dataset.h"
+
+namespace strata::keras {
+
+struct FitStart {
+  int replicas = 1;             // in this process
+  bool bf16 = false;            // the step runs mixed_bfloat16
+  int64_t initial_step = 0;     // global step of the first training step (a resumed run starts later)
+  // The training pipeline's per-stage statistics now (valid until OnTrainEnd returns).
+  std::function<std::vector<data::StageStatsSnapshot>()> pipeline;
+};
+
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // Once the step is compiled, before the first step; an error ends fit.
+  virtual Status OnTrainBegin(const FitStart& start) = 0;
+  // Every replica waits while the next global batch is produced.
+  virtual void InputWaitBegin(int replica) = 0;
+  virtual void InputWaitEnd(int replica) = 0;
+  // One replica's step: forward, backward, reduction and update; `matrix_flops` its program's
+  // counted FLOPs, `examples` its shard of the batch.
+  virtual void StepBegin(int replica) = 0;
+  virtual void StepEnd(int replica, double matrix_flops, int64_t examples) = 0;
+  // Validation runs between Pause and Resume: no training steps.
+  virtual void Pause() = 0;
+  virtual void Resume() = 0;
+  // After the last step (not called when fit ends with an error).
+  virtual Status OnTrainEnd() = 0;
+};
+
+}  // namespace strata::keras

@@ -1,0 +1,54 @@
+#include "strata/monitor/fit_monitor.h"
+
+#include <cstdio>
+
+#include "strata/core/file.h"
+#include "strata/monitor/console_reporter.h"
+#include "strata/monitor/event_reporter.h"
+#include "strata/monitor/http_server.h"
+#include "strata/monitor/input_report.h"
+
+namespace strata::monitor {
+
+Status FitMonitor::OnTrainBegin(const keras::FitStart& start) {
+  MonitorOptions o;
+  o.interval_seconds = options_.interval_seconds;
+  o.replicas = start.replicas;
+  o.dtype = start.bf16 ? DType::kBF16 : DType::kF32;
+  o.example_unit = "img";
+  o.initial_step = start.initial_step;
+  o.pipeline = [pipeline = start.pipeline] {
+    std::vector<StageSample> out;
+    for (const data::StageStatsSnapshot& s : pipeline())
+      out.push_back({.name = s.name, .path = s.path, .elements = s.elements, .bytes = s.bytes, .busy_ns = s.busy_ns,
+                     .blocked_upstream_ns = s.blocked_upstream_ns, .blocked_downstream_ns = s.blocked_downstream_ns,
+                     .buffer_fill = s.buffer_fill, .buffer_capacity = s.buffer_capacity, .parallelism = s.parallelism});
+    return out;
+  };
+  STRATA_ASSIGN_OR_RETURN(auto mon, Monitor::Create(o));
+  if (options_.console) mon->AddReporter(std::make_unique<ConsoleReporter>());
+  if (!options_.tensorboard_dir.empty()) {
+    STRATA_ASSIGN_OR_RETURN(auto events, EventFileReporter::Create(options_.tensorboard_dir));
+    mon->AddReporter(std::move(events));
+  }
+  if (options_.http_port >= 0) {
+    STRATA_ASSIGN_OR_RETURN(auto server, HttpServer::Start({.bind = options_.http_bind, .port = options_.http_port}));
+    std::fprintf(stderr, "monitor: %s\n", server->url().c_str());
+    mon->AddReporter(std::move(server));
+  }
+  if (!options_.trace_path.empty()) STRATA_RETURN_IF_ERROR(mon->EnableTrace(options_.trace_path));
+  STRATA_RETURN_IF_ERROR(mon->Start());
+  monitor_ = std::move(mon);
+  return Status::OK();
+}
+
+Status FitMonitor::OnTrainEnd() {
+  if (!monitor_) return Status::OK();
+  std::unique_ptr<Monitor> mon = std::move(monitor_);
+  STRATA_ASSIGN_OR_RETURN(InputPipelineReport report, mon->Stop());
+  if (!options_.report_json.empty())
+    STRATA_RETURN_IF_ERROR(WriteFileAtomic(options_.report_json, ReportToJson(report) + "\n"));
+  return Status::OK();
+}
+
+}  // namespace strata::monitor

@@ -44,7 +44,7 @@ enum class Precision : uint8_t {
 // AVX2, Strata's own F(4x4, 3x3) (backend/cpu/winograd.h, KernelInfo::impl
 // "strata:avx2-winograd") runs f32 forward (with fused bias / ReLU) and backward-data of 3x3,
 // stride 1, dilation 1, one-group convolutions with channels in blocks of 8 and at least 64
-// output tiles (docs/engine.md, "Winograd on AVX2 hosts").
+// output tiles, in one-thread programs (docs/engine.md, "Winograd on AVX2 hosts").
 enum class ConvAlgorithm : uint8_t {
   kAuto,    // Winograd for forward and backward-data: oneDNN's where it implements it, else
             // Strata's on AVX2 hosts, else direct

@@ -171,6 +171,8 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
 std::optional<winograd::Geometry> HandWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys,
                                                const graph::Conv2DOptions& o) {
   if (p.bf16() || p.options().conv_algorithm != ConvAlgorithm::kAuto || !HostIsa().avx2) return std::nullopt;
+  // Single-threaded: a program given more threads keeps oneDNN's (parallel) direct convolution.
+  if (p.options().threads > 1) return std::nullopt;
   if (xs.rank() != 4 || ks[0] != 3 || ks[1] != 3 || o.stride_h != 1 || o.stride_w != 1 || o.dilation_h != 1 ||
       o.dilation_w != 1 || o.groups != 1)
     return std::nullopt;

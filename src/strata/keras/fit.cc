@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "strata/core/clock.h"
 #include "strata/core/file.h"
@@ -60,9 +61,14 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   }
 
   // The observer (the monitor) hears of the steps once they are compiled (observer_ set).
-  struct ObserverScope {  // fit may return early with an error: never leave a dangling pointer
+  struct ObserverScope {  // fit may return early with an error: end the observer, drop the pointers
     Model* m;
-    ~ObserverScope() { m->observer_ = nullptr; }
+    ~ObserverScope() {
+      if (m->observer_ != nullptr) (void)m->observer_->OnTrainEnd();  // an error ended fit: that one counts
+      m->observer_ = nullptr;
+      std::lock_guard<std::mutex> lock(m->iterator_mu_);
+      m->train_iterator_ = nullptr;
+    }
   } observer_scope{this};
 
   auto metrics = MakeMetrics();
@@ -92,7 +98,9 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
                             std::to_string(options.steps_per_epoch) + " steps in epoch " + std::to_string(epoch + 1) +
                             " (use repeat() on the dataset, or fewer steps_per_epoch)");
         // No steps_per_epoch: an epoch is one pass; start the next pass.
-        STRATA_ASSIGN_OR_RETURN(iterator, train.make_iterator());
+        STRATA_ASSIGN_OR_RETURN(auto next, train.make_iterator());
+        std::lock_guard<std::mutex> lock(iterator_mu_);  // the observer may be reading its statistics
+        iterator = std::move(next);
         train_iterator_ = iterator.get();
         break;
       }
@@ -106,7 +114,10 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
         // The pipeline through train_iterator_: a new pass replaces the iterator.
         STRATA_RETURN_IF_ERROR(options.observer->OnTrainBegin(
             {.replicas = num_replicas(), .bf16 = compile_.precision == "mixed_bfloat16", .initial_step = global_step_,
-             .pipeline = [this] { return train_iterator_ ? train_iterator_->Stats() : std::vector<data::StageStatsSnapshot>{}; }}));
+             .pipeline = [this] {
+               std::lock_guard<std::mutex> lock(iterator_mu_);
+               return train_iterator_ ? train_iterator_->Stats() : std::vector<data::StageStatsSnapshot>{};
+             }}));
         observer_ = options.observer;
       }
       if (!batch_checked) {

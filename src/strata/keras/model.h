@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -275,6 +276,7 @@ class Model {
   int epoch_ = 0;
   // fit() state that BackupAndRestore saves and restores.
   data::Iterator* train_iterator_ = nullptr;
+  std::mutex iterator_mu_;  // train_iterator_'s replacement vs the observer reading its statistics
   StepObserver* observer_ = nullptr;  // during fit, from the first compiled step
   bool resume_pending_ = false;
   int64_t resume_step_in_epoch_ = 0;

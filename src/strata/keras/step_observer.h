@@ -37,7 +37,8 @@ class StepObserver {
   // Validation runs between Pause and Resume: no training steps.
   virtual void Pause() = 0;
   virtual void Resume() = 0;
-  // After the last step (not called when fit ends with an error).
+  // After the last step; also, its status ignored, when fit ends early with an error. Once for
+  // each OnTrainBegin that succeeded.
   virtual Status OnTrainEnd() = 0;
 };
 

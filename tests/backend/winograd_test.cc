@@ -253,7 +253,7 @@ TEST(WinogradTest, OddSizes) {
   Check({1, 2, 3, 8, 24, 1});  // smaller than one tile
 }
 
-// Batch 1-2 and one padding each: the f64 reference dominates the time under ASan.
+// Batch 1 and one padding each: the f64 reference dominates the time under ASan.
 TEST(WinogradTest, ResNetLayers) {
   Check({1, 56, 56, 64, 64, 1});
   Check({1, 28, 28, 128, 128, 1});

@@ -14,22 +14,19 @@
 // of what the open datasets can hold (or the consumer finds nothing to take), then read
 // until every buffer is full. So a worker is woken once per ~half a buffer of elements, not
 // once per element: on a machine whose cores are all decoding, each wake-up preempts a
-// decoder (and, on a VM, costs a reschedule interrupt). Condition variables are signalled
-// only when a thread waits on them, and only as many workers as can find work are woken.
-// Workers run SCHED_BATCH (Linux): a woken worker does not preempt the consumer that woke it.
+// decoder (and, on a VM, costs a reschedule interrupt). Only as many workers as can find
+// work are woken (worker_pool.h has who signals whom). Workers run SCHED_BATCH (Linux): a
+// woken worker does not preempt the consumer that woke it, but runs at the next scheduling
+// point; half a buffer is left to cover the delay.
 //
 // State: the cursor, each open dataset's source element (fn is run again on restore),
 // its iterator position and its buffered elements, and the input's position.
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
-#include <thread>
 
 #include "strata/data/handoff_counters.h"
 #include "strata/data/pipeline.h"
+#include "strata/data/worker_pool.h"
 
 namespace strata::data {
 namespace {
@@ -49,49 +46,27 @@ struct CycleSlot {
   std::deque<Entry> buffer;
 };
 
-class InterleaveIterator : public StageIterator {
+class InterleaveIterator : public StageIterator, WorkerPool::Work {
  public:
   InterleaveIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const InterleaveFn* fn,
                      const InterleaveOptions& o)
       : StageIterator(ctx, o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave"),
         input_(std::move(input)), fn_(fn), block_length_(o.block_length),
         parallel_(o.num_parallel_calls != 1), deterministic_(Deterministic(o.deterministic, ctx)),
-        per_slot_buffer_(std::max<int64_t>(1, o.buffer_output_elements)) {
-    const int budget = ctx.pipeline->cpu_budget();
-    cycle_length_ = o.cycle_length == AUTOTUNE ? std::max(2, budget) : o.cycle_length;
-    slots_.resize(cycle_length_);
+        per_slot_buffer_(std::max<int64_t>(1, o.buffer_output_elements)),
+        cycle_length_(o.cycle_length == AUTOTUNE ? std::max(2, ctx.pipeline->cpu_budget()) : o.cycle_length),
+        slots_(cycle_length_), pool_(this, PoolOptions(ctx, o, cycle_length_)) {
     if (parallel_) {
-      if (o.num_parallel_calls == AUTOTUNE) {
-        tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kParallelism, 1, 1,
-                                            std::min<int64_t>(cycle_length_, budget));
-        threads_ = static_cast<int>(tunable_->max());
-        sub_ = tunable_->Subscribe([this] {
-          std::lock_guard<std::mutex> l(mu_);
-          worker_cv_.notify_all();
-        });
-      } else {
-        fixed_ = std::min<int64_t>(o.num_parallel_calls, cycle_length_);
-        threads_ = static_cast<int>(fixed_);
-      }
-      stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+      stats_->parallelism.store(pool_.parallelism(), std::memory_order_relaxed);
       stats_->buffer_capacity.store(cycle_length_ * per_slot_buffer_, std::memory_order_relaxed);
     }
   }
 
-  ~InterleaveIterator() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    worker_cv_.notify_all();
-    for (auto& t : workers_) t.join();
-    if (tunable_) tunable_->Unsubscribe(sub_);
-  }
+  ~InterleaveIterator() override { pool_.Stop(); }
 
   Status GetNext(Element* out, bool* end) override {
-    std::unique_lock<std::mutex> l(mu_);
-    if (parallel_ && workers_.empty())
-      for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+    std::unique_lock<std::mutex> l(pool_.mu());
+    pool_.Start();
     int64_t waited_from = 0;
     auto done_waiting = [&] {
       if (waited_from) stats_->blocked_upstream_ns.fetch_add(NowNanos() - waited_from, std::memory_order_relaxed);
@@ -142,13 +117,11 @@ class InterleaveIterator : public StageIterator {
           }
         }
         if (!waited_from) waited_from = NowNanos();
-        // Nothing to take: the workers must not wait for the watermark. Signalled with mu_
+        // Nothing to take: the workers must not wait for the watermark. Signalled with the lock
         // held (the wait below releases it at once), so no signal can be lost in between.
         refill_ = true;
-        Wake(WorkersToWake());
-        ++consumer_waiting_;
-        consumer_cv_.wait(l);
-        --consumer_waiting_;
+        pool_.WakeWorkers(WorkersToWake());
+        pool_.WaitForWorkers(l);
         continue;
       }
       Entry e = std::move(s.buffer.front());
@@ -164,7 +137,7 @@ class InterleaveIterator : public StageIterator {
         }
       }
       l.unlock();
-      Wake(wake);
+      pool_.WakeWorkers(wake);
       done_waiting();
       *end = false;
       if (!e.status.ok()) return e.status;
@@ -175,18 +148,12 @@ class InterleaveIterator : public StageIterator {
   }
 
   Status Save(IteratorState* st) override {
-    std::unique_lock<std::mutex> l(mu_);
-    pausing_ = true;
-    paused_cv_.wait(l, [&] { return busy_ == 0; });
-    Status s = SaveLocked(st);
-    pausing_ = false;
-    l.unlock();
-    worker_cv_.notify_all();
-    return s;
+    WorkerPool::Parked parked = pool_.Park();
+    return SaveLocked(st);
   }
 
   Status Restore(const IteratorState& st) override {
-    std::unique_lock<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(pool_.mu());
     STRATA_ASSIGN_OR_RETURN(int64_t cur, st.GetInt(Key("cur")));
     STRATA_ASSIGN_OR_RETURN(block_pos_, st.GetInt(Key("block_pos")));
     STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
@@ -226,33 +193,40 @@ class InterleaveIterator : public StageIterator {
   }
 
  private:
-  int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
+  // No threads when sequential. AUTOTUNE: parallelism in [1, min(cycle_length, budget)].
+  static WorkerPool::Options PoolOptions(const IteratorContext& ctx, const InterleaveOptions& o, int cycle_length) {
+    const int64_t n = o.num_parallel_calls;
+    WorkerPool::Options p;
+    if (n != 1)
+      p = WorkerPool::Parallel(ctx, ctx.path, n == AUTOTUNE ? n : std::min<int64_t>(n, cycle_length),
+                               std::min<int64_t>(cycle_length, ctx.pipeline->cpu_budget()));
+    p.wakeups = &internal::Counters().interleave_worker_wakeups;
+    p.batch_scheduling = true;
+    return p;
+  }
 
-  // With mu_ held. What the open datasets can buffer.
+  // With the lock held. What the open datasets can buffer.
   int64_t Capacity() const {
     int64_t n = 0;
     for (const auto& s : slots_) n += s.active && !s.ended ? per_slot_buffer_ : 0;
     return n;
   }
-  // With mu_ held. Some open dataset has buffer room not already being filled.
+  // With the lock held. Some open dataset has buffer room not already being filled.
   bool HasRoom() const {
     for (const auto& s : slots_)
       if (s.active && !s.ended && static_cast<int64_t>(s.buffer.size()) + (s.busy ? 1 : 0) < per_slot_buffer_)
         return true;
     return false;
   }
-  // With mu_ held: how many sleeping workers a burst should wake: those that will find an
+  // With the lock held: how many sleeping workers a burst should wake: those that will find an
   // open dataset to read (not more than the parallelism allows).
   int WorkersToWake() const {
-    if (!parallel_ || idle_workers_ == 0) return 0;
+    if (!parallel_ || pool_.idle_workers() == 0) return 0;
     int64_t rooms = 0;
     for (const auto& s : slots_)
       rooms += s.active && !s.busy && !s.ended && static_cast<int64_t>(s.buffer.size()) < per_slot_buffer_;
-    return static_cast<int>(std::max<int64_t>(0, std::min({parallelism() - busy_, rooms, idle_workers_})));
-  }
-  // With or without mu_.
-  void Wake(int n) {
-    for (int i = 0; i < n; ++i) worker_cv_.notify_one();
+    return static_cast<int>(
+        std::max<int64_t>(0, std::min({pool_.parallelism() - pool_.active(), rooms, pool_.idle_workers()})));
   }
 
   IteratorContext SlotContext(int i) const {
@@ -301,7 +275,7 @@ class InterleaveIterator : public StageIterator {
     s.ended = false;
   }
 
-  // Opens the next input element into slot i (mu_ released meanwhile; workers skip
+  // Opens the next input element into slot i (the lock released meanwhile; workers skip
   // inactive slots). Leaves the slot inactive when the input is exhausted.
   Status OpenSlot(int i, std::unique_lock<std::mutex>& l) {
     l.unlock();
@@ -341,7 +315,7 @@ class InterleaveIterator : public StageIterator {
     refill_ = true;  // an empty buffer to fill
     const int wake = WorkersToWake();
     l.unlock();
-    Wake(wake);
+    pool_.WakeWorkers(wake);
     l.lock();
     return Status::OK();
   }
@@ -349,7 +323,6 @@ class InterleaveIterator : public StageIterator {
   // The open dataset a worker should serve next: the first, in the consumer's order from
   // the cursor, that is idle, not ended and has buffer room.
   int PickSlot() const {
-    if (pausing_ || busy_ >= parallelism()) return -1;
     for (int k = 0; k < cycle_length_; ++k) {
       const int j = static_cast<int>((cur_ + k) % cycle_length_);
       const CycleSlot& s = slots_[j];
@@ -358,49 +331,31 @@ class InterleaveIterator : public StageIterator {
     return -1;
   }
 
-  void Work() {
-    // SCHED_BATCH: a woken reader does not preempt the running thread, which is often the
-    // consumer that woke it (a decoder that holds its stage's input). It runs at the next
-    // scheduling point instead, with the same CPU share; half a buffer is left to cover the
-    // delay. Best effort: without it (another OS) readers only preempt more.
-    sched_param batch{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
-    std::unique_lock<std::mutex> l(mu_);
-    while (true) {
-      int j = -1;
-      if (!stop_ && !(refill_ && (j = PickSlot()) >= 0)) {
-        if (refill_ && !HasRoom()) refill_ = false;  // every buffer full: the burst is over
-        ++idle_workers_;
-        worker_cv_.wait(l, [&] { return stop_ || (refill_ && (j = PickSlot()) >= 0); });
-        --idle_workers_;
-        internal::Counters().interleave_worker_wakeups.fetch_add(1, std::memory_order_relaxed);
-      }
-      if (stop_) return;
-      CycleSlot& s = slots_[j];
-      s.busy = true;
-      ++busy_;
-      IteratorBase* it = s.it.get();
-      l.unlock();
-      Entry e;
-      bool e_end = false;
-      e.status = it->GetNext(&e.element, &e_end);
-      l.lock();
-      s.busy = false;
-      --busy_;
-      if (e.status.ok() && e_end) {
-        s.ended = true;
-      } else {
-        s.buffer.push_back(std::move(e));
-        ++buffered_;
-        stats_->buffer_fill.fetch_add(1, std::memory_order_relaxed);
-      }
-      if (pausing_ && busy_ == 0) paused_cv_.notify_all();
-      if (consumer_waiting_ > 0) {  // signalled without mu_, so it does not wake into a held lock
-        l.unlock();
-        consumer_cv_.notify_one();
-        l.lock();
-      }
+  // WorkerPool::Work, with the lock held. Workers read only during a burst (refill_).
+  bool CanStart() const override { return refill_ && PickSlot() >= 0; }
+  bool WillSleep() override {
+    if (refill_ && !HasRoom()) refill_ = false;  // every buffer full: the burst is over
+    return false;
+  }
+  // One element from the open dataset the consumer will reach soonest.
+  bool Turn(WorkerPool::Lock& l) override {
+    CycleSlot& s = slots_[PickSlot()];  // the one CanStart() found: the lock was held since
+    s.busy = true;
+    IteratorBase* it = s.it.get();
+    l.unlock();
+    Entry e;
+    bool e_end = false;
+    e.status = it->GetNext(&e.element, &e_end);
+    l.lock();
+    s.busy = false;
+    if (e.status.ok() && e_end) {
+      s.ended = true;
+    } else {
+      s.buffer.push_back(std::move(e));
+      ++buffered_;
+      stats_->buffer_fill.fetch_add(1, std::memory_order_relaxed);
     }
+    return true;
   }
 
   std::unique_ptr<IteratorBase> input_;
@@ -409,24 +364,16 @@ class InterleaveIterator : public StageIterator {
   const bool parallel_;
   const bool deterministic_;
   const int64_t per_slot_buffer_;
-  int cycle_length_ = 1;
-  std::shared_ptr<Tunable> tunable_;
-  int sub_ = -1;
-  int64_t fixed_ = 1;
-  int threads_ = 0;
+  const int cycle_length_;
 
-  std::mutex mu_;
-  std::condition_variable worker_cv_, consumer_cv_, paused_cv_;
+  // Guarded by pool_.mu().
   std::vector<CycleSlot> slots_;
   int cur_ = 0;
   int64_t block_pos_ = 0;
-  int64_t busy_ = 0;
-  int64_t buffered_ = 0;         // elements in all slot buffers (parallel)
-  bool refill_ = true;           // workers read until every buffer is full, then clear it
-  int64_t idle_workers_ = 0;     // workers waiting on worker_cv_
-  int64_t consumer_waiting_ = 0; // 0 or 1: the consumer waits on consumer_cv_
-  bool input_end_ = false, stop_ = false, pausing_ = false;
-  std::vector<std::thread> workers_;
+  int64_t buffered_ = 0;  // elements in all slot buffers (parallel)
+  bool refill_ = true;    // workers read until every buffer is full, then clear it
+  bool input_end_ = false;
+  WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
 class InterleaveNode : public DatasetNode {

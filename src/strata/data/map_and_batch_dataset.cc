@@ -24,20 +24,17 @@
 // plus 6 held downstream, by a prefetch buffer and the consumer) and refilled once the
 // consumer has dropped it, so the steady state allocates no batch memory and touches no
 // fresh pages. Only past the bound is a remembered buffer replaced (and freed once released).
-// Hand-offs: a worker signals another only when one waits and can start; the consumer is
-// woken once per finished batch, and only when it waits; signals are sent after the lock is
-// released, so the woken thread does not block on it at once. Statistics: two rows, the map's (at the map's path: elements,
+// Hand-offs (worker_pool.h): a worker wakes another only when one sleeps and can start; the
+// consumer is woken once per finished batch, only when it waits. Statistics: two rows, the map's (at the map's path: elements,
 // busy time, parallelism, rows in flight) and the batch's. State: next index, end flag and
 // every batch in flight with the rows written so far (workers park while Save runs).
 #include <algorithm>
-#include <array>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <thread>
 
 #include "strata/data/handoff_counters.h"
 #include "strata/data/pipeline.h"
+#include "strata/data/worker_pool.h"
 
 namespace strata::data {
 namespace {
@@ -85,44 +82,24 @@ struct Batch {
   int64_t error_row = -1;
 };
 
-class MapAndBatchIterator : public StageIterator {
+class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
  public:
   MapAndBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const ElementSpec* spec,
                       const MapIntoFn* fn, const MapOptions& o, int64_t n, bool drop_remainder)
       : StageIterator(ctx, "batch"), map_path_(ctx.Child(0).path), input_(std::move(input)), spec_(spec), fn_(fn),
         seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)), n_(n),
-        drop_remainder_(drop_remainder),
-        map_stats_(ctx.pipeline->Stats(map_path_, o.num_parallel_calls == 1 ? "map" : "parallel_map")) {
-    if (o.num_parallel_calls == AUTOTUNE) {
-      const int budget = ctx.pipeline->cpu_budget();
-      tunable_ = ctx.pipeline->GetTunable(map_path_, Tunable::Kind::kParallelism, 1, 1, budget);
-      threads_ = budget;
-      sub_ = tunable_->Subscribe([this] {
-        std::lock_guard<std::mutex> l(mu_);
-        worker_cv_.notify_all();
-      });
-    } else {
-      fixed_ = o.num_parallel_calls;
-      threads_ = fixed_ == 1 ? 0 : static_cast<int>(fixed_);  // 0: the consumer's thread runs fn
-    }
+        drop_remainder_(drop_remainder), inline_(o.num_parallel_calls == 1),
+        map_stats_(ctx.pipeline->Stats(map_path_, o.num_parallel_calls == 1 ? "map" : "parallel_map")),
+        pool_(this, PoolOptions(ctx, o, map_path_, map_stats_.get())) {
     map_stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
   }
 
-  ~MapAndBatchIterator() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    worker_cv_.notify_all();
-    for (auto& t : workers_) t.join();
-    if (tunable_) tunable_->Unsubscribe(sub_);
-  }
+  ~MapAndBatchIterator() override { pool_.Stop(); }
 
   Status GetNext(Element* out, bool* end) override {
-    if (threads_ == 0) return GetNextInline(out, end);
-    std::unique_lock<std::mutex> l(mu_);
-    if (workers_.empty())
-      for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+    if (inline_) return GetNextInline(out, end);
+    std::unique_lock<std::mutex> l(pool_.mu());
+    pool_.Start();
     const int64_t t0 = NowNanos();
     while (true) {
       auto it = batches_.end();
@@ -137,9 +114,9 @@ class MapAndBatchIterator : public StageIterator {
         std::unique_ptr<Batch> b = std::move(*it);
         batches_.erase(it);
         UpdateFill();
-        const int64_t wake = WorkersToWake();
+        const bool wake = pool_.WorkerCanStart();
         l.unlock();
-        for (int64_t i = 0; i < wake; ++i) worker_cv_.notify_one();
+        pool_.WakeWorkers(wake);
         stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
         if (!b->status.ok()) {
           *end = false;
@@ -155,16 +132,12 @@ class MapAndBatchIterator : public StageIterator {
         *end = true;
         return Status::OK();
       }
-      ++consumer_waiting_;
-      consumer_cv_.wait(l);
-      --consumer_waiting_;
+      pool_.WaitForWorkers(l);
     }
   }
 
   Status Save(IteratorState* st) override {
-    std::unique_lock<std::mutex> l(mu_);
-    pausing_ = true;
-    paused_cv_.wait(l, [&] { return active_ == 0; });
+    WorkerPool::Parked parked = pool_.Park();
     st->SetInt(Key("next_index"), next_index_);
     st->SetInt(Key("input_end"), input_end_);
     st->SetInt(Key("size"), static_cast<int64_t>(batches_.size()));
@@ -190,14 +163,11 @@ class MapAndBatchIterator : public StageIterator {
       st->SetElement(Key(k + "/rows_data"), rows);
     }
     if (s.ok()) s = input_->Save(st);
-    pausing_ = false;
-    l.unlock();
-    worker_cv_.notify_all();
     return s;
   }
 
   Status Restore(const IteratorState& st) override {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(pool_.mu());
     STRATA_ASSIGN_OR_RETURN(next_index_, st.GetInt(Key("next_index")));
     STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
     input_end_ = input_end != 0;
@@ -235,28 +205,32 @@ class MapAndBatchIterator : public StageIterator {
   }
 
  private:
-  int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
+  // Threads for num_parallel_calls != 1 (1: none, the consumer's thread runs fn).
+  static WorkerPool::Options PoolOptions(const IteratorContext& ctx, const MapOptions& o, const std::string& path,
+                                         StageStats* map_stats) {
+    WorkerPool::Options p = WorkerPool::Parallel(ctx, path, o.num_parallel_calls, ctx.pipeline->cpu_budget());
+    if (o.num_parallel_calls == 1) p.threads = 0;
+    p.blocked_downstream_ns = &map_stats->blocked_downstream_ns;
+    return p;
+  }
+  int64_t parallelism() const { return pool_.parallelism(); }
   int64_t MaxBatches() const { return std::max<int64_t>(2, (2 * parallelism() + n_ - 1) / n_); }
   // Batch buffers remembered for reuse: the most batches in flight here (at the highest
   // parallelism) plus 6 downstream (a prefetch buffer's, the one its producer is queueing,
   // the consumer's).
   size_t PoolBound() const {
-    const int64_t p = tunable_ ? tunable_->max() : fixed_;
+    const int64_t p = pool_.max_parallelism();
     return static_cast<size_t>(std::max<int64_t>(2, (2 * p + n_ - 1) / n_) + 6);
   }
-  // With mu_ held: 1 when a sleeping worker can start now. Never more: the input is read by
-  // one worker at a time, and each, once it has read, wakes the next if it can start.
-  int64_t WorkersToWake() const { return idle_workers_ > 0 && CanStart() ? 1 : 0; }
-
-  // With mu_ held.
+  // With the lock held. Workers are woken one at a time (pool_.WorkerCanStart()): the input
+  // is read by one worker at a time, and each, once it has read, wakes the next if it can.
   bool Finished(const Batch& b) const { return b.done == b.claimed && (b.claimed == n_ || b.last); }
   bool HasFreeRow() const {
     return (!batches_.empty() && batches_.back()->claimed < n_ && !batches_.back()->last) ||
            static_cast<int64_t>(batches_.size()) < MaxBatches();
   }
-  bool CanStart() const {
-    return !pausing_ && !input_end_ && !reading_ && active_ < parallelism() && HasFreeRow();
-  }
+  bool CanStart() const override { return !input_end_ && !reading_ && HasFreeRow(); }
+  bool WillSleep() override { return !HasFreeRow(); }
   void UpdateFill() {
     int64_t rows = 0;
     for (const auto& b : batches_) rows += b->claimed;
@@ -266,9 +240,9 @@ class MapAndBatchIterator : public StageIterator {
 
   // A batch buffer: a remembered one the consumer has let go of, else a new one (remembered
   // too, up to PoolBound()). Called by the thread that reads the input (one at a time), which
-  // owns pool_.
+  // owns buffers_.
   Element Allocate() {
-    for (Element& b : pool_) {
+    for (Element& b : buffers_) {
       bool free = true;
       for (const Tensor& t : b.tensors) free = free && t.sole_owner();
       if (free) {
@@ -285,11 +259,11 @@ class MapAndBatchIterator : public StageIterator {
       e.tensors.push_back(Tensor::Empty(spec_->dtypes[c], Shape(std::move(dims))));  // every row is written
     }
     internal::Counters().batch_buffers_allocated.fetch_add(1, std::memory_order_relaxed);
-    if (pool_.size() < PoolBound()) {
-      pool_.push_back(e);
+    if (buffers_.size() < PoolBound()) {
+      buffers_.push_back(e);
     } else {  // more in flight than the bound: replace the oldest (freed once released)
-      pool_[next_pool_] = e;
-      next_pool_ = (next_pool_ + 1) % pool_.size();
+      buffers_[next_buffer_] = e;
+      next_buffer_ = (next_buffer_ + 1) % buffers_.size();
     }
     return e;
   }
@@ -374,95 +348,71 @@ class MapAndBatchIterator : public StageIterator {
     return HandOut(std::move(b), out, end);
   }
 
-  void Work() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (true) {
-      if (!stop_ && !CanStart()) {
-        const int64_t t0 = NowNanos();
-        const bool full = !HasFreeRow();
-        ++idle_workers_;
-        worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
-        --idle_workers_;
-        if (full) map_stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
-      }
-      if (stop_) return;
-      ++active_;
-      reading_ = true;
-      if (batches_.empty() || batches_.back()->claimed == n_) {
-        batches_.push_back(std::make_unique<Batch>());
-        batches_.back()->first = next_index_;
-      }
-      Batch* b = batches_.back().get();
-      const int64_t r = b->claimed++;
-      const int64_t index = next_index_++;
-      map_stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
-      UpdateFill();
-      l.unlock();
-
-      // This thread alone reads the input and owns pool_ until reading_ is cleared.
-      if (r == 0 && b->buf.tensors.empty()) b->buf = Allocate();
-      Element in;
-      bool end = false;
-      Status s = input_->GetNext(&in, &end);
-
-      l.lock();
-      reading_ = false;
-      if (s.ok() && end) {
-        --b->claimed;
-        --next_index_;
-        b->last = true;
-        input_end_ = true;
-        if (b->claimed == 0) batches_.pop_back();  // it is the last one
-        UpdateFill();
-        Finish(l, true);
-        continue;
-      }
-      if (!s.ok()) {
-        Fail(b, r, s);
-        Finish(l, true);
-        continue;
-      }
-      map_stats_->inputs.fetch_add(1, std::memory_order_relaxed);
-      Element buf = b->buf;  // the batch cannot be handed out before this row is done
-      const bool wake = WorkersToWake() > 0;  // another worker waits to read the input
-      l.unlock();
-      if (wake) worker_cv_.notify_one();
-
-      const int64_t t0 = NowNanos();
-      s = MapRow(std::move(in), buf, index, r);
-      map_stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
-      map_stats_->AddElement(static_cast<int64_t>(buf.nbytes() / n_));
-      buf = Element{};
-
-      l.lock();
-      if (!s.ok()) {
-        Fail(b, r, s);
-      } else {
-        ++b->done;
-      }
-      Finish(l, Finished(*b));
+  // WorkerPool::Work: read one input (alone), then write its row without the lock. True
+  // (wake a waiting consumer) only when the turn finished a batch: not 64 times per batch,
+  // since on two cores each wake-up preempts a worker.
+  bool Turn(WorkerPool::Lock& l) override {
+    reading_ = true;
+    if (batches_.empty() || batches_.back()->claimed == n_) {
+      batches_.push_back(std::make_unique<Batch>());
+      batches_.back()->first = next_index_;
     }
+    Batch* b = batches_.back().get();
+    const int64_t r = b->claimed++;
+    const int64_t index = next_index_++;
+    map_stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+    UpdateFill();
+    l.unlock();
+
+    // This thread alone reads the input and owns buffers_ until reading_ is cleared.
+    if (r == 0 && b->buf.tensors.empty()) b->buf = Allocate();
+    Element in;
+    bool end = false;
+    Status s = input_->GetNext(&in, &end);
+
+    l.lock();
+    reading_ = false;
+    if (s.ok() && end) {
+      --b->claimed;
+      --next_index_;
+      b->last = true;
+      input_end_ = true;
+      if (b->claimed == 0) batches_.pop_back();  // it is the last one
+      UpdateFill();
+      return true;
+    }
+    if (!s.ok()) {
+      Fail(b, r, s);
+      return true;
+    }
+    map_stats_->inputs.fetch_add(1, std::memory_order_relaxed);
+    Element buf = b->buf;  // the batch cannot be handed out before this row is done
+    const bool wake = pool_.WorkerCanStart();  // another worker waits to read the input
+    l.unlock();
+    pool_.WakeWorkers(wake);
+
+    const int64_t t0 = NowNanos();
+    s = MapRow(std::move(in), buf, index, r);
+    map_stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+    map_stats_->AddElement(static_cast<int64_t>(buf.nbytes() / n_));
+    buf = Element{};
+
+    l.lock();
+    if (!s.ok()) {
+      Fail(b, r, s);
+    } else {
+      ++b->done;
+    }
+    return Finished(*b);
   }
 
-  // With mu_ held: row r of b failed with s.
+  // With the lock held: row r of b failed with s.
   void Fail(Batch* b, int64_t r, const Status& s) {
     if (b->error_row < 0 || r < b->error_row) {
       b->error_row = r;
       b->status = s;
     }
     ++b->done;
-  }
-
-  // With mu_ held (through l): one worker is done with its row. The consumer is woken only
-  // when a batch is complete (not 64 times per batch: on two cores each wake-up preempts a
-  // worker) and it waits; the signal goes out with mu_ released, then l is locked again.
-  void Finish(std::unique_lock<std::mutex>& l, bool batch_finished) {
-    --active_;
-    if (pausing_ && active_ == 0) paused_cv_.notify_all();
-    if (!batch_finished || consumer_waiting_ == 0) return;
-    l.unlock();
-    consumer_cv_.notify_one();  // only GetNext waits on it
-    l.lock();
   }
 
   const std::string map_path_;
@@ -473,25 +423,18 @@ class MapAndBatchIterator : public StageIterator {
   const bool deterministic_;
   const int64_t n_;
   const bool drop_remainder_;
+  const bool inline_;  // num_parallel_calls == 1: fn runs in the consumer's thread
   std::shared_ptr<StageStats> map_stats_;
-  std::shared_ptr<Tunable> tunable_;
-  int sub_ = -1;
-  int64_t fixed_ = 1;
-  int threads_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable worker_cv_, consumer_cv_, paused_cv_;
+  // Guarded by pool_.mu().
   std::deque<std::unique_ptr<Batch>> batches_;  // in input order
   int64_t next_index_ = 0;
-  int64_t active_ = 0;     // workers reading or mapping
-  int64_t idle_workers_ = 0;      // workers waiting on worker_cv_
-  int64_t consumer_waiting_ = 0;  // the consumer waits on consumer_cv_
-  bool reading_ = false;   // a worker is inside input_->GetNext
-  bool input_end_ = false, stop_ = false, pausing_ = false;
-  std::vector<std::thread> workers_;
+  bool reading_ = false;  // a worker is inside input_->GetNext
+  bool input_end_ = false;
   // Batch buffers for reuse (shared with what was handed out); owned by the reader.
-  std::vector<Element> pool_;
-  size_t next_pool_ = 0;
+  std::vector<Element> buffers_;
+  size_t next_buffer_ = 0;
+  WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
 class MapIntoNode : public DatasetNode {

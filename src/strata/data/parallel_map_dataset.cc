@@ -8,17 +8,16 @@
 // 2 x parallelism slots (running + finished); AUTOTUNE moves parallelism within
 // [1, cpu budget] (docs/pipeline.md). When the function takes under 20 us per element a
 // worker takes up to 16 consecutive elements per turn (and the queue bound scales with it),
-// so the hand-off does not cost more than the work. Condition variables are signalled only
-// when a thread waits on them, and with the lock released.
+// so the hand-off does not cost more than the work. Threads, parking and wake-ups:
+// worker_pool.h (a worker wakes one more only when one sleeps and can start).
 //
 // map_with_rng seeds each element's generator from (seed, epoch, element index): the same
 // numbers whatever thread runs it. State: the finished slots, the next index and the
 // input's position (workers finish their current element and park while Save runs).
-#include <condition_variable>
 #include <deque>
-#include <thread>
 
 #include "strata/data/pipeline.h"
+#include "strata/data/worker_pool.h"
 
 namespace strata::data {
 namespace {
@@ -30,41 +29,21 @@ struct Slot {
   Element element;
 };
 
-class ParallelMapIterator : public StageIterator {
+class ParallelMapIterator : public StageIterator, WorkerPool::Work {
  public:
   ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFn* fn,
                       const MapRngFn* rng_fn, const MapOptions& o)
       : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(fn), rng_fn_(rng_fn),
-        seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)) {
-    if (o.num_parallel_calls == AUTOTUNE) {
-      const int budget = ctx.pipeline->cpu_budget();
-      tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kParallelism, 1, 1, budget);
-      threads_ = budget;
-      sub_ = tunable_->Subscribe([this] {
-        std::lock_guard<std::mutex> l(mu_);
-        worker_cv_.notify_all();
-      });
-    } else {
-      fixed_ = o.num_parallel_calls;
-      threads_ = static_cast<int>(fixed_);
-    }
-    stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
+        seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)),
+        pool_(this, PoolOptions(ctx, o.num_parallel_calls, stats_.get())) {
+    stats_->parallelism.store(pool_.parallelism(), std::memory_order_relaxed);
   }
 
-  ~ParallelMapIterator() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    worker_cv_.notify_all();
-    for (auto& t : workers_) t.join();
-    if (tunable_) tunable_->Unsubscribe(sub_);
-  }
+  ~ParallelMapIterator() override { pool_.Stop(); }
 
   Status GetNext(Element* out, bool* end) override {
-    std::unique_lock<std::mutex> l(mu_);
-    if (workers_.empty())
-      for (int i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+    std::unique_lock<std::mutex> l(pool_.mu());
+    pool_.Start();
     int64_t t0 = 0;
     while (true) {
       auto it = slots_.end();
@@ -81,9 +60,9 @@ class ParallelMapIterator : public StageIterator {
         std::unique_ptr<Slot> slot = std::move(*it);
         slots_.erase(it);
         stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
-        const bool wake = idle_workers_ > 0 && CanStart();
+        const bool wake = pool_.WorkerCanStart();
         l.unlock();
-        if (wake) worker_cv_.notify_one();
+        pool_.WakeWorkers(wake);
         if (t0) stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
         *end = false;
         if (!slot->status.ok()) return slot->status;
@@ -96,16 +75,12 @@ class ParallelMapIterator : public StageIterator {
         return Status::OK();
       }
       if (!t0) t0 = NowNanos();
-      ++consumer_waiting_;
-      consumer_cv_.wait(l);
-      --consumer_waiting_;
+      pool_.WaitForWorkers(l);
     }
   }
 
   Status Save(IteratorState* st) override {
-    std::unique_lock<std::mutex> l(mu_);
-    pausing_ = true;
-    paused_cv_.wait(l, [&] { return active_ == 0; });
+    WorkerPool::Parked parked = pool_.Park();
     st->SetInt(Key("next_index"), next_index_);
     st->SetInt(Key("input_end"), input_end_);
     st->SetInt(Key("size"), static_cast<int64_t>(slots_.size()));
@@ -115,15 +90,11 @@ class ParallelMapIterator : public StageIterator {
       st->SetStatus(Key(k + "/status"), slots_[i]->status);
       st->SetElement(Key(k + "/element"), slots_[i]->element);
     }
-    Status s = input_->Save(st);
-    pausing_ = false;
-    l.unlock();
-    worker_cv_.notify_all();
-    return s;
+    return input_->Save(st);
   }
 
   Status Restore(const IteratorState& st) override {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(pool_.mu());
     STRATA_ASSIGN_OR_RETURN(next_index_, st.GetInt(Key("next_index")));
     STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
     input_end_ = input_end != 0;
@@ -143,12 +114,17 @@ class ParallelMapIterator : public StageIterator {
   }
 
  private:
-  int64_t parallelism() const { return tunable_ ? tunable_->value() : fixed_; }
-
-  bool CanStart() const {
-    return !pausing_ && !input_end_ && !reading_ && active_ < parallelism() &&
-           static_cast<int64_t>(slots_.size()) < Capacity();
+  static WorkerPool::Options PoolOptions(const IteratorContext& ctx, int64_t n, StageStats* stats) {
+    WorkerPool::Options p = WorkerPool::Parallel(ctx, ctx.path, n, ctx.pipeline->cpu_budget());
+    p.blocked_downstream_ns = &stats->blocked_downstream_ns;
+    return p;
   }
+
+  // WorkerPool::Work, with mu held.
+  bool CanStart() const override {
+    return !input_end_ && !reading_ && static_cast<int64_t>(slots_.size()) < Capacity();
+  }
+  bool WillSleep() override { return static_cast<int64_t>(slots_.size()) >= Capacity(); }
 
   // Elements a worker takes per turn: 1 for real work; up to kMaxChunk when the function
   // is so cheap (< 20 us) that the hand-off would cost more than the work.
@@ -159,111 +135,83 @@ class ParallelMapIterator : public StageIterator {
     const double per = static_cast<double>(stats_->busy_ns.load(std::memory_order_relaxed)) / n;
     return per < 20000 ? kMaxChunk : 1;
   }
-  int64_t Capacity() const { return 2 * parallelism() * chunk_; }
+  int64_t Capacity() const { return 2 * pool_.parallelism() * chunk_; }
 
-  void Work() {
-    std::unique_lock<std::mutex> l(mu_);
-    std::vector<Slot*> mine;
-    std::vector<Element> ins;
-    while (true) {
-      if (!stop_ && !CanStart()) {
-        const int64_t t0 = NowNanos();
-        const bool full = static_cast<int64_t>(slots_.size()) >= Capacity();
-        ++idle_workers_;
-        worker_cv_.wait(l, [&] { return stop_ || CanStart(); });
-        --idle_workers_;
-        if (full) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
-      }
-      if (stop_) return;
-      ++active_;
-      reading_ = true;
-      chunk_ = Chunk();
-      // Claim k consecutive slots: nobody else pushes while this worker holds the input.
-      const int64_t k = std::max<int64_t>(1, std::min<int64_t>(chunk_, Capacity() - static_cast<int64_t>(slots_.size())));
-      mine.clear();
-      for (int64_t j = 0; j < k; ++j) {
-        slots_.push_back(std::make_unique<Slot>());
-        mine.push_back(slots_.back().get());
-        mine.back()->index = next_index_++;
-      }
-      stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
-      stats_->parallelism.store(parallelism(), std::memory_order_relaxed);
-      l.unlock();
-
-      ins.resize(k);
-      int64_t got = 0;  // inputs read successfully
-      bool end = false;
-      Status error;
-      for (; got < k; ++got) {
-        Status s = input_->GetNext(&ins[got], &end);
-        if (!s.ok()) {
-          error = s;
-          break;
-        }
-        if (end) break;
-      }
-
-      l.lock();
-      reading_ = false;
-      // Another worker may read the input now: signalled below once mu_ is released.
-      bool wake = idle_workers_ > 0 && CanStart();
-      // Slots after the last input read (end, or an error at `got`) go back; they are last.
-      const int64_t used = got + (error.ok() ? 0 : 1);
-      for (int64_t j = k; j > used; --j) {
-        slots_.pop_back();
-        --next_index_;
-      }
-      if (end) input_end_ = true;
-      if (!error.ok()) {
-        mine[got]->status = error;
-        mine[got]->ready = true;
-      }
-      stats_->inputs.fetch_add(got, std::memory_order_relaxed);
-      if (got == 0) {
-        if (wake) {
-          l.unlock();
-          worker_cv_.notify_one();
-          l.lock();
-        }
-        Finish(l);
-        continue;
-      }
-      l.unlock();
-      if (wake) worker_cv_.notify_one();
-
-      const int64_t t0 = NowNanos();
-      for (int64_t j = 0; j < got; ++j) {
-        Slot* slot = mine[j];
-        Result<Element> r = [&]() -> Result<Element> {
-          if (*rng_fn_) {
-            Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
-            return (*rng_fn_)(std::move(ins[j]), rng);
-          }
-          return (*fn_)(std::move(ins[j]));
-        }();
-        if (r.ok()) {
-          slot->element = std::move(r).value();
-        } else {
-          slot->status = Annotate(r.status().WithContext("element " + std::to_string(slot->index)));
-        }
-      }
-      stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
-
-      l.lock();
-      for (int64_t j = 0; j < got; ++j) mine[j]->ready = true;
-      Finish(l);
+  // One turn: read up to Chunk() inputs (alone), map them without the lock, mark them ready.
+  bool Turn(WorkerPool::Lock& l) override {
+    thread_local std::vector<Slot*> mine;
+    thread_local std::vector<Element> ins;
+    reading_ = true;
+    chunk_ = Chunk();
+    // Claim k consecutive slots: nobody else pushes while this worker holds the input.
+    const int64_t k = std::max<int64_t>(1, std::min<int64_t>(chunk_, Capacity() - static_cast<int64_t>(slots_.size())));
+    mine.clear();
+    for (int64_t j = 0; j < k; ++j) {
+      slots_.push_back(std::make_unique<Slot>());
+      mine.push_back(slots_.back().get());
+      mine.back()->index = next_index_++;
     }
-  }
-
-  // With mu_ held (through l): one worker is done with its elements. A waiting consumer is
-  // signalled with mu_ released (so it does not wake into a held lock), then l is relocked.
-  void Finish(std::unique_lock<std::mutex>& l) {
-    --active_;
-    if (pausing_ && active_ == 0) paused_cv_.notify_all();
-    if (consumer_waiting_ == 0) return;
+    stats_->buffer_fill.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+    stats_->parallelism.store(pool_.parallelism(), std::memory_order_relaxed);
     l.unlock();
-    consumer_cv_.notify_one();
+
+    ins.resize(k);
+    int64_t got = 0;  // inputs read successfully
+    bool end = false;
+    Status error;
+    for (; got < k; ++got) {
+      Status s = input_->GetNext(&ins[got], &end);
+      if (!s.ok()) {
+        error = s;
+        break;
+      }
+      if (end) break;
+    }
+
     l.lock();
+    reading_ = false;
+    // Another worker may read the input now: signalled once the lock is released.
+    const bool wake = pool_.WorkerCanStart();
+    // Slots after the last input read (end, or an error at `got`) go back; they are last.
+    const int64_t used = got + (error.ok() ? 0 : 1);
+    for (int64_t j = k; j > used; --j) {
+      slots_.pop_back();
+      --next_index_;
+    }
+    if (end) input_end_ = true;
+    if (!error.ok()) {
+      mine[got]->status = error;
+      mine[got]->ready = true;
+    }
+    stats_->inputs.fetch_add(got, std::memory_order_relaxed);
+    l.unlock();
+    pool_.WakeWorkers(wake);
+    if (got == 0) {
+      l.lock();
+      return true;
+    }
+
+    const int64_t t0 = NowNanos();
+    for (int64_t j = 0; j < got; ++j) {
+      Slot* slot = mine[j];
+      Result<Element> r = [&]() -> Result<Element> {
+        if (*rng_fn_) {
+          Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
+          return (*rng_fn_)(std::move(ins[j]), rng);
+        }
+        return (*fn_)(std::move(ins[j]));
+      }();
+      if (r.ok()) {
+        slot->element = std::move(r).value();
+      } else {
+        slot->status = Annotate(r.status().WithContext("element " + std::to_string(slot->index)));
+      }
+    }
+    stats_->busy_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+
+    l.lock();
+    for (int64_t j = 0; j < got; ++j) mine[j]->ready = true;
+    return true;
   }
 
   std::unique_ptr<IteratorBase> input_;
@@ -271,22 +219,14 @@ class ParallelMapIterator : public StageIterator {
   const MapRngFn* rng_fn_;
   const uint64_t seed_;
   const bool deterministic_;
-  std::shared_ptr<Tunable> tunable_;
-  int sub_ = -1;
-  int64_t fixed_ = 1;
-  int threads_ = 1;
 
-  std::mutex mu_;
-  std::condition_variable worker_cv_, consumer_cv_, paused_cv_;
+  // Guarded by pool_.mu().
   std::deque<std::unique_ptr<Slot>> slots_;  // in input order
   int64_t next_index_ = 0;
-  int64_t active_ = 0;   // workers reading or mapping
-  int64_t idle_workers_ = 0;      // workers waiting on worker_cv_
-  int64_t consumer_waiting_ = 0;  // the consumer waits on consumer_cv_
-  int64_t chunk_ = 1;    // elements per worker turn (see Chunk)
+  int64_t chunk_ = 1;     // elements per worker turn (see Chunk)
   bool reading_ = false;  // a worker is inside input_->GetNext
-  bool input_end_ = false, stop_ = false, pausing_ = false;
-  std::vector<std::thread> workers_;
+  bool input_end_ = false;
+  WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
 class ParallelMapNode : public DatasetNode {

@@ -4,13 +4,12 @@
 // AUTOTUNE: the bound is a Tunable the tuner grows while the consumer still finds the
 // buffer empty and the RAM budget allows (docs/pipeline.md). End of sequence and errors
 // are queued in order like elements. State: the queued entries and the input's position
-// (the producer is parked while Save runs). Each side signals the other only when it waits,
-// and with the lock released.
-#include <condition_variable>
+// (the producer is parked while Save runs). Thread, parking and wake-ups: worker_pool.h
+// (each side signals the other only when it waits, and with the lock released).
 #include <deque>
-#include <thread>
 
 #include "strata/data/pipeline.h"
+#include "strata/data/worker_pool.h"
 
 namespace strata::data {
 namespace {
@@ -21,42 +20,25 @@ struct Entry {
   bool end = false;
 };
 
-class PrefetchIterator : public StageIterator {
+class PrefetchIterator : public StageIterator, WorkerPool::Work {
  public:
   PrefetchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n)
-      : StageIterator(ctx, "prefetch"), input_(std::move(input)) {
-    if (n == AUTOTUNE) {
-      tunable_ = ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kBufferSize, 1, 1, 4096);
-      sub_ = tunable_->Subscribe([this] {
-        std::lock_guard<std::mutex> l(mu_);
-        producer_cv_.notify_all();
-      });
-    } else {
-      fixed_ = n;
-    }
+      : StageIterator(ctx, "prefetch"), input_(std::move(input)),
+        tunable_(n == AUTOTUNE ? ctx.pipeline->GetTunable(ctx.path, Tunable::Kind::kBufferSize, 1, 1, 4096) : nullptr),
+        fixed_(n), pool_(this, {.threads = 1, .tunable = tunable_, .blocked_downstream_ns = &stats_->blocked_downstream_ns}) {
     stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
   }
 
-  ~PrefetchIterator() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    producer_cv_.notify_all();
-    if (producer_.joinable()) producer_.join();
-    if (tunable_) tunable_->Unsubscribe(sub_);
-  }
+  ~PrefetchIterator() override { pool_.Stop(); }
 
   Status GetNext(Element* out, bool* end) override {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
+    std::unique_lock<std::mutex> l(pool_.mu());
+    pool_.Start();
     if (buffer_.empty()) {
       const int64_t t0 = NowNanos();
       // `ended_` with an empty buffer only after restoring an inconsistent state (found by
       // fuzzing: it hung); treat it as the end.
-      ++consumer_waiting_;
-      consumer_cv_.wait(l, [&] { return !buffer_.empty() || (ended_ && !producing_); });
-      --consumer_waiting_;
+      while (!(!buffer_.empty() || (ended_ && pool_.active() == 0))) pool_.WaitForWorkers(l);
       stats_->blocked_upstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
       if (buffer_.empty()) {
         *end = true;
@@ -72,18 +54,16 @@ class PrefetchIterator : public StageIterator {
     *out = std::move(e.element);
     buffer_.pop_front();
     stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
-    const bool wake = producer_waiting_;
+    const bool wake = pool_.idle_workers() > 0;  // only a waiting producer needs the signal
     l.unlock();
-    if (wake) producer_cv_.notify_one();  // only a waiting producer needs the signal
+    pool_.WakeWorkers(wake);
     *end = false;
     if (s.ok()) stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return s;
   }
 
   Status Save(IteratorState* st) override {
-    std::unique_lock<std::mutex> l(mu_);
-    pausing_ = true;
-    paused_cv_.wait(l, [&] { return !producing_; });
+    WorkerPool::Parked parked = pool_.Park();
     st->SetInt(Key("size"), static_cast<int64_t>(buffer_.size()));
     for (size_t i = 0; i < buffer_.size(); ++i) {
       const std::string k = "buffer/" + std::to_string(i);
@@ -92,15 +72,11 @@ class PrefetchIterator : public StageIterator {
       st->SetElement(Key(k + "/element"), buffer_[i].element);
     }
     st->SetInt(Key("ended"), ended_);
-    Status s = input_->Save(st);
-    pausing_ = false;
-    l.unlock();
-    producer_cv_.notify_all();
-    return s;
+    return input_->Save(st);
   }
 
   Status Restore(const IteratorState& st) override {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(pool_.mu());
     STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(Key("size")));
     if (size < 0 || size > 1 << 20) return Corruption("prefetch state holds " + std::to_string(size) + " entries");
     buffer_.clear();
@@ -121,51 +97,29 @@ class PrefetchIterator : public StageIterator {
  private:
   int64_t capacity() const { return tunable_ ? tunable_->value() : fixed_; }
 
-  void Produce() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (true) {
-      if (!(stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity()))) {
-        const int64_t t0 = NowNanos();
-        producer_waiting_ = true;
-        producer_cv_.wait(l, [&] {
-          return stop_ || (!pausing_ && !ended_ && static_cast<int64_t>(buffer_.size()) < capacity());
-        });
-        producer_waiting_ = false;
-        if (!ended_) stats_->blocked_downstream_ns.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
-      }
-      if (stop_) return;
-      producing_ = true;
-      l.unlock();
-      Entry e;
-      e.status = input_->GetNext(&e.element, &e.end);
-      if (!e.status.ok()) e.end = false;
-      else if (!e.end) stats_->inputs.fetch_add(1, std::memory_order_relaxed);
-      l.lock();
-      producing_ = false;
-      if (e.end) ended_ = true;
-      buffer_.push_back(std::move(e));
-      stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
-      stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
-      if (pausing_) paused_cv_.notify_all();
-      if (consumer_waiting_ > 0) {  // signalled with mu_ released: the consumer does not wake into a held lock
-        l.unlock();
-        consumer_cv_.notify_one();
-        l.lock();
-      }
-    }
+  // WorkerPool::Work, with the lock held: the producer reads one element per turn.
+  bool CanStart() const override { return !ended_ && static_cast<int64_t>(buffer_.size()) < capacity(); }
+  bool WillSleep() override { return !ended_; }  // waiting for room, not for the end
+  bool Turn(WorkerPool::Lock& l) override {
+    l.unlock();
+    Entry e;
+    e.status = input_->GetNext(&e.element, &e.end);
+    if (!e.status.ok()) e.end = false;
+    else if (!e.end) stats_->inputs.fetch_add(1, std::memory_order_relaxed);
+    l.lock();
+    if (e.end) ended_ = true;
+    buffer_.push_back(std::move(e));
+    stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    stats_->buffer_capacity.store(capacity(), std::memory_order_relaxed);
+    return true;
   }
 
   std::unique_ptr<IteratorBase> input_;
-  std::shared_ptr<Tunable> tunable_;
-  int sub_ = -1;
-  int64_t fixed_ = 1;
-  std::mutex mu_;
-  std::condition_variable producer_cv_, consumer_cv_, paused_cv_;
-  std::deque<Entry> buffer_;
-  bool stop_ = false, pausing_ = false, producing_ = false, ended_ = false;
-  bool producer_waiting_ = false;  // the producer waits on producer_cv_
-  int64_t consumer_waiting_ = 0;   // the consumer waits on consumer_cv_
-  std::thread producer_;
+  const std::shared_ptr<Tunable> tunable_;
+  const int64_t fixed_;
+  std::deque<Entry> buffer_;  // guarded by pool_.mu()
+  bool ended_ = false;
+  WorkerPool pool_;  // last: its thread stops before the members above go
 };
 
 class PrefetchNode : public DatasetNode {

@@ -1,11 +1,7 @@
-// map_into(spec, fn) and its fusion with a following batch (tf.data's map_and_batch fusion).
-//
-// map_into alone is map_with_rng whose function writes into tensors the stage allocates from
-// the spec. Followed by batch(n) (and Options::map_and_batch_fusion, default on), batch makes
-// one fused iterator instead: element i is given row i % n of batch i / n before its function
-// runs, so the function writes its result straight into the batch buffer. No per-element
-// tensor, no copy, and the row is still in cache when the consumer reads it (for the flowers
-// recipe: 442 KB per image that batch used to copy).
+// map_and_batch: map_into(spec, fn).batch(n) fused (tf.data's map_and_batch fusion; the node and
+// the fusion rule are map_into_dataset.cc). Element i is given row i % n of batch i / n before
+// fn runs, so fn writes its result straight into the batch buffer: no per-element tensor, no
+// copy, and the row is still in cache when the consumer reads it.
 //
 // Threads (num_parallel_calls != 1): as parallel map. Workers read the input one at a time,
 // so element i is the i-th input and lands in the same row for any thread count; they run
@@ -25,9 +21,10 @@
 // consumer has dropped it, so the steady state allocates no batch memory and touches no
 // fresh pages. Only past the bound is a remembered buffer replaced (and freed once released).
 // Hand-offs (worker_pool.h): a worker wakes another only when one sleeps and can start; the
-// consumer is woken once per finished batch, only when it waits. Statistics: two rows, the map's (at the map's path: elements,
-// busy time, parallelism, rows in flight) and the batch's. State: next index, end flag and
-// every batch in flight with the rows written so far (workers park while Save runs).
+// consumer is woken once per finished batch, only when it waits. Statistics: two rows, the
+// map's (at the map's path: elements, busy time, parallelism, rows in flight) and the batch's.
+// State: next index, end flag and every batch in flight with the rows written so far (workers
+// park while Save runs).
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -38,39 +35,6 @@
 
 namespace strata::data {
 namespace {
-
-Status CheckSpec(const ElementSpec& spec, const MapIntoFn& fn, const MapOptions& o) {
-  if (!fn) return InvalidArgument("map_into: no function given");
-  if (spec.dtypes.empty() || spec.dtypes.size() != spec.shapes.size() ||
-      (!spec.names.empty() && spec.names.size() != spec.dtypes.size()))
-    return InvalidArgument("map_into: the spec needs one dtype and one shape (and one name, for a dict) per "
-                           "component; got " + std::to_string(spec.dtypes.size()) + " dtypes, " +
-                           std::to_string(spec.shapes.size()) + " shapes, " + std::to_string(spec.names.size()) +
-                           " names");
-  for (const Shape& s : spec.shapes)
-    for (int64_t d : s.dims())
-      if (d < 0) return InvalidArgument("map_into: spec shape " + s.ToString() + " has a negative extent");
-  if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
-    return InvalidArgument("map_into: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
-                           std::to_string(o.num_parallel_calls));
-  return Status::OK();
-}
-
-// Runs fn into `out` and checks it kept the components it was given.
-Status RunInto(const MapIntoFn& fn, Element in, Rng& rng, Element& out) {
-  std::vector<void*> given;
-  given.reserve(out.size());
-  for (const Tensor& t : out.tensors) given.push_back(t.raw_data());
-  STRATA_RETURN_IF_ERROR(fn(std::move(in), rng, out));
-  if (out.size() != given.size())
-    return InvalidArgument("map_into function changed the number of components from " +
-                           std::to_string(given.size()) + " to " + std::to_string(out.size()));
-  for (size_t c = 0; c < given.size(); ++c)
-    if (out[c].raw_data() != given[c])
-      return InvalidArgument("map_into function replaced component " + std::to_string(c) +
-                             " instead of writing into it");
-  return Status::OK();
-}
 
 struct Batch {
   int64_t first = 0;    // element index of row 0
@@ -285,7 +249,7 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
     Status s = [&]() -> Status {
       STRATA_ASSIGN_OR_RETURN(Element row, Row(buf, r));
       Rng rng(MixSeed(seed_, static_cast<uint64_t>(index)));
-      return RunInto(*fn_, std::move(in), rng, row);
+      return RunMapInto(*fn_, std::move(in), rng, row);
     }();
     if (s.ok()) return s;
     return s.WithContext("map_into (stage " + map_path_ + ", fused into batch " + ctx_.path + "): element " +
@@ -437,55 +401,12 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
   WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
-class MapIntoNode : public DatasetNode {
- public:
-  MapIntoNode(NodePtr input, ElementSpec spec, MapIntoFn fn, MapOptions o)
-      : DatasetNode("map_into", {input}, CheckSpec(spec, fn, o)), spec_(std::move(spec)), fn_(std::move(fn)), o_(o) {
-    // Unfused: a map_with_rng that allocates the element and lets fn fill it.
-    MapRngFn alloc = [spec = spec_, fn = fn_](Element in, Rng& rng) -> Result<Element> {
-      Element out;
-      out.names = spec.names;
-      for (size_t c = 0; c < spec.dtypes.size(); ++c) out.tensors.push_back(Tensor::Empty(spec.dtypes[c], spec.shapes[c]));
-      STRATA_RETURN_IF_ERROR(RunInto(fn, std::move(in), rng, out));
-      return out;
-    };
-    unfused_ = o.num_parallel_calls == 1 ? MakeMapNode(std::move(input), nullptr, std::move(alloc), o)
-                                         : MakeParallelMapNode(std::move(input), nullptr, std::move(alloc), o);
-  }
-
-  Result<std::unique_ptr<IteratorBase>> MakeFused(const IteratorContext& ctx, int64_t n, bool drop_remainder) const {
-    if (!error().ok()) return error();
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0).Child(0)));
-    return std::unique_ptr<IteratorBase>(
-        new MapAndBatchIterator(ctx, std::move(in), &spec_, &fn_, o_, n, drop_remainder));
-  }
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    return unfused_->Make(ctx);
-  }
-
- private:
-  ElementSpec spec_;
-  MapIntoFn fn_;
-  MapOptions o_;
-  NodePtr unfused_;
-};
-
 }  // namespace
 
-NodePtr MakeMapIntoNode(NodePtr input, ElementSpec spec, MapIntoFn fn, MapOptions options) {
-  return std::make_shared<MapIntoNode>(std::move(input), std::move(spec), std::move(fn), options);
-}
-
-Result<std::unique_ptr<IteratorBase>> MaybeMakeMapAndBatch(const IteratorContext& ctx, const NodePtr& input,
-                                                           int64_t batch_size, bool drop_remainder) {
-  if (!ctx.pipeline->options().map_and_batch_fusion.value_or(true)) return std::unique_ptr<IteratorBase>();
-  const DatasetNode* node = input.get();
-  while (node->name() == "options") node = node->inputs()[0].get();  // transparent: same path
-  const auto* map = dynamic_cast<const MapIntoNode*>(node);
-  if (!map) return std::unique_ptr<IteratorBase>();
-  return map->MakeFused(ctx, batch_size, drop_remainder);
+std::unique_ptr<IteratorBase> MakeMapAndBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input,
+                                                      const ElementSpec* spec, const MapIntoFn* fn, const MapOptions& o,
+                                                      int64_t n, bool drop_remainder) {
+  return std::make_unique<MapAndBatchIterator>(ctx, std::move(input), spec, fn, o, n, drop_remainder);
 }
 
 }  // namespace strata::data

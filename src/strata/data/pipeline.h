@@ -212,9 +212,15 @@ NodePtr MakeMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options
 NodePtr MakeParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options);
 NodePtr MakeMapIntoNode(NodePtr input, ElementSpec spec, MapIntoFn fn, MapOptions options);
 // batch over a map_into stage (options stages between them are looked through) with fusion
-// on: the fused map_and_batch iterator (map_and_batch_dataset.cc); otherwise null.
+// on: the fused map_and_batch iterator; otherwise null (map_into_dataset.cc).
 Result<std::unique_ptr<IteratorBase>> MaybeMakeMapAndBatch(const IteratorContext& ctx, const NodePtr& input,
                                                            int64_t batch_size, bool drop_remainder);
+// The fused iterator (map_and_batch_dataset.cc); spec and fn are the map_into node's.
+std::unique_ptr<IteratorBase> MakeMapAndBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input,
+                                                      const ElementSpec* spec, const MapIntoFn* fn, const MapOptions& o,
+                                                      int64_t n, bool drop_remainder);
+// Runs a map_into function into `out` and checks it wrote into, not replaced, its components.
+Status RunMapInto(const MapIntoFn& fn, Element in, Rng& rng, Element& out);
 NodePtr MakeFilterNode(NodePtr input, FilterFn fn);
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, BatchOptions options);
 NodePtr MakePaddedBatchNode(NodePtr input, int64_t batch_size, PaddedBatchOptions options);

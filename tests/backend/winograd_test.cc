@@ -63,23 +63,26 @@ std::vector<float> Random(int64_t count, float scale, uint32_t seed) {
   return v;
 }
 
-// [N, H, W, C] <-> oneDNN nChw8c [N, C/8, H, W, 8].
-std::vector<float> ToBlocked(const std::vector<float>& x, int64_t n, int64_t h, int64_t w, int64_t c) {
-  std::vector<float> b(x.size());
+// [N, H, W, C] <-> oneDNN nChw8c [N, C/8, H, W, 8]: the blocked index of plain element (i, y, z, k).
+int64_t BlockedIndex(int64_t i, int64_t y, int64_t z, int64_t k, int64_t h, int64_t w, int64_t c) {
+  return (((i * (c / 8) + k / 8) * h + y) * w + z) * 8 + k % 8;
+}
+// Calls f(plain index, blocked index) for every element.
+template <class F>
+void ForEachBlocked(int64_t n, int64_t h, int64_t w, int64_t c, const F& f) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t y = 0; y < h; ++y)
       for (int64_t z = 0; z < w; ++z)
-        for (int64_t k = 0; k < c; ++k)
-          b[(((i * (c / 8) + k / 8) * h + y) * w + z) * 8 + k % 8] = x[((i * h + y) * w + z) * c + k];
+        for (int64_t k = 0; k < c; ++k) f(((i * h + y) * w + z) * c + k, BlockedIndex(i, y, z, k, h, w, c));
+}
+std::vector<float> ToBlocked(const std::vector<float>& x, int64_t n, int64_t h, int64_t w, int64_t c) {
+  std::vector<float> b(x.size());
+  ForEachBlocked(n, h, w, c, [&](int64_t plain, int64_t blocked) { b[blocked] = x[plain]; });
   return b;
 }
 std::vector<double> FromBlocked(const std::vector<float>& b, int64_t n, int64_t h, int64_t w, int64_t c) {
   std::vector<double> x(b.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t z = 0; z < w; ++z)
-        for (int64_t k = 0; k < c; ++k)
-          x[((i * h + y) * w + z) * c + k] = b[(((i * (c / 8) + k / 8) * h + y) * w + z) * 8 + k % 8];
+  ForEachBlocked(n, h, w, c, [&](int64_t plain, int64_t blocked) { x[plain] = b[blocked]; });
   return x;
 }
 

@@ -1,9 +1,10 @@
 // Model::fit: the training loop, top to bottom.
 //
-// Per step: take the next global batch from the input pipeline (the time blocked there is
-// the observer's input wait: the monitor's idle time), then TrainStep (model.cc): every replica copies its shard into
-// its compiled program and runs forward + backward, the gradients are reduce-scattered and
-// each replica updates its slice of the weights; finally the logs go to the callbacks.
+// Per step: take the next global batch from the input pipeline (the time blocked there is the
+// observer's input wait: the monitor's idle time), then TrainStep (model.cc): every replica
+// copies its shard into its compiled program and runs forward + backward, the gradients are
+// reduce-scattered and each replica updates its slice of the weights; finally the logs go to
+// the callbacks.
 #include <cmath>
 #include <cstdio>
 #include <cstring>

@@ -1,55 +1,30 @@
-// strata bench-step: steady-state speed of the compiled training step on synthetic inputs.
+// strata bench-step: steady-state speed of the training step fit() runs, on synthetic inputs.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/resource.h>
 #include <time.h>
 
-#include <thread>
-
 #include "command.h"
 #include "strata/backend/compile.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
 #include "strata/core/peak_flops.h"
-#include "strata/core/thread_pool.h"
-#include "strata/graph/reference_cnn.h"
+#include "strata/distribute/strategy.h"
+#include "strata/keras/model.h"
+#include "strata/keras/spec.h"
 
 namespace strata::cli {
 namespace {
 
-struct Replica {
-  graph::Graph g;
-  graph::ReferenceCnn m;
-  std::unique_ptr<backend::Program> program;
-  Status status;
-  int64_t steps = 0;
-  std::vector<double> step_ms;
-  double cpu_seconds = 0;  // this replica thread's CPU time in the window
-};
-
-// CPU time of the calling thread: on a machine shared with other work, images per CPU-second
-// estimates what the step does on a core of its own.
-double ThreadCpuSeconds() {
+// CPU time of this process: the replica threads' (the main thread only waits for them), so
+// on a machine shared with other work, images per CPU-second estimates what the step does on
+// cores of its own.
+double ProcessCpuSeconds() {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-Status Prepare(Replica& r, int64_t batch, backend::Precision precision, int threads, uint64_t seed) {
-  STRATA_ASSIGN_OR_RETURN(r.m, graph::BuildReferenceCnn(r.g, {.batch = batch}));
-  STRATA_ASSIGN_OR_RETURN(r.program, backend::Compile(r.g, {.fetches = {r.m.loss}, .threads = threads,
-                                                             .precision = precision}));
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::uniform_real_distribution<float> u(0, 1);
-  float* images = r.program->input(r.m.images).data<float>();
-  for (int64_t i = 0; i < r.program->input(r.m.images).num_elements(); ++i) images[i] = u(rng);
-  int32_t* labels = r.program->input(r.m.labels).data<int32_t>();
-  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(rng() % 10);
-  *r.program->input(r.m.lr).data<float>() = 0.01f;
-  return Status::OK();
 }
 
 int64_t PeakRssBytes() {
@@ -63,23 +38,24 @@ int RunBenchStep(const std::vector<std::string>& args) {
   int64_t batch = 128, replicas = 1, threads = 1, warmup = 3, fixed_steps = 0;
   double seconds = 10;
   bool json = false;
-  FlagParser flags("bench-step", "[--model reference-cnn] [--batch B] [--replicas R] [--precision f32|bf16] "
+  FlagParser flags("bench-step", "[--model SPEC] [--batch B] [--replicas R] [--precision f32|bf16] "
                                  "[--seconds T] [--json]",
-                   "Compiles the model's training step (forward, loss, gradients, SGD update) once per replica and\n"
-                   "runs it on synthetic inputs of the model's shape, each replica on its own thread (pinned to a\n"
-                   "core). Prints steady-state images/s (all replicas), median step time, matrix FLOPs per image and\n"
-                   "utilization = counted matrix FLOPs / time / (calibrated peak per core x cores used).");
-  flags.String("model", &model, "model spec; built in: reference-cnn (the Fashion-MNIST CNN of the benchmarks)");
+                   "Builds the model from its spec and runs the training step fit() runs (feed, forward, loss,\n"
+                   "gradients, the all-reduce between replicas, the sharded SGD update) on a synthetic batch of the\n"
+                   "model's input shape, each replica on its own thread (pinned to a core). Prints steady-state\n"
+                   "images/s (all replicas), median step time, matrix FLOPs per image and utilization = counted\n"
+                   "matrix FLOPs / time / (calibrated peak per core x cores used).");
+  flags.String("model", &model, "a model spec file, or a built-in: reference-cnn (the Fashion-MNIST CNN of the "
+                                "benchmarks, default), flowers-cnn, ...");
   flags.Int("batch", &batch, "images per replica per step (default 128)");
-  flags.Int("replicas", &replicas, "programs run side by side, one thread each (default 1)");
+  flags.Int("replicas", &replicas, "replicas of a MirroredStrategy, one thread each (default 1)");
   flags.Int("threads", &threads, "oneDNN threads per replica (default 1)");
   flags.String("precision", &precision_name, "f32, or bf16 (mixed: bf16 conv/matmul, f32 variables and loss)");
   flags.Double("seconds", &seconds, "measured time after warm-up (default 10)");
   flags.Int("warmup", &warmup, "steps run before measuring (default 3)");
-  flags.Int("steps", &fixed_steps, "run exactly this many steps per replica instead of --seconds (468: an epoch)");
+  flags.Int("steps", &fixed_steps, "run exactly this many steps instead of --seconds (468: an epoch)");
   flags.Bool("json", &json, "print one JSON object");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (model != "reference-cnn") return Fail("bench-step", "unknown --model \"" + model + "\" (built in: reference-cnn)", kExitUsage);
   if (precision_name != "f32" && precision_name != "bf16")
     return Fail("bench-step", "--precision must be f32 or bf16, not \"" + precision_name + "\"", kExitUsage);
   if (batch < 1 || replicas < 1 || threads < 1 || seconds <= 0 || warmup < 0)
@@ -97,57 +73,66 @@ int RunBenchStep(const std::vector<std::string>& args) {
   const double peak_per_core = (precision == backend::Precision::kBF16 && peak->bf16_gflops_per_core > 0
                                     ? peak->bf16_gflops_per_core : peak->f32_gflops_per_core) * 1e9;
 
-  std::vector<Replica> reps(static_cast<size_t>(replicas));
-  ThreadPool pool({.num_threads = static_cast<int>(replicas), .pin_threads = true, .name = "strata-bench"});
-  // Compile on the replica's own thread: oneDNN partitions work by that thread's OpenMP setting.
-  pool.ParallelFor(replicas, [&](int64_t i) {
-    reps[i].status = Prepare(reps[i], batch, precision, static_cast<int>(threads), 1000 + static_cast<uint64_t>(i));
-    for (int64_t w = 0; reps[i].status.ok() && w < warmup; ++w) reps[i].status = reps[i].program->Run();
-  });
-  for (const Replica& r : reps)
-    if (!r.status.ok()) return Fail("bench-step", r.status.ToString());
+  // The model from its spec, compiled as `strata train` compiles it: SGD with Nesterov
+  // momentum, sparse cross-entropy, the replicas of a MirroredStrategy.
+  auto strategy = distribute::MirroredStrategy(static_cast<int>(replicas));
+  if (!strategy.ok()) return Fail("bench-step", strategy.status().ToString());
+  auto loaded = keras::LoadModelSpec(model);
+  if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
+  keras::Model& m = **loaded;
+  Status st = m.compile({.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
+                         .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !m.ends_in_softmax()}),
+                         .precision = precision == backend::Precision::kBF16 ? "mixed_bfloat16" : "float32",
+                         .threads = static_cast<int>(threads),
+                         .strategy = strategy->get()});
+  if (!st.ok()) return Fail("bench-step", st.ToString());
+  // A global batch of uniform images of the model's input shape, random class labels.
+  const int64_t global_batch = batch * replicas;
+  std::vector<Tensor> x;
+  Tensor y;
+  auto in_shape = m.input_shape(0);
+  auto out_shape = m.output_shape(0);
+  if (!in_shape.ok() || !out_shape.ok())
+    return Fail("bench-step", (in_shape.ok() ? out_shape.status() : in_shape.status()).ToString());
+  std::vector<int64_t> dims = {global_batch};
+  for (int64_t d : in_shape->dims()) dims.push_back(d);
+  Tensor pixels(DType::kF32, Shape(dims));
+  std::mt19937 rng(1000);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < pixels.num_elements(); ++i) pixels.data<float>()[i] = u(rng);
+  x.push_back(std::move(pixels));
+  const int64_t classes = out_shape->num_elements();
+  y = Tensor(DType::kI32, {global_batch});
+  for (int64_t i = 0; i < global_batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(rng() % classes);
 
-  std::atomic<bool> stop{false};
+  for (int64_t w = 0; w < std::max<int64_t>(1, warmup); ++w)
+    if (auto r = m.train_on_batch(x, y); !r.ok()) return Fail("bench-step", r.status().ToString());
+
+  std::vector<double> step_ms;
+  int64_t global_steps = 0;
+  const double cpu0 = ProcessCpuSeconds();
   Stopwatch wall;
-  pool.ParallelFor(replicas, [&](int64_t i) {
-    Replica& r = reps[i];
-    const double cpu0 = ThreadCpuSeconds();
-    const int64_t deadline = NowNanos() + static_cast<int64_t>(seconds * 1e9);
-    while (!stop.load(std::memory_order_relaxed)) {
-      Stopwatch sw;
-      r.status = r.program->Run();
-      if (!r.status.ok()) break;
-      r.step_ms.push_back(sw.ElapsedSeconds() * 1e3);
-      ++r.steps;
-      if (fixed_steps > 0 ? r.steps >= fixed_steps : NowNanos() >= deadline) {
-        if (fixed_steps > 0) break;
-        stop.store(true);  // the first replica to finish ends the window
-      }
-    }
-    r.cpu_seconds = ThreadCpuSeconds() - cpu0;
-  });
-  const double elapsed = wall.ElapsedSeconds();
-  for (const Replica& r : reps)
-    if (!r.status.ok()) return Fail("bench-step", r.status.ToString());
-
-  int64_t steps = 0;
-  double cpu_seconds = 0;
-  std::vector<double> all_ms;
-  for (const Replica& r : reps) {
-    steps += r.steps;
-    cpu_seconds += r.cpu_seconds;
-    all_ms.insert(all_ms.end(), r.step_ms.begin(), r.step_ms.end());
+  const int64_t deadline = NowNanos() + static_cast<int64_t>(seconds * 1e9);
+  while (fixed_steps > 0 ? global_steps < fixed_steps : NowNanos() < deadline) {
+    Stopwatch sw;
+    if (auto r = m.train_on_batch(x, y); !r.ok()) return Fail("bench-step", r.status().ToString());
+    step_ms.push_back(sw.ElapsedSeconds() * 1e3);
+    ++global_steps;
   }
-  std::sort(all_ms.begin(), all_ms.end());
-  const double median_ms = all_ms.empty() ? 0 : all_ms[all_ms.size() / 2];
-  const backend::Program& p0 = *reps[0].program;
+  const double elapsed = wall.ElapsedSeconds();
+  const double cpu_seconds = ProcessCpuSeconds() - cpu0;
+
+  const int64_t steps = global_steps * replicas;  // replica steps, as each replica runs one per step
+  std::sort(step_ms.begin(), step_ms.end());
+  const double median_ms = step_ms.empty() ? 0 : step_ms[step_ms.size() / 2];
+  const backend::Program& p0 = *m.train_program();
   const double flops_per_image = static_cast<double>(p0.matrix_flops_per_step()) / static_cast<double>(batch);
-  const double images = static_cast<double>(steps * batch);
+  const double images = static_cast<double>(global_steps * global_batch);
   const double ips = images / elapsed;
   const double cores = static_cast<double>(replicas * threads);
   const double utilization = ips * flops_per_image / (peak_per_core * cores);
-  // Per CPU-second of the replica threads (threads = 1): the figure a dedicated core would give.
-  const double ips_cpu = cpu_seconds > 0 ? images / cpu_seconds * static_cast<double>(replicas) : 0;
+  // Per CPU-second of the replica threads (threads = 1): the figure dedicated cores would give.
+  const double ips_cpu = cpu_seconds > 0 ? images / cpu_seconds * cores : 0;
   const double utilization_cpu = ips_cpu * flops_per_image / (peak_per_core * cores);
   if (json) {
     nlohmann::json j = {
@@ -156,7 +141,9 @@ int RunBenchStep(const std::vector<std::string>& args) {
         {"batch", batch},
         {"replicas", replicas},
         {"threads_per_replica", threads},
-        {"steps", steps},
+        {"steps", steps},  // replica steps
+        {"global_steps", global_steps},
+        {"global_batch", global_batch},
         {"seconds", elapsed},
         {"images_per_second", ips},
         {"step_ms", median_ms},

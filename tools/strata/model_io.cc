@@ -146,16 +146,11 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   keras::Optimizer opt = blocks == 0   ? keras::optimizers::SGD(0.01)
                          : blocks == 1 ? keras::optimizers::SGD(0.01, {.momentum = 0.9})
                                        : keras::optimizers::Adam(0.001);
-  Status st = out.model->compile({.optimizer = opt,
-                                  .loss = keras::losses::SparseCategoricalCrossentropy(),
-                                  .metrics = {"accuracy"},
-                                  .threads = std::max(1, UsableCores())});
-  if (!st.ok() && st.message().find("from_logits") != std::string::npos)
-    st = out.model->compile({.optimizer = opt,
-                             .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                             .metrics = {"accuracy"},
-                             .threads = std::max(1, UsableCores())});
-  STRATA_RETURN_IF_ERROR(st);
+  STRATA_RETURN_IF_ERROR(out.model->compile(
+      {.optimizer = opt,
+       .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !out.model->ends_in_softmax()}),
+       .metrics = {"accuracy"},
+       .threads = std::max(1, UsableCores())}));
   if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights));
   return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "strata/backend/compile.h"
+#include "strata/backend/update_rule.h"
 
 namespace strata::backend {
 
@@ -25,6 +26,9 @@ class Backend {
   // `variables` is never null here: Compile() creates or checks it before calling.
   virtual Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, const CompileOptions& options,
                                                    std::shared_ptr<VariableStore> variables) = 0;
+  // The optimizer's update of b.n parameters where this backend's variables live (the
+  // sharded update calls it on each replica's slice of the flat parameter block).
+  virtual void ApplyUpdate(const UpdateRule& rule, const UpdateBuffers& b) const = 0;
 };
 
 // Backends by name ("cpu", "reference"); nullptr when unknown.

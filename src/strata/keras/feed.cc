@@ -54,54 +54,7 @@ Status CopyInto(const Tensor& src, Tensor& dst, int64_t row0, int64_t rows, cons
 Status Model::PrepareLabels(const data::Element& batch, int64_t rows, int64_t k, size_t label_index) {
   if (batch.size() <= label_index)
     return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has no labels (expected (x, y))");
-  const bool sparse = compile_.loss.sparse_labels();
-  if (compile_.loss.kind == Loss::Kind::kBinaryCrossentropy) {
-    // 0/1 labels [rows, K] (or [rows] when K = 1) of any numeric dtype, as class indices.
-    Tensor yc = batch[label_index].Contiguous();
-    const int64_t n = rows * k;
-    if (yc.num_elements() != n || yc.dtype() == DType::kBF16)
-      return InvalidArgument("labels: binary_crossentropy expects 0/1 labels [" + std::to_string(rows) + ", " +
-                             std::to_string(k) + "] (f32 or integer), got " + yc.DebugString());
-    label_scratch_.assign(static_cast<size_t>(n), 0);
-    for (int64_t i = 0; i < n; ++i) {
-      const double v = yc.dtype() == DType::kF32   ? yc.data<float>()[i]
-                       : yc.dtype() == DType::kI64 ? static_cast<double>(yc.data<int64_t>()[i])
-                       : yc.dtype() == DType::kI32 ? yc.data<int32_t>()[i]
-                                                   : yc.data<uint8_t>()[i];
-      if (v != 0 && v != 1)
-        return InvalidArgument("labels: binary_crossentropy trains on 0/1 labels; label " + std::to_string(i % k) +
-                               " of example " + std::to_string(i / k) + " is " + std::to_string(v));
-      label_scratch_[static_cast<size_t>(i)] = v == 1;
-    }
-    return Status::OK();
-  }
-  if (!sparse && compile_.loss.kind != Loss::Kind::kCategoricalCrossentropy) return Status::OK();
-  label_scratch_.assign(static_cast<size_t>(rows), 0);
-  Tensor yc = batch[label_index].Contiguous();
-  if (sparse) {
-    if (yc.num_elements() != rows)
-      return InvalidArgument("labels: expected " + std::to_string(rows) + " class indices, got " + yc.DebugString());
-    for (int64_t i = 0; i < rows; ++i) {
-      int64_t v = yc.dtype() == DType::kI64   ? yc.data<int64_t>()[i]
-                  : yc.dtype() == DType::kI32 ? yc.data<int32_t>()[i]
-                  : yc.dtype() == DType::kU8  ? yc.data<uint8_t>()[i]
-                                              : static_cast<int64_t>(yc.data<float>()[i]);
-      if (v < 0 || v >= k)
-        return InvalidArgument("labels: class " + std::to_string(v) + " of example " + std::to_string(i) +
-                               " is outside [0, " + std::to_string(k) + ")");
-      label_scratch_[static_cast<size_t>(i)] = v;
-    }
-    return Status::OK();
-  }
-  // One-hot labels: the fused op takes the class index; smoothing is applied in the op.
-  if (yc.dtype() != DType::kF32 || yc.num_elements() != rows * k)
-    return InvalidArgument("labels: categorical_crossentropy expects f32 one-hot [" + std::to_string(rows) + ", " +
-                           std::to_string(k) + "], got " + yc.DebugString());
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = yc.data<float>() + i * k;
-    label_scratch_[static_cast<size_t>(i)] = std::max_element(row, row + k) - row;
-  }
-  return Status::OK();
+  return compile_.loss.ClassIndices(batch[label_index], rows, k, &label_scratch_);
 }
 
 Status Model::FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels) {

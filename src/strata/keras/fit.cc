@@ -15,6 +15,7 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/model.h"
+#include "strata/keras/optimizer_state.h"
 #include "strata/keras/step_observer.h"
 #include "strata/record/crc32c.h"
 
@@ -126,7 +127,7 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
             "the batch", "per-worker batch " + batch.DebugString() + " over " + std::to_string(num_replicas()) + " replicas"));
         batch_checked = true;
       }
-      STRATA_RETURN_IF_ERROR(TrainStep(batch, batch[0].shape()[0], &logs, metrics, loss_mean)
+      STRATA_RETURN_IF_ERROR(TrainStep(batch, &logs, metrics, loss_mean)
                                  .WithContext("training step " + std::to_string(global_step_)));
 
       // 3. Progress bar, checkpoints and the rest.
@@ -218,19 +219,19 @@ Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t st
     if (strategy_->worker_index() != 0) return Status::OK();
     st.iterator_state = PackWorkerStates(states);
   }
-  return WriteCheckpoint(path, *store_, slots_, st);
+  return WriteCheckpoint(path, *store_, optimizer_->slots(), st);
 }
 
 Status Model::RestoreBackup(const std::string& path) {
   if (!store_) return InvalidArgument("RestoreBackup: compile model " + name_ + " first");
   CheckpointState st;
-  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &slots_, &st));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st));
   if (strategy_ && strategy_->num_workers() > 1) {
     // Every worker reads the same file (a file system they share): check they got the same
     // weights and position, then take this worker's input position.
     const Tensor& p = store_->params();
     const uint32_t crc = crc32c::Extend(crc32c::Value(static_cast<const char*>(p.raw_data()), p.nbytes()),
-                                        static_cast<const char*>(slots_.raw_data()), slots_.nbytes());
+                                        static_cast<const char*>(optimizer_->slots().raw_data()), optimizer_->slots().nbytes());
     char digest[16];
     std::snprintf(digest, sizeof(digest), "%08x", crc);
     STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(

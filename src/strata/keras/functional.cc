@@ -220,4 +220,35 @@ Status Model::BuildForward(graph::Graph& g, bool training, int64_t batch, std::v
   return Status::OK();
 }
 
+// The inference graph at batch 1: what the model's outputs are.
+Status Model::ProbeForward(graph::Graph& g, std::vector<Value>* outputs) const {
+  BuildContext ctx;
+  std::vector<Value> inputs;
+  STRATA_RETURN_IF_ERROR(BuildForward(g, /*training=*/false, 1, &inputs, outputs, &ctx));
+  if (outputs->empty()) return InvalidArgument("model " + name_ + " has no outputs");
+  return Status::OK();
+}
+
+bool Model::ends_in_softmax() const {
+  graph::Graph g;
+  std::vector<Value> outputs;
+  return ProbeForward(g, &outputs).ok() && g.node(outputs[0].node).kind == graph::OpKind::kSoftmax;
+}
+
+Result<Shape> Model::input_shape(size_t i) const {
+  if (i >= inputs_.size())
+    return InvalidArgument("model " + name_ + " has " + std::to_string(inputs_.size()) + " input(s); no input " + std::to_string(i));
+  return inputs_[i].node()->input_shape;
+}
+
+Result<Shape> Model::output_shape(size_t i) const {
+  graph::Graph g;
+  std::vector<Value> outputs;
+  STRATA_RETURN_IF_ERROR(ProbeForward(g, &outputs));
+  if (i >= outputs.size())
+    return InvalidArgument("model " + name_ + " has " + std::to_string(outputs.size()) + " output(s); no output " + std::to_string(i));
+  const auto& d = outputs[i].shape().dims();
+  return Shape(std::vector<int64_t>(d.begin() + 1, d.end()));
+}
+
 }  // namespace strata::keras

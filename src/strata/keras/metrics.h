@@ -12,15 +12,6 @@
 
 namespace strata::keras {
 
-// One batch as a metric sees it: outputs f32 [n, k]; labels either sparse i64 [n] or
-// dense f32 [n, k] (one-hot / probabilities).
-struct MetricBatch {
-  const float* outputs = nullptr;
-  int64_t n = 0, k = 0;
-  const int64_t* sparse_labels = nullptr;
-  const float* dense_labels = nullptr;
-};
-
 class Metric {
  public:
   virtual ~Metric() = default;

@@ -9,9 +9,10 @@
 //                   .metrics = {"accuracy"}});
 //   auto history = model->fit(train, {.epochs = 10, .validation_data = &test});
 //
-// The training step (forward, loss, gradients, optimizer update) is traced once into a graph
-// with the static batch shape and compiled into one program (backend::Compile); fit() only
-// copies each batch into the program's input buffers and runs it. The evaluation/predict
+// The training step's forward, loss and gradients are traced once into a graph with the static
+// per-replica batch shape and compiled into one program per replica (backend::Compile); each
+// step feeds the batch, runs the programs, reduces the gradients (distribute::Reducer) and
+// applies the optimizer's sharded update (keras/optimizer_state.h). The evaluation/predict
 // graph is a second program over the same variables.
 #pragma once
 
@@ -28,6 +29,8 @@
 #include "strata/core/status.h"
 #include "strata/core/tensor.h"
 #include "strata/data/dataset.h"
+#include "strata/distribute/cross_replica_sum.h"
+#include "strata/distribute/reducer.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/layers.h"
 #include "strata/keras/losses.h"
@@ -39,6 +42,7 @@ namespace strata::keras {
 
 class Callback;
 class Model;
+class OptimizerState;
 
 // ---- functional API ---------------------------------------------------------------------
 namespace internal {
@@ -120,6 +124,13 @@ class Model {
   void summary() const;
   int64_t count_params() const;
 
+  // Whether the (first) output comes out of a softmax: then a cross-entropy takes its
+  // probabilities (from_logits = false), else the output is logits (from_logits = true).
+  bool ends_in_softmax() const;
+  // The per-example shape (no batch dimension) of input i, and of output i.
+  Result<Shape> input_shape(size_t i = 0) const;
+  Result<Shape> output_shape(size_t i = 0) const;
+
   Status compile(CompileOptions options);
   Result<History> fit(const data::Dataset& train, FitOptions options = {});
   // Returns {"loss": ..., metric: ...}.
@@ -196,46 +207,29 @@ class Model {
     graph::Value labels;                // training only
     graph::Value loss;                  // training only
     std::vector<graph::Value> outputs;  // model outputs
-    int64_t batch = 0;                  // rows per replica
+    int64_t batch = 0;                  // rows per run: the per-replica batch (training), the evaluation batch
   };
-  // One training step on a global batch: shards it over the replicas, runs forward and
-  // backward on each, reduce-scatters the gradients and applies the sharded update.
-  Status TrainStep(const data::Element& batch, int64_t rows, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
-                   Mean& loss_mean);
+  // One training step on a global batch (model.cc reads it top to bottom): splits it over
+  // the replicas, runs forward and backward on each, reduces the gradients and applies the
+  // sharded update.
+  Status TrainStep(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean);
   // The phases of a step, run by every replica r inside strategy_->run (StepSync: the failure
   // flag and the cross-host status they share). TrainStep runs both in one go; the custom loop
   // runs them as compute_gradients and apply_gradients.
-  struct StepSync;
-  Status PrepareStep(const data::Element& batch, int64_t rows, int64_t* shard);
-  // 1. Feed the shard, forward + backward; 2. reduce-scatter (and all-reduce across hosts).
-  Status GradientPhase(int r, const data::Element& batch, int64_t shard, StepSync& sync);
-  // 3. Clip, update the slice; 4. average the moving statistics; 5. copy the weights out.
-  void UpdatePhase(int r, float lr, StepSync& sync);
+  Status PrepareStep(const data::Element& batch, int64_t* per_replica);
+  // Feed replica r's rows, forward + backward, then the gradient reduction.
+  Status GradientPhase(int r, const data::Element& batch, int64_t per_replica, distribute::StepSync& sync);
+  // Clip and update replica r's slice, average the moving statistics, copy the weights out.
+  void UpdatePhase(int r, float lr, distribute::StepSync& sync);
   // The loss and each replica's metric batch of the step just run.
   GradientTape StepOutputs();
-  // Replica r's share of clipping: its slice's sum of squares of each clip group.
-  void ClipPartialSums(int replica);
-  // Synchronized batch norm: replica r's cross-replica sum of data[0, n), installed on its
-  // train program (backend::Program::set_cross_replica_sum). n < 0: r has failed this step
-  // and only keeps the others company at the barriers.
-  struct ReplicaSums;
-  Status CrossReplicaSum(int replica, double* data, int64_t n);
-  // The cross-host all-reduce overlapped with the backward pass (several workers; off with
-  // STRATA_ALLREDUCE_OVERLAP=0): the gradient block cut into buckets in the order the backward
-  // pass finishes them; each replica program's kernel hook counts the replicas past a bucket,
-  // the last one reduces it in-host and replica 0 starts its MPI all-reduce.
-  struct Overlap;
-  void SetUpOverlap();
-  Status GradientReadyHook(int replica, int kernel);
-  // Replica 0: starts the all-reduce of every in-host-reduced bucket not yet started, in order.
-  Status StartReadyBuckets();
-  // Replica r's share of the optimizer update: slice r of the (reduced) gradient block.
-  void ApplyUpdateSlice(int replica, float lr);
+  void SetUpReducer();
   Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
   backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches,
                                          std::shared_ptr<backend::VariableStore> store) const;
   Status BuildForward(graph::Graph& g, bool training, int64_t batch, std::vector<graph::Value>* inputs,
                       std::vector<graph::Value>* outputs, BuildContext* ctx) const;
+  Status ProbeForward(graph::Graph& g, std::vector<graph::Value>* outputs) const;
   Status EnsureTrainPrograms(int64_t per_replica_batch);
   Status EnsureEvalProgram(int64_t batch);
   // Copies rows [row0, row0 + rows) of a batch's inputs (and labels) into a program.
@@ -255,17 +249,9 @@ class Model {
   // Replica 0's variables are the model's: parameters (trainable, then state such as
   // moving statistics) and the gradient block the replicas' gradients are reduced into.
   std::shared_ptr<backend::VariableStore> store_;
-  // Optimizer slots, each parallel to the trainable parameter block ([num_trainable]):
-  // SGD momentum: 1; Adam: m, v; RMSprop: rms, momentum.
-  Tensor slots_;  // f32 [num_slot_blocks, num_trainable]
-  int num_slot_blocks_ = 0;
-  // Clipping by norm: [begin, end) of each group in the gradient block (one per trainable
-  // variable for clipnorm, the whole block for global_clipnorm; empty: no clipping), and each
-  // replica's partial sums of squares, f64 [replicas, groups], added up after a barrier.
-  std::vector<std::pair<int64_t, int64_t>> clip_groups_;
-  std::vector<double> clip_partials_;
-  std::unique_ptr<ReplicaSums> replica_sums_;  // null: no synchronized batch norm to serve
-  std::unique_ptr<Overlap> overlap_;           // null: the all-reduce follows the whole backward pass
+  std::unique_ptr<OptimizerState> optimizer_;                  // the slots and the sharded update
+  std::unique_ptr<distribute::Reducer> reducer_;               // the gradient blocks' mean
+  std::unique_ptr<distribute::CrossReplicaSum> batch_norm_sum_;  // null: no synchronized batch norm to serve
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;
   Compiled eval_;

@@ -1,5 +1,5 @@
-// Keras optimizers. Each becomes update ops in the compiled step (graph::SgdUpdate, ...),
-// fed the scheduled learning rate every step.
+// Keras optimizers: what compile() is given. The update itself runs outside the compiled
+// graph, sharded over the replicas (keras/optimizer_state.h), at the scheduled learning rate.
 #pragma once
 
 #include <string>

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "strata/backend/backend.h"
+#include "strata/backend/cpu/optimizer_kernels.h"
 #include "strata/backend/cpu/planner.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
@@ -242,6 +243,15 @@ class CpuBackend : public Backend {
     auto program = std::make_unique<CpuProgram>();
     STRATA_RETURN_IF_ERROR(program->Build(g, o, std::move(vars)));
     return std::unique_ptr<Program>(std::move(program));
+  }
+  void ApplyUpdate(const UpdateRule& r, const UpdateBuffers& b) const override {
+    switch (r.kind) {
+      case UpdateRule::Kind::kSgd: SgdUpdate(b.w, b.g, b.s0, b.n, {r.lr, r.momentum, r.nesterov}); break;
+      case UpdateRule::Kind::kAdam:
+        AdamUpdate(b.w, b.g, b.s0, b.s1, b.n, {r.lr, r.beta_1, r.beta_2, r.epsilon, r.weight_decay, r.step});
+        break;
+      case UpdateRule::Kind::kRmsProp: RmsPropUpdate(b.w, b.g, b.s0, b.s1, b.n, {r.lr, r.rho, r.momentum, r.epsilon}); break;
+    }
   }
 };
 

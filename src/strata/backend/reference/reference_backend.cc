@@ -1,5 +1,6 @@
 // The "reference" backend: a Program over the f64 Evaluator. Same interface and variable
 // store as the cpu backend, so tests run one graph on both and compare.
+#include <cmath>
 #include <map>
 
 #include "strata/backend/backend.h"
@@ -120,6 +121,51 @@ class ReferenceBackend : public Backend {
   Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, const CompileOptions& o,
                                            std::shared_ptr<VariableStore> vars) override {
     return std::unique_ptr<Program>(new ReferenceProgram(g, o, std::move(vars)));
+  }
+  // The rules written out in f64 per element, the oracle the cpu backend's vector kernels
+  // are compared against.
+  void ApplyUpdate(const UpdateRule& r, const UpdateBuffers& b) const override {
+    const double lr = r.lr;
+    for (int64_t e = 0; e < b.n; ++e) {
+      double w = b.w[e];
+      const double g = b.g[e];
+      switch (r.kind) {
+        case UpdateRule::Kind::kSgd:
+          if (r.momentum == 0) {
+            w -= lr * g;
+          } else {
+            const double v = r.momentum * static_cast<double>(b.s0[e]) - lr * g;
+            b.s0[e] = static_cast<float>(v);
+            w += r.nesterov ? r.momentum * v - lr * g : v;
+          }
+          break;
+        case UpdateRule::Kind::kAdam: {
+          const double t = r.step;
+          const double lr_t = lr * std::sqrt(1 - std::pow(double{r.beta_2}, t)) / (1 - std::pow(double{r.beta_1}, t));
+          if (r.weight_decay > 0) w -= lr * r.weight_decay * w;
+          const double m = r.beta_1 * static_cast<double>(b.s0[e]) + (1 - double{r.beta_1}) * g;
+          const double v = r.beta_2 * static_cast<double>(b.s1[e]) + (1 - double{r.beta_2}) * g * g;
+          b.s0[e] = static_cast<float>(m);
+          b.s1[e] = static_cast<float>(v);
+          w -= lr_t * m / (std::sqrt(v) + r.epsilon);
+          break;
+        }
+        case UpdateRule::Kind::kRmsProp: {
+          const double rms = r.rho * static_cast<double>(b.s0[e]) + (1 - double{r.rho}) * g * g;
+          b.s0[e] = static_cast<float>(rms);
+          const double inc = lr * g / std::sqrt(rms + r.epsilon);
+          if (r.momentum != 0) {
+            const double mom = r.momentum * static_cast<double>(b.s1[e]) + inc;
+            b.s1[e] = static_cast<float>(mom);
+            w -= mom;
+          } else {
+            w -= inc;
+          }
+          break;
+        }
+      }
+      b.w[e] = static_cast<float>(w);
+    }
   }
 };
 

@@ -1,0 +1,286 @@
+// Convolution: forward (with a fused bias and activation), backward-data and backward-filter
+// (with a fused bias gradient) as oneDNN primitives, and the choice of Winograd: oneDNN's where
+// it has one, Strata's AVX2 Winograd (winograd.h) where it has none.
+#include <memory>
+#include <optional>
+
+#include "strata/backend/cpu/winograd.h"
+#include "strata/core/cpu.h"
+#include "strata/backend/cpu/ops_internal.h"
+
+namespace strata::backend::cpu::ops {
+
+namespace {
+
+// Conv geometry in oneDNN terms.
+struct ConvGeo {
+  dims strides, dilates, pad_l, pad_r;
+};
+ConvGeo Geometry(const Shape& x, const Shape& k, const graph::Conv2DOptions& o) {
+  const graph::WindowDim h = graph::ComputeWindow(x[1], k[0], o.stride_h, o.dilation_h, o.padding);
+  const graph::WindowDim w = graph::ComputeWindow(x[2], k[1], o.stride_w, o.dilation_w, o.padding);
+  return {{o.stride_h, o.stride_w}, {o.dilation_h - 1, o.dilation_w - 1}, {h.pad_before, w.pad_before},
+          {h.pad_after, w.pad_after}};
+}
+dims WeightsDims(const Shape& k, int groups) {
+  if (groups == 1) return {k[3], k[2], k[0], k[1]};
+  return {groups, k[3] / groups, k[2], k[0], k[1]};
+}
+
+// Winograd applies to f32 convolutions only (oneDNN has no bf16 Winograd), with input and
+// output channels in whole blocks of 16: oneDNN pads channels to 16, so the first layer of a
+// grayscale model (1 -> 32 channels) runs 5x slower than direct (measured). Whether oneDNN
+// implements it for the rest of the shape (3x3, stride 1) is its call: an unimplemented
+// descriptor throws and the caller falls back to direct.
+bool TryWinograd(Planner& p, const Shape& kernel, int groups) {
+  return !p.bf16() && p.options().conv_algorithm == ConvAlgorithm::kAuto && groups == 1 && kernel[2] % 16 == 0 &&
+         kernel[3] % 16 == 0;
+}
+
+// make(algorithm) -> a primitive descriptor: Winograd's when tried and implemented, else direct's.
+template <class Make>
+auto WinogradOrDirect(bool try_winograd, const Make& make) -> decltype(make(algorithm::convolution_direct)) {
+  if (try_winograd) {
+    try {
+      return make(algorithm::convolution_winograd);
+    } catch (const dnnl::error&) {  // not implemented for this shape: direct below
+    }
+  }
+  return make(algorithm::convolution_direct);
+}
+
+Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int fwd, const Shape& xs, const Shape& ks,
+                                                                const Shape& ys, const graph::Conv2DOptions& o,
+                                                                bool bias, dt out, const dnnl::primitive_attr& attr,
+                                                                prop_kind prop) {
+  const dt ct = ComputeType(p);
+  const ConvGeo geo = Geometry(xs, ks, o);
+  const md src = Any(Dims(xs), ct), wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
+  auto pd = [&](algorithm alg) {
+    auto d = bias ? dnnl::convolution_forward::desc(prop, alg, src, wei, md({ks[3]}, dt::f32, tag::a), dst,
+                                                    geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
+                  : dnnl::convolution_forward::desc(prop, alg, src, wei, dst, geo.strides, geo.dilates, geo.pad_l,
+                                                    geo.pad_r);
+    return dnnl::convolution_forward::primitive_desc(d, attr, p.engine());
+  };
+  return WinogradOrDirect(TryWinograd(p, ks, o.groups), pd);
+}
+
+// ---- Strata's AVX2 Winograd (winograd.h) --------------------------------------------------
+//
+// oneDNN 2.6 has Winograd only for AVX-512: on an AVX2 host every 3x3 convolution would run
+// direct. Under kAuto, an f32 3x3 / stride 1 / dilation 1 / one-group convolution with
+// channels in blocks of 8, for which oneDNN's Winograd descriptor throws (unimplemented), on a
+// host with AVX2, runs Strata's F(4x4, 3x3) forward and backward-data instead, in the
+// nChw8c layout oneDNN's AVX2 direct convolution would have used (so its neighbours, and
+// the backward-weights convolution that takes the direct forward descriptor as its hint,
+// see the same layouts as without it).
+
+// The winograd.h geometry of a convolution whose forward takes xs to ys, if Strata's
+// Winograd may run it and pays (everything but the oneDNN and layout checks).
+std::optional<winograd::Geometry> HandWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys,
+                                               const graph::Conv2DOptions& o) {
+  if (p.bf16() || p.options().conv_algorithm != ConvAlgorithm::kAuto || !HostIsa().avx2) return std::nullopt;
+  // Single-threaded: a program given more threads keeps oneDNN's (parallel) direct convolution.
+  if (p.options().threads > 1) return std::nullopt;
+  if (xs.rank() != 4 || ks[0] != 3 || ks[1] != 3 || o.stride_h != 1 || o.stride_w != 1 || o.dilation_h != 1 ||
+      o.dilation_w != 1 || o.groups != 1)
+    return std::nullopt;
+  const ConvGeo geo = Geometry(xs, ks, o);
+  winograd::Geometry g;
+  g.batch = xs[0];
+  g.in_channels = ks[2];
+  g.out_channels = ks[3];
+  g.in_h = xs[1];
+  g.in_w = xs[2];
+  g.out_h = ys[1];
+  g.out_w = ys[2];
+  g.pad_top = static_cast<int>(geo.pad_l[0]);
+  g.pad_left = static_cast<int>(geo.pad_l[1]);
+  if (!winograd::Supported(g) || !winograd::Profitable(g)) return std::nullopt;
+  return g;
+}
+
+// Whether oneDNN implements Winograd for this f32 convolution (its descriptor does not throw).
+bool OneDnnHasWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape& ys, const graph::Conv2DOptions& o) {
+  const ConvGeo geo = Geometry(xs, ks, o);
+  try {
+    dnnl::convolution_forward::desc d(prop_kind::forward_training, algorithm::convolution_winograd,
+                                      Any(Dims(xs), dt::f32), Any(WeightsDims(ks, o.groups), dt::f32),
+                                      Any(Dims(ys), dt::f32), geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, p.Attr(), p.engine());
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+md Blocked8(const Shape& s) { return md(Dims(s), dt::f32, tag::aBcd8b); }
+
+// Appends the Winograd kernel: src (blocked), plain HWIO weights, optional plain bias -> out.
+Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo, winograd::Pass pass, bool relu,
+                      Value src, Value weights, std::optional<Value> bias, Value out) {
+  auto conv = std::make_shared<const winograd::Conv3x3>(geo, pass, winograd::Isa::kAvx2, relu);
+  Kernel k;
+  k.info = std::move(info);
+  k.info.impl = "strata:avx2-winograd";
+  STRATA_ASSIGN_OR_RETURN(int sb, p.Use(src, Blocked8(src.shape())));
+  STRATA_ASSIGN_OR_RETURN(int wb, p.Use(weights, PlainDesc(weights.shape(), dt::f32)));
+  k.bufs = {sb, wb};
+  if (bias) {
+    STRATA_ASSIGN_OR_RETURN(int bb, p.Use(*bias, PlainDesc(bias->shape(), dt::f32)));
+    k.bufs.push_back(bb);
+  }
+  const int scratch = p.NewBuffer(conv->scratch_bytes());  // live at this kernel only: shared
+  p.Touch(scratch);
+  k.bufs.push_back(scratch);
+  k.bufs.push_back(p.Define(out, Blocked8(out.shape())));
+  const bool has_bias = bias.has_value();
+  k.fn = [conv, has_bias](Kernel& k, uint64_t) {
+    const float* b = has_bias ? reinterpret_cast<const float*>(k.ptrs[2]) : nullptr;
+    const size_t s = has_bias ? 3 : 2;
+    conv->Run(reinterpret_cast<const float*>(k.ptrs[0]), reinterpret_cast<const float*>(k.ptrs[1]), b,
+              reinterpret_cast<float*>(k.ptrs[s + 1]), k.ptrs[s]);
+    return Status::OK();
+  };
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Result<std::shared_ptr<dnnl::convolution_forward::primitive_desc>> ConvHint(Planner& p, const Node& n, int fwd,
+                                                                            const Shape& xs, const Shape& ks,
+                                                                            const Shape& ys) {
+  auto it = p.conv_pd.find(fwd);
+  if (it != p.conv_pd.end()) return it->second;
+  STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, fwd, xs, ks, ys, n.attrs.conv, false, ComputeType(p), p.Attr(),
+                                                 prop_kind::forward_training));
+  return std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);
+}
+
+}  // namespace
+
+Status PlanConv(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0], w = n.inputs[1];
+  const int bias_node = p.fusion.bias[i], act_node = p.fusion.activation[i];
+  const Value out = act_node >= 0 ? g.output(act_node) : bias_node >= 0 ? g.output(bias_node) : g.output(i);
+  dnnl::primitive_attr attr = p.Attr();
+  std::string fused = "Conv2D";
+  if (bias_node >= 0) fused += "+BiasAdd";
+  if (act_node >= 0) {
+    const EltwiseAlg a = ForwardAlg(g.node(act_node).attrs.activation, false);
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, a.alg, a.alpha, a.beta);
+    attr.set_post_ops(po);
+    fused += std::string("+") + graph::ActivationName(g.node(act_node).attrs.activation);
+  }
+  const prop_kind prop = HasBackward(p, i) ? prop_kind::forward_training : prop_kind::forward_inference;
+  STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
+                                                 bias_node >= 0, OutType(p, out), attr, prop));
+  p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
+  Kernel k;
+  k.info = Info(p, i, "conv_fwd", pd.impl_info_str());
+  k.info.name = n.name + " (" + fused + ")";
+  // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only.
+  const bool relu_or_none = act_node < 0 || g.node(act_node).attrs.activation == Activation::kRelu;
+  if (auto geo = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
+      geo && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
+      !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)) {
+    if (bias_node >= 0) k.info.other_flops += g.OtherFlops(bias_node);
+    if (act_node >= 0) k.info.other_flops += g.OtherFlops(act_node);
+    std::optional<Value> bias;
+    if (bias_node >= 0) bias = g.node(bias_node).inputs[1];
+    return AppendWinograd(p, k.info, *geo, winograd::Pass::kForward, act_node >= 0, x, w, bias, out);
+  }
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
+  STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
+  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()}};
+  if (bias_node >= 0) {
+    STRATA_ASSIGN_OR_RETURN(int bb, p.Use(g.node(bias_node).inputs[1], pd.bias_desc()));
+    k.dnnl_args.push_back({DNNL_ARG_BIAS, bb, pd.bias_desc()});
+    k.info.other_flops += g.OtherFlops(bias_node);
+  }
+  if (act_node >= 0) k.info.other_flops += g.OtherFlops(act_node);
+  const int yb = p.Define(out, pd.dst_desc());
+  k.dnnl_args.push_back({DNNL_ARG_DST, yb, pd.dst_desc()});
+  AddPrim(k, pd, p);
+  k.prim = dnnl::convolution_forward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value dy = n.inputs[0], w = n.inputs[1];
+  const Shape& xs = n.out_shapes[0];
+  const ConvGeo geo = Geometry(xs, w.shape(), n.attrs.conv);
+  const dt ct = ComputeType(p);
+  STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, xs, w.shape(), dy.shape()));
+  auto make = [&](algorithm alg) {
+    auto d = dnnl::convolution_backward_data::desc(alg, Any(Dims(xs), OutType(p, g.output(i))),
+                                                   Any(WeightsDims(w.shape(), n.attrs.conv.groups), ct),
+                                                   Any(Dims(dy.shape()), ct), geo.strides, geo.dilates, geo.pad_l,
+                                                   geo.pad_r);
+    return dnnl::convolution_backward_data::primitive_desc(d, p.Attr(), p.engine(), *hint);
+  };
+  const dnnl::convolution_backward_data::primitive_desc pd =
+      WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups), make);
+  Kernel k;
+  k.info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
+  if (auto geo = HandWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv);
+      geo && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&
+      !OneDnnHasWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv))
+    return AppendWinograd(p, k.info, *geo, winograd::Pass::kBackwardData, false, dy, w, std::nullopt, g.output(i));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
+  STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
+  const int xb = p.Define(g.output(i), pd.diff_src_desc());
+  k.dnnl_args = {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()},
+                 {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::convolution_backward_data(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0], dy = n.inputs[1];
+  const Shape& ks = n.out_shapes[0];
+  const int bias_grad = p.fusion.bias_grad[i];
+  const ConvGeo geo = Geometry(x.shape(), ks, n.attrs.conv);
+  const dt ct = ComputeType(p);
+  STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, x.shape(), ks, dy.shape()));
+  const md src = Any(Dims(x.shape()), ct), dwei = Any(WeightsDims(ks, n.attrs.conv.groups), dt::f32),
+           ddst = Any(Dims(dy.shape()), ct);
+  auto d = bias_grad >= 0
+               ? dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, src, dwei,
+                                                          md({ks[3]}, dt::f32, tag::a), ddst, geo.strides, geo.dilates,
+                                                          geo.pad_l, geo.pad_r)
+               : dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, src, dwei, ddst, geo.strides,
+                                                          geo.dilates, geo.pad_l, geo.pad_r);
+  dnnl::convolution_backward_weights::primitive_desc pd(d, p.Attr(), p.engine(), *hint);
+  Kernel k;
+  k.info = Info(p, i, "conv_bwd_weights", pd.impl_info_str());
+  if (bias_grad >= 0) {
+    k.info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
+    k.info.other_flops += g.OtherFlops(bias_grad);
+  }
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
+  const int wb = p.Define(g.output(i), pd.diff_weights_desc(), WeightsView(ks, n.attrs.conv.groups, dt::f32));
+  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+                 {DNNL_ARG_DIFF_WEIGHTS, wb, pd.diff_weights_desc()}};
+  if (bias_grad >= 0) {
+    const int bb = p.Define(g.output(bias_grad), pd.diff_bias_desc());
+    k.dnnl_args.push_back({DNNL_ARG_DIFF_BIAS, bb, pd.diff_bias_desc()});
+  }
+  AddPrim(k, pd, p);
+  k.prim = dnnl::convolution_backward_weights(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+}  // namespace strata::backend::cpu::ops

@@ -1,0 +1,303 @@
+// Element-wise and data-movement ops: activations and their gradients, scale, softmax,
+// binary ops, bias add, reductions, concat, slice, reshape/cast/identity as oneDNN primitives;
+// dropout and broadcast as Strata's own kernels.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "strata/backend/dropout_mask.h"
+#include "strata/backend/cpu/ops_internal.h"
+
+namespace strata::backend::cpu::ops {
+
+namespace {
+
+// Bias [C] broadcast along every axis but the last.
+md BiasBroadcastDesc(const Shape& xs) {
+  std::vector<int64_t> ones(xs.rank(), 1);
+  ones.back() = xs[-1];
+  return PlainDesc(Shape(ones), dt::f32);
+}
+
+}  // namespace
+
+Status PlanActivation(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const EltwiseAlg a = ForwardAlg(n.attrs.activation, HasBackward(p, i));
+  auto d = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, DataDesc(p, x), a.alpha, a.beta);
+  dnnl::eltwise_forward::primitive_desc pd(d, p.Attr(), p.engine());
+  Kernel k;
+  k.info = Info(p, i, std::string("eltwise_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
+  const int yb = p.Define(g.output(i), pd.dst_desc());
+  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::eltwise_forward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value v = n.inputs[0], dy = n.inputs[1];
+  const EltwiseAlg a = ForwardAlg(n.attrs.activation, true);
+  const md data = DataDesc(p, v);
+  auto fd = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, data, a.alpha, a.beta);
+  dnnl::eltwise_forward::primitive_desc hint(fd, p.Attr(), p.engine());
+  auto d = dnnl::eltwise_backward::desc(a.alg, data, data, a.alpha, a.beta);
+  dnnl::eltwise_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
+  Kernel k;
+  k.info = Info(p, i, std::string("eltwise_bwd_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int vb, p.Use(v, data));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
+  const int xb = p.Define(g.output(i), pd.diff_src_desc());
+  k.dnnl_args = {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, data}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+                 {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::eltwise_backward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanScale(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  auto d = dnnl::eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_linear,
+                                       DataDesc(p, n.inputs[0]), n.attrs.scalar, 0.0f);
+  dnnl::eltwise_forward::primitive_desc pd(d, p.Attr(), p.engine());
+  Kernel k;
+  k.info = Info(p, i, "scale", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(n.inputs[0], pd.src_desc()));
+  const int yb = p.Define(g.output(i), pd.dst_desc());
+  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::eltwise_forward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanSoftmax(Planner& p, int i, bool backward) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const md data = PlainDesc(x.shape(), dt::f32);
+  const int axis = DnnlAxis(x.shape().rank(), x.shape().rank() - 1);
+  dnnl::softmax_forward::primitive_desc fpd(dnnl::softmax_forward::desc(prop_kind::forward_training, data, axis),
+                                            p.Attr(), p.engine());
+  Kernel k;
+  if (!backward) {
+    k.info = Info(p, i, "softmax", fpd.impl_info_str());
+    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
+    const int yb = p.Define(g.output(i), data);
+    k.dnnl_args = {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}};
+    AddPrim(k, fpd, p);
+    k.prim = dnnl::softmax_forward(fpd);
+  } else {  // inputs y, dy
+    dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, axis), p.Attr(), p.engine(), fpd);
+    k.info = Info(p, i, "softmax_bwd", pd.impl_info_str());
+    STRATA_ASSIGN_OR_RETURN(int yb, p.Use(x, data));
+    STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[1], data));
+    const int xb = p.Define(g.output(i), data);
+    k.dnnl_args = {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}};
+    AddPrim(k, pd, p);
+    k.prim = dnnl::softmax_backward(pd);
+  }
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanBinary(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const algorithm alg = n.kind == OpKind::kAdd ? algorithm::binary_add
+                        : n.kind == OpKind::kSub ? algorithm::binary_sub : algorithm::binary_mul;
+  const md a = DataDesc(p, n.inputs[0]);
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, a, a, a), p.Attr(), p.engine());
+  Kernel k;
+  k.info = Info(p, i, "binary", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int ab, p.Use(n.inputs[0], a));
+  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], a));
+  const int yb = p.Define(g.output(i), a);
+  k.dnnl_args = {{DNNL_ARG_SRC_0, ab, a}, {DNNL_ARG_SRC_1, bb, a}, {DNNL_ARG_DST, yb, a}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::binary(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanBiasAdd(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const md a = DataDesc(p, x);
+  const md b = BiasBroadcastDesc(x.shape());
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, a, b, a), p.Attr(), p.engine());
+  Kernel k;
+  k.info = Info(p, i, "bias_add", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, a));
+  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], b, b));
+  const int yb = p.Define(g.output(i), a);
+  k.dnnl_args = {{DNNL_ARG_SRC_0, xb, a}, {DNNL_ARG_SRC_1, bb, b}, {DNNL_ARG_DST, yb, a}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::binary(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+// ReduceSum / ReduceMean / BiasAddGrad: a oneDNN reduction into the kept-dims shape.
+Status PlanReduce(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  std::vector<int> axes = n.attrs.axes;
+  if (n.kind == OpKind::kBiasAddGrad) {
+    axes.clear();
+    for (int a = 0; a + 1 < x.shape().rank(); ++a) axes.push_back(a);
+  }
+  std::vector<int64_t> kept = x.shape().dims();
+  for (int a : axes) kept[a] = 1;
+  const md src = DataDesc(p, x);
+  const md dst = PlainDesc(Shape(kept), dt::f32);
+  const algorithm alg = n.kind == OpKind::kReduceMean ? algorithm::reduction_mean : algorithm::reduction_sum;
+  Kernel k;
+  if (src.dims() == dst.dims()) {  // nothing to reduce: a copy
+    dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
+    k.info = Info(p, i, "reduce(copy)", pd.impl_info_str());
+    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
+    const int yb = p.Define(g.output(i), dst, dst);
+    k.dnnl_args = {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}};
+    AddPrim(k, pd, p);
+    k.prim = dnnl::reorder(pd);
+  } else {
+    dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, src, dst, 0.0f, 0.0f), p.Attr(), p.engine());
+    k.info = Info(p, i, "reduction", pd.impl_info_str());
+    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
+    const int yb = p.Define(g.output(i), dst, dst);
+    k.dnnl_args = {{DNNL_ARG_SRC, xb, src}, {DNNL_ARG_DST, yb, dst}};
+    AddPrim(k, pd, p);
+    k.prim = dnnl::reduction(pd);
+  }
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanConcat(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const dt type = DataDesc(p, n.inputs[0]).data_type();
+  std::vector<md> srcs;
+  for (const Value& v : n.inputs) srcs.push_back(PlainDesc(v.shape(), type));
+  const md dst = PlainDesc(n.out_shapes[0], type);
+  dnnl::concat::primitive_desc pd(dst, DnnlAxis(n.out_shapes[0].rank(), n.attrs.axis), srcs, p.engine(), p.Attr());
+  Kernel k;
+  k.info = Info(p, i, "concat", pd.impl_info_str());
+  for (size_t j = 0; j < n.inputs.size(); ++j) {
+    STRATA_ASSIGN_OR_RETURN(int b, p.Use(n.inputs[j], srcs[j]));
+    k.dnnl_args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(j), b, srcs[j]});
+  }
+  const int yb = p.Define(g.output(i), dst);
+  k.dnnl_args.push_back({DNNL_ARG_DST, yb, dst});
+  AddPrim(k, pd, p);
+  k.prim = dnnl::concat(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanSlice(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const dt type = DataDesc(p, x).data_type();
+  const md full = PlainDesc(x.shape(), type);
+  dims sub = Dims(n.out_shapes[0]), offsets(sub.size(), 0);
+  offsets[DnnlAxis(x.shape().rank(), n.attrs.axis)] = n.attrs.begin;
+  const md src = full.submemory_desc(sub, offsets);
+  const md dst = PlainDesc(n.out_shapes[0], type);
+  dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
+  Kernel k;
+  k.info = Info(p, i, "slice", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, full));
+  const int yb = p.Define(g.output(i), dst);
+  k.dnnl_args = {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::reorder(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+// Reshape, Cast, Identity: the output is the input's plain bytes (of type `type`) seen in
+// the output's shape; an alias unless the output is pinned to program memory.
+Status PlanAliasOrCopy(Planner& p, int i, dt type) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0], y = g.output(i);
+  const md src = PlainDesc(x.shape(), type);
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
+  const md ydesc = PlainDesc(y.shape(), type);
+  if (!p.IsPinned(y) && n.kind != OpKind::kIdentity) {
+    p.Alias(y, ydesc, xb);
+    return Status::OK();
+  }
+  // A copy: the input's plain bytes are the output's plain bytes (both row-major in graph order).
+  const md from = ydesc;
+  dnnl::reorder::primitive_desc pd(p.engine(), from, p.engine(), ydesc, p.Attr());
+  Kernel k;
+  k.info = Info(p, i, "copy", pd.impl_info_str());
+  const int yb = p.Define(y, ydesc);
+  k.dnnl_args = {{DNNL_ARG_FROM, xb, from}, {DNNL_ARG_TO, yb, ydesc}};
+  AddPrim(k, pd, p);
+  k.prim = dnnl::reorder(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanDropout(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const int64_t count = n.out_shapes[0].num_elements();
+  const float rate = n.attrs.scalar, keep_scale = 1.0f / (1.0f - rate);
+  const uint64_t seed = n.attrs.seed;
+  return PlanHand(p, i, "dropout", {{n.inputs[0], dt::f32}}, {g.output(i, 0), g.output(i, 1)},
+                  [=](Kernel& k, uint64_t step) {
+                    const float* x = Ptr<float>(k, 0);
+                    float* y = Ptr<float>(k, 1);
+                    float* mask = Ptr<float>(k, 2);
+                    for (int64_t e = 0; e < count; ++e) {
+                      mask[e] = DropoutUniform(seed, step, static_cast<uint64_t>(e)) < rate ? 0.0f : keep_scale;
+                      y[e] = x[e] * mask[e];
+                    }
+                    return Status::OK();
+                  });
+}
+
+Status PlanBroadcast(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Shape ys = n.out_shapes[0];
+  // Precomputed source index of every output element: no shape work per step.
+  auto map = std::make_shared<std::vector<int32_t>>(ys.num_elements());
+  for (int64_t e = 0; e < ys.num_elements(); ++e) {
+    int64_t lin = e, r = 0, mul = 1;
+    for (int d = ys.rank() - 1; d >= 0; --d) {
+      const int64_t idx = lin % ys[d];
+      lin /= ys[d];
+      if (std::find(n.attrs.axes.begin(), n.attrs.axes.end(), d) == n.attrs.axes.end()) {
+        r += idx * mul;
+        mul *= ys[d];
+      }
+    }
+    (*map)[e] = static_cast<int32_t>(r);
+  }
+  return PlanHand(p, i, "broadcast", {{n.inputs[0], dt::f32}}, {g.output(i)}, [map](Kernel& k, uint64_t) {
+    const float* x = Ptr<float>(k, 0);
+    float* y = Ptr<float>(k, 1);
+    const int32_t* m = map->data();
+    for (size_t e = 0; e < map->size(); ++e) y[e] = x[m[e]];
+    return Status::OK();
+  });
+}
+
+}  // namespace strata::backend::cpu::ops

@@ -1,0 +1,82 @@
+// Max and average pooling, forward and backward, as oneDNN primitives.
+#include "strata/backend/cpu/ops_internal.h"
+
+namespace strata::backend::cpu::ops {
+
+namespace {
+
+struct PoolGeo {
+  dims strides, kernel, pad_l, pad_r;
+};
+PoolGeo PoolGeometry(const Shape& x, const graph::PoolOptions& o) {
+  const graph::WindowDim h = graph::ComputeWindow(x[1], o.window_h, o.stride_h, 1, o.padding);
+  const graph::WindowDim w = graph::ComputeWindow(x[2], o.window_w, o.stride_w, 1, o.padding);
+  return {{o.stride_h, o.stride_w}, {o.window_h, o.window_w}, {h.pad_before, w.pad_before}, {h.pad_after, w.pad_after}};
+}
+
+}  // namespace
+
+Status PlanPool(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const bool max = n.kind == OpKind::kMaxPool;
+  const bool training = HasBackward(p, i);
+  md src = p.PrimaryDesc(x);
+  const PoolGeo geo = PoolGeometry(x.shape(), n.attrs.pool);
+  auto d = dnnl::pooling_forward::desc(training ? prop_kind::forward_training : prop_kind::forward_inference,
+                                       max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding, src,
+                                       Any(Dims(n.out_shapes[0]), src.data_type()), geo.strides, geo.kernel, geo.pad_l,
+                                       geo.pad_r);
+  dnnl::pooling_forward::primitive_desc pd(d, p.Attr(), p.engine());
+  p.pool_pd[i] = std::make_shared<dnnl::pooling_forward::primitive_desc>(pd);
+  Kernel k;
+  k.info = Info(p, i, max ? "maxpool_fwd" : "avgpool_fwd", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
+  const int yb = p.Define(g.output(i), pd.dst_desc());
+  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
+  if (max && training) {
+    const int ws = p.NewScratchBuffer(pd.workspace_desc());
+    p.workspace[i] = {ws, pd.workspace_desc()};
+    k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws, pd.workspace_desc()});
+  }
+  AddPrim(k, pd, p);
+  k.prim = dnnl::pooling_forward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const bool max = n.kind == OpKind::kMaxPoolGrad;
+  const Value dy = max ? n.inputs[1] : n.inputs[0];
+  const Shape& xs = n.out_shapes[0];
+  auto it = p.pool_pd.find(n.attrs.forward_node);
+  if (it == p.pool_pd.end())
+    return Unimplemented("the pooling gradient needs its forward pooling in the same program");
+  const auto& hint = *it->second;
+  const PoolGeo geo = PoolGeometry(xs, n.attrs.pool);
+  const dt type = hint.src_desc().data_type();
+  auto d = dnnl::pooling_backward::desc(max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding,
+                                        Any(Dims(xs), type), Any(Dims(dy.shape()), type), geo.strides, geo.kernel,
+                                        geo.pad_l, geo.pad_r);
+  dnnl::pooling_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
+  Kernel k;
+  k.info = Info(p, i, max ? "maxpool_bwd" : "avgpool_bwd", pd.impl_info_str());
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
+  k.dnnl_args = {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}};
+  if (max) {
+    auto ws = p.workspace.find(n.attrs.forward_node);
+    if (ws == p.workspace.end()) return Internal("max pooling backward without a forward workspace");
+    k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws->second.first, ws->second.second});
+  }
+  const int xb = p.Define(g.output(i), pd.diff_src_desc());
+  k.dnnl_args.push_back({DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()});
+  AddPrim(k, pd, p);
+  k.prim = dnnl::pooling_backward(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+}  // namespace strata::backend::cpu::ops

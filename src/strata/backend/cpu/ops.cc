@@ -78,9 +78,23 @@ EltwiseAlg ForwardAlg(Activation a, bool for_backward) {
   return {algorithm::eltwise_linear, 1, 0, false};
 }
 
-void AddPrim(Kernel& k, const dnnl::primitive_desc_base& pd, Planner& p) {
-  p.NoteScratchpad(pd);
-  k.dnnl_args.push_back({DNNL_ARG_SCRATCHPAD, -2, pd.scratchpad_desc()});
+FusedEpilogue Epilogue(Planner& p, int i, const std::string& op) {
+  const graph::Graph& g = p.graph();
+  const int bias_node = p.fusion.bias[i], act_node = p.fusion.activation[i];
+  FusedEpilogue e{.bias_node = bias_node,
+                  .act_node = act_node,
+                  .out = act_node >= 0 ? g.output(act_node) : bias_node >= 0 ? g.output(bias_node) : g.output(i),
+                  .name = op,
+                  .attr = p.Attr()};
+  if (bias_node >= 0) e.name += "+BiasAdd";
+  if (act_node >= 0) {
+    const EltwiseAlg a = ForwardAlg(g.node(act_node).attrs.activation, false);
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, a.alg, a.alpha, a.beta);
+    e.attr.set_post_ops(po);
+    e.name += std::string("+") + graph::ActivationName(g.node(act_node).attrs.activation);
+  }
+  return e;
 }
 
 bool HasBackward(Planner& p, int fwd) {

@@ -4,9 +4,9 @@
 #include <memory>
 #include <optional>
 
+#include "strata/backend/cpu/ops_internal.h"
 #include "strata/backend/cpu/winograd.h"
 #include "strata/core/cpu.h"
-#include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {
 
@@ -163,51 +163,37 @@ Status PlanConv(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const Value x = n.inputs[0], w = n.inputs[1];
-  const int bias_node = p.fusion.bias[i], act_node = p.fusion.activation[i];
-  const Value out = act_node >= 0 ? g.output(act_node) : bias_node >= 0 ? g.output(bias_node) : g.output(i);
-  dnnl::primitive_attr attr = p.Attr();
-  std::string fused = "Conv2D";
-  if (bias_node >= 0) fused += "+BiasAdd";
-  if (act_node >= 0) {
-    const EltwiseAlg a = ForwardAlg(g.node(act_node).attrs.activation, false);
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, a.alg, a.alpha, a.beta);
-    attr.set_post_ops(po);
-    fused += std::string("+") + graph::ActivationName(g.node(act_node).attrs.activation);
-  }
+  const FusedEpilogue fused = Epilogue(p, i, "Conv2D");
+  const int bias_node = fused.bias_node, act_node = fused.act_node;
+  const Value out = fused.out;
   const prop_kind prop = HasBackward(p, i) ? prop_kind::forward_training : prop_kind::forward_inference;
   STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
-                                                 bias_node >= 0, OutType(p, out), attr, prop));
+                                                 bias_node >= 0, OutType(p, out), fused.attr, prop));
   p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
-  Kernel k;
-  k.info = Info(p, i, "conv_fwd", pd.impl_info_str());
-  k.info.name = n.name + " (" + fused + ")";
+  KernelInfo info = Info(p, i, "conv_fwd", pd.impl_info_str());
+  info.name = n.name + " (" + fused.name + ")";
   // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only.
   const bool relu_or_none = act_node < 0 || g.node(act_node).attrs.activation == Activation::kRelu;
   if (auto geo = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
       geo && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
       !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)) {
-    if (bias_node >= 0) k.info.other_flops += g.OtherFlops(bias_node);
-    if (act_node >= 0) k.info.other_flops += g.OtherFlops(act_node);
+    if (bias_node >= 0) info.other_flops += g.OtherFlops(bias_node);
+    if (act_node >= 0) info.other_flops += g.OtherFlops(act_node);
     std::optional<Value> bias;
     if (bias_node >= 0) bias = g.node(bias_node).inputs[1];
-    return AppendWinograd(p, k.info, *geo, winograd::Pass::kForward, act_node >= 0, x, w, bias, out);
+    return AppendWinograd(p, info, *geo, winograd::Pass::kForward, act_node >= 0, x, w, bias, out);
   }
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()}};
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()}};
   if (bias_node >= 0) {
     STRATA_ASSIGN_OR_RETURN(int bb, p.Use(g.node(bias_node).inputs[1], pd.bias_desc()));
-    k.dnnl_args.push_back({DNNL_ARG_BIAS, bb, pd.bias_desc()});
-    k.info.other_flops += g.OtherFlops(bias_node);
+    args.push_back({DNNL_ARG_BIAS, bb, pd.bias_desc()});
+    info.other_flops += g.OtherFlops(bias_node);
   }
-  if (act_node >= 0) k.info.other_flops += g.OtherFlops(act_node);
-  const int yb = p.Define(out, pd.dst_desc());
-  k.dnnl_args.push_back({DNNL_ARG_DST, yb, pd.dst_desc()});
-  AddPrim(k, pd, p);
-  k.prim = dnnl::convolution_forward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  if (act_node >= 0) info.other_flops += g.OtherFlops(act_node);
+  args.push_back({DNNL_ARG_DST, p.Define(out, pd.dst_desc()), pd.dst_desc()});
+  return AppendPrimitive<dnnl::convolution_forward>(p, std::move(info), pd, std::move(args));
 }
 
 Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
@@ -227,21 +213,18 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
   };
   const dnnl::convolution_backward_data::primitive_desc pd =
       WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups), make);
-  Kernel k;
-  k.info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
+  KernelInfo info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
   if (auto geo = HandWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv);
       geo && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&
       !OneDnnHasWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv))
-    return AppendWinograd(p, k.info, *geo, winograd::Pass::kBackwardData, false, dy, w, std::nullopt, g.output(i));
+    return AppendWinograd(p, info, *geo, winograd::Pass::kBackwardData, false, dy, w, std::nullopt, g.output(i));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
   const int xb = p.Define(g.output(i), pd.diff_src_desc());
-  k.dnnl_args = {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()},
-                 {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::convolution_backward_data(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::convolution_backward_data>(
+      p, std::move(info), pd,
+      {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()},
+       {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}});
 }
 
 Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
@@ -262,25 +245,19 @@ Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
                : dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, src, dwei, ddst, geo.strides,
                                                           geo.dilates, geo.pad_l, geo.pad_r);
   dnnl::convolution_backward_weights::primitive_desc pd(d, p.Attr(), p.engine(), *hint);
-  Kernel k;
-  k.info = Info(p, i, "conv_bwd_weights", pd.impl_info_str());
+  KernelInfo info = Info(p, i, "conv_bwd_weights", pd.impl_info_str());
   if (bias_grad >= 0) {
-    k.info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
-    k.info.other_flops += g.OtherFlops(bias_grad);
+    info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
+    info.other_flops += g.OtherFlops(bias_grad);
   }
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
   const int wb = p.Define(g.output(i), pd.diff_weights_desc(), WeightsView(ks, n.attrs.conv.groups, dt::f32));
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
-                 {DNNL_ARG_DIFF_WEIGHTS, wb, pd.diff_weights_desc()}};
-  if (bias_grad >= 0) {
-    const int bb = p.Define(g.output(bias_grad), pd.diff_bias_desc());
-    k.dnnl_args.push_back({DNNL_ARG_DIFF_BIAS, bb, pd.diff_bias_desc()});
-  }
-  AddPrim(k, pd, p);
-  k.prim = dnnl::convolution_backward_weights(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+                   {DNNL_ARG_DIFF_WEIGHTS, wb, pd.diff_weights_desc()}};
+  if (bias_grad >= 0)
+    args.push_back({DNNL_ARG_DIFF_BIAS, p.Define(g.output(bias_grad), pd.diff_bias_desc()), pd.diff_bias_desc()});
+  return AppendPrimitive<dnnl::convolution_backward_weights>(p, std::move(info), pd, std::move(args));
 }
 
 }  // namespace strata::backend::cpu::ops

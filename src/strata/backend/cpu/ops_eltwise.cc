@@ -3,6 +3,8 @@
 // dropout and broadcast as Strata's own kernels.
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "strata/backend/dropout_mask.h"
@@ -28,15 +30,11 @@ Status PlanActivation(Planner& p, int i) {
   const EltwiseAlg a = ForwardAlg(n.attrs.activation, HasBackward(p, i));
   auto d = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, DataDesc(p, x), a.alpha, a.beta);
   dnnl::eltwise_forward::primitive_desc pd(d, p.Attr(), p.engine());
-  Kernel k;
-  k.info = Info(p, i, std::string("eltwise_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   const int yb = p.Define(g.output(i), pd.dst_desc());
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::eltwise_forward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::eltwise_forward>(
+      p, Info(p, i, std::string("eltwise_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str()), pd,
+      {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}});
 }
 
 Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
@@ -49,17 +47,13 @@ Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
   dnnl::eltwise_forward::primitive_desc hint(fd, p.Attr(), p.engine());
   auto d = dnnl::eltwise_backward::desc(a.alg, data, data, a.alpha, a.beta);
   dnnl::eltwise_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
-  Kernel k;
-  k.info = Info(p, i, std::string("eltwise_bwd_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int vb, p.Use(v, data));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
   const int xb = p.Define(g.output(i), pd.diff_src_desc());
-  k.dnnl_args = {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, data}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
-                 {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::eltwise_backward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::eltwise_backward>(
+      p, Info(p, i, std::string("eltwise_bwd_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str()), pd,
+      {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, data}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+       {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}});
 }
 
 Status PlanScale(Planner& p, int i) {
@@ -68,15 +62,10 @@ Status PlanScale(Planner& p, int i) {
   auto d = dnnl::eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_linear,
                                        DataDesc(p, n.inputs[0]), n.attrs.scalar, 0.0f);
   dnnl::eltwise_forward::primitive_desc pd(d, p.Attr(), p.engine());
-  Kernel k;
-  k.info = Info(p, i, "scale", pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(n.inputs[0], pd.src_desc()));
   const int yb = p.Define(g.output(i), pd.dst_desc());
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::eltwise_forward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::eltwise_forward>(p, Info(p, i, "scale", pd.impl_info_str()), pd,
+                                                {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}});
 }
 
 Status PlanSoftmax(Planner& p, int i, bool backward) {
@@ -87,64 +76,51 @@ Status PlanSoftmax(Planner& p, int i, bool backward) {
   const int axis = DnnlAxis(x.shape().rank(), x.shape().rank() - 1);
   dnnl::softmax_forward::primitive_desc fpd(dnnl::softmax_forward::desc(prop_kind::forward_training, data, axis),
                                             p.Attr(), p.engine());
-  Kernel k;
   if (!backward) {
-    k.info = Info(p, i, "softmax", fpd.impl_info_str());
     STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
     const int yb = p.Define(g.output(i), data);
-    k.dnnl_args = {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}};
-    AddPrim(k, fpd, p);
-    k.prim = dnnl::softmax_forward(fpd);
-  } else {  // inputs y, dy
-    dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, axis), p.Attr(), p.engine(), fpd);
-    k.info = Info(p, i, "softmax_bwd", pd.impl_info_str());
-    STRATA_ASSIGN_OR_RETURN(int yb, p.Use(x, data));
-    STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[1], data));
-    const int xb = p.Define(g.output(i), data);
-    k.dnnl_args = {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}};
-    AddPrim(k, pd, p);
-    k.prim = dnnl::softmax_backward(pd);
+    return AppendPrimitive<dnnl::softmax_forward>(p, Info(p, i, "softmax", fpd.impl_info_str()), fpd,
+                                                  {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}});
   }
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  // inputs y, dy
+  dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, axis), p.Attr(), p.engine(), fpd);
+  STRATA_ASSIGN_OR_RETURN(int yb, p.Use(x, data));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[1], data));
+  const int xb = p.Define(g.output(i), data);
+  return AppendPrimitive<dnnl::softmax_backward>(
+      p, Info(p, i, "softmax_bwd", pd.impl_info_str()), pd,
+      {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}});
 }
 
-Status PlanBinary(Planner& p, int i) {
+namespace {
+
+// y (layout a) = x0 (layout a) `alg` x1 (layout b, read as `b_view` of its plain bytes if set).
+Status AppendBinary(Planner& p, int i, const std::string& op, algorithm alg, const md& a, const md& b,
+                    std::optional<md> b_view) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, a, b, a), p.Attr(), p.engine());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(n.inputs[0], a));
+  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], b, b_view));
+  const int yb = p.Define(g.output(i), a);
+  return AppendPrimitive<dnnl::binary>(p, Info(p, i, op, pd.impl_info_str()), pd,
+                                       {{DNNL_ARG_SRC_0, xb, a}, {DNNL_ARG_SRC_1, bb, b}, {DNNL_ARG_DST, yb, a}});
+}
+
+}  // namespace
+
+Status PlanBinary(Planner& p, int i) {
+  const Node& n = p.graph().node(i);
   const algorithm alg = n.kind == OpKind::kAdd ? algorithm::binary_add
                         : n.kind == OpKind::kSub ? algorithm::binary_sub : algorithm::binary_mul;
   const md a = DataDesc(p, n.inputs[0]);
-  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, a, a, a), p.Attr(), p.engine());
-  Kernel k;
-  k.info = Info(p, i, "binary", pd.impl_info_str());
-  STRATA_ASSIGN_OR_RETURN(int ab, p.Use(n.inputs[0], a));
-  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], a));
-  const int yb = p.Define(g.output(i), a);
-  k.dnnl_args = {{DNNL_ARG_SRC_0, ab, a}, {DNNL_ARG_SRC_1, bb, a}, {DNNL_ARG_DST, yb, a}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::binary(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendBinary(p, i, "binary", alg, a, a, std::nullopt);
 }
 
 Status PlanBiasAdd(Planner& p, int i) {
-  const graph::Graph& g = p.graph();
-  const Node& n = g.node(i);
-  const Value x = n.inputs[0];
-  const md a = DataDesc(p, x);
+  const Value x = p.graph().node(i).inputs[0];
   const md b = BiasBroadcastDesc(x.shape());
-  dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, a, b, a), p.Attr(), p.engine());
-  Kernel k;
-  k.info = Info(p, i, "bias_add", pd.impl_info_str());
-  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, a));
-  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], b, b));
-  const int yb = p.Define(g.output(i), a);
-  k.dnnl_args = {{DNNL_ARG_SRC_0, xb, a}, {DNNL_ARG_SRC_1, bb, b}, {DNNL_ARG_DST, yb, a}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::binary(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendBinary(p, i, "bias_add", algorithm::binary_add, DataDesc(p, x), b, b);
 }
 
 // ReduceSum / ReduceMean / BiasAddGrad: a oneDNN reduction into the kept-dims shape.
@@ -162,26 +138,18 @@ Status PlanReduce(Planner& p, int i) {
   const md src = DataDesc(p, x);
   const md dst = PlainDesc(Shape(kept), dt::f32);
   const algorithm alg = n.kind == OpKind::kReduceMean ? algorithm::reduction_mean : algorithm::reduction_sum;
-  Kernel k;
   if (src.dims() == dst.dims()) {  // nothing to reduce: a copy
     dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
-    k.info = Info(p, i, "reduce(copy)", pd.impl_info_str());
     STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
     const int yb = p.Define(g.output(i), dst, dst);
-    k.dnnl_args = {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}};
-    AddPrim(k, pd, p);
-    k.prim = dnnl::reorder(pd);
-  } else {
-    dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, src, dst, 0.0f, 0.0f), p.Attr(), p.engine());
-    k.info = Info(p, i, "reduction", pd.impl_info_str());
-    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
-    const int yb = p.Define(g.output(i), dst, dst);
-    k.dnnl_args = {{DNNL_ARG_SRC, xb, src}, {DNNL_ARG_DST, yb, dst}};
-    AddPrim(k, pd, p);
-    k.prim = dnnl::reduction(pd);
+    return AppendPrimitive<dnnl::reorder>(p, Info(p, i, "reduce(copy)", pd.impl_info_str()), pd,
+                                          {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}});
   }
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, src, dst, 0.0f, 0.0f), p.Attr(), p.engine());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, src));
+  const int yb = p.Define(g.output(i), dst, dst);
+  return AppendPrimitive<dnnl::reduction>(p, Info(p, i, "reduction", pd.impl_info_str()), pd,
+                                          {{DNNL_ARG_SRC, xb, src}, {DNNL_ARG_DST, yb, dst}});
 }
 
 Status PlanConcat(Planner& p, int i) {
@@ -192,18 +160,13 @@ Status PlanConcat(Planner& p, int i) {
   for (const Value& v : n.inputs) srcs.push_back(PlainDesc(v.shape(), type));
   const md dst = PlainDesc(n.out_shapes[0], type);
   dnnl::concat::primitive_desc pd(dst, DnnlAxis(n.out_shapes[0].rank(), n.attrs.axis), srcs, p.engine(), p.Attr());
-  Kernel k;
-  k.info = Info(p, i, "concat", pd.impl_info_str());
+  DnnlArgs args;
   for (size_t j = 0; j < n.inputs.size(); ++j) {
     STRATA_ASSIGN_OR_RETURN(int b, p.Use(n.inputs[j], srcs[j]));
-    k.dnnl_args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(j), b, srcs[j]});
+    args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(j), b, srcs[j]});
   }
-  const int yb = p.Define(g.output(i), dst);
-  k.dnnl_args.push_back({DNNL_ARG_DST, yb, dst});
-  AddPrim(k, pd, p);
-  k.prim = dnnl::concat(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  args.push_back({DNNL_ARG_DST, p.Define(g.output(i), dst), dst});
+  return AppendPrimitive<dnnl::concat>(p, Info(p, i, "concat", pd.impl_info_str()), pd, std::move(args));
 }
 
 Status PlanSlice(Planner& p, int i) {
@@ -217,15 +180,10 @@ Status PlanSlice(Planner& p, int i) {
   const md src = full.submemory_desc(sub, offsets);
   const md dst = PlainDesc(n.out_shapes[0], type);
   dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
-  Kernel k;
-  k.info = Info(p, i, "slice", pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, full));
   const int yb = p.Define(g.output(i), dst);
-  k.dnnl_args = {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::reorder(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::reorder>(p, Info(p, i, "slice", pd.impl_info_str()), pd,
+                                        {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}});
 }
 
 // Reshape, Cast, Identity: the output is the input's plain bytes (of type `type`) seen in
@@ -244,14 +202,9 @@ Status PlanAliasOrCopy(Planner& p, int i, dt type) {
   // A copy: the input's plain bytes are the output's plain bytes (both row-major in graph order).
   const md from = ydesc;
   dnnl::reorder::primitive_desc pd(p.engine(), from, p.engine(), ydesc, p.Attr());
-  Kernel k;
-  k.info = Info(p, i, "copy", pd.impl_info_str());
   const int yb = p.Define(y, ydesc);
-  k.dnnl_args = {{DNNL_ARG_FROM, xb, from}, {DNNL_ARG_TO, yb, ydesc}};
-  AddPrim(k, pd, p);
-  k.prim = dnnl::reorder(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::reorder>(p, Info(p, i, "copy", pd.impl_info_str()), pd,
+                                        {{DNNL_ARG_FROM, xb, from}, {DNNL_ARG_TO, yb, ydesc}});
 }
 
 Status PlanDropout(Planner& p, int i) {

@@ -45,44 +45,59 @@ struct EltwiseAlg {
 };
 EltwiseAlg ForwardAlg(Activation a, bool for_backward);
 
+// A conv or matmul with the bias add and activation fused into it (graph/fusion.h; -1: none):
+// the value that holds its result, the kernel's name ("Conv2D+BiasAdd+Relu") and the primitive
+// attributes, with the activation as an eltwise post-op.
+struct FusedEpilogue {
+  int bias_node, act_node;
+  Value out;
+  std::string name;
+  dnnl::primitive_attr attr;
+};
+FusedEpilogue Epilogue(Planner& p, int i, const std::string& op);
+
 // Whether the schedule holds a backward node of forward node `fwd` (training, not inference).
 bool HasBackward(Planner& p, int fwd);
 
-void AddPrim(Kernel& k, const dnnl::primitive_desc_base& pd, Planner& p);
+// A oneDNN primitive's arguments: (DNNL_ARG_*, buffer, layout).
+using DnnlArgs = std::vector<std::tuple<int, int, md>>;
+
+// The end of every oneDNN op's plan: kernel k (its info; rarely a hand-written step that runs
+// after the primitive) gets the primitive of pd over args and its scratchpad, is appended, and
+// the outputs pinned elsewhere are copied into place. The arguments' buffers come from
+// p.Use()/p.Define() before: those may append reorders, which run first.
+template <class Primitive>
+Status AppendPrimitive(Planner& p, Kernel k, const typename Primitive::primitive_desc& pd, DnnlArgs args) {
+  k.dnnl_args = std::move(args);
+  p.NoteScratchpad(pd);
+  k.dnnl_args.push_back({DNNL_ARG_SCRATCHPAD, -2, pd.scratchpad_desc()});
+  k.prim = Primitive(pd);
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+template <class Primitive>
+Status AppendPrimitive(Planner& p, KernelInfo info, const typename Primitive::primitive_desc& pd, DnnlArgs args) {
+  Kernel k;
+  k.info = std::move(info);
+  return AppendPrimitive<Primitive>(p, std::move(k), pd, std::move(args));
+}
 
 // ---- Plan functions, by family ---------------------------------------------------------------
 
-// ops_conv.cc
-Status PlanConv(Planner& p, int i);
-Status PlanConvBackpropInput(Planner& p, int i);
-Status PlanConvBackpropFilter(Planner& p, int i);
-// ops_matmul.cc
-Status PlanMatMul(Planner& p, int i);
-// ops_norm.cc
-Status PlanBatchNorm(Planner& p, int i);
-Status PlanBatchNormGrad(Planner& p, int i);
-// ops_pool.cc
-Status PlanPool(Planner& p, int i);
-Status PlanPoolGrad(Planner& p, int i);
+using PlanFn = Status(Planner& p, int i);
+PlanFn PlanConv, PlanConvBackpropInput, PlanConvBackpropFilter;  // ops_conv.cc
+PlanFn PlanMatMul;                                               // ops_matmul.cc
+PlanFn PlanBatchNorm, PlanBatchNormGrad;                         // ops_norm.cc
+PlanFn PlanPool, PlanPoolGrad;                                   // ops_pool.cc
 // ops_eltwise.cc
-Status PlanActivation(Planner& p, int i);
-Status PlanActivationGrad(Planner& p, int i);
-Status PlanScale(Planner& p, int i);
+PlanFn PlanActivation, PlanActivationGrad, PlanScale, PlanBinary, PlanBiasAdd, PlanReduce, PlanConcat, PlanSlice,
+    PlanDropout, PlanBroadcast;
 Status PlanSoftmax(Planner& p, int i, bool backward);
-Status PlanBinary(Planner& p, int i);
-Status PlanBiasAdd(Planner& p, int i);
-Status PlanReduce(Planner& p, int i);
-Status PlanConcat(Planner& p, int i);
-Status PlanSlice(Planner& p, int i);
-Status PlanAliasOrCopy(Planner& p, int i, dt type);
-Status PlanDropout(Planner& p, int i);
-Status PlanBroadcast(Planner& p, int i);
+Status PlanAliasOrCopy(Planner& p, int i, dt type);  // Reshape, Cast, Identity
 // ops_loss.cc
-Status PlanSoftmaxCrossEntropy(Planner& p, int i);
-Status PlanSoftmaxCrossEntropyGrad(Planner& p, int i);
+PlanFn PlanSoftmaxCrossEntropy, PlanSoftmaxCrossEntropyGrad;
 Status PlanMse(Planner& p, int i, bool grad);
-// ops_update.cc
-Status PlanUpdate(Planner& p, int i);
+PlanFn PlanUpdate;  // ops_update.cc: the graph-level optimizer update ops, nothing else
 
 // ---- hand-written kernels --------------------------------------------------------------------
 

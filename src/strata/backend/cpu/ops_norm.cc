@@ -149,10 +149,8 @@ Status PlanBatchNorm(Planner& p, int i) {
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   if (act_node >= 0) flags |= dnnl::normalization_flags::fuse_norm_relu;
   if (!training) flags |= dnnl::normalization_flags::use_global_stats;
-  md data = p.PrimaryDesc(x);
-  if (data.data_type() != dt::f32 && data.data_type() != dt::bf16) data = PlainDesc(x.shape(), dt::f32);
   auto d = dnnl::batch_normalization_forward::desc(training ? prop_kind::forward_training : prop_kind::forward_inference,
-                                                   data, n.attrs.bn.epsilon, flags);
+                                                   DataDesc(p, x), n.attrs.bn.epsilon, flags);
   dnnl::batch_normalization_forward::primitive_desc pd(d, p.Attr(), p.engine());
   p.bn_pd[i] = std::make_shared<dnnl::batch_normalization_forward::primitive_desc>(pd);
   Kernel k;
@@ -165,17 +163,17 @@ Status PlanBatchNorm(Planner& p, int i) {
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   STRATA_ASSIGN_OR_RETURN(int gb, p.Use(n.inputs[1], cdesc));
   STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[2], cdesc));
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_SCALE, gb, cdesc}, {DNNL_ARG_SHIFT, bb, cdesc}};
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_SCALE, gb, cdesc}, {DNNL_ARG_SHIFT, bb, cdesc}};
   if (training) {
     STRATA_ASSIGN_OR_RETURN(int mmb, p.Use(n.inputs[3], cdesc));
     STRATA_ASSIGN_OR_RETURN(int mvb, p.Use(n.inputs[4], cdesc));
     const int meanb = p.Define(g.output(i, 1), cdesc), varb = p.Define(g.output(i, 2), cdesc);
-    k.dnnl_args.push_back({DNNL_ARG_MEAN, meanb, cdesc});
-    k.dnnl_args.push_back({DNNL_ARG_VARIANCE, varb, cdesc});
+    args.push_back({DNNL_ARG_MEAN, meanb, cdesc});
+    args.push_back({DNNL_ARG_VARIANCE, varb, cdesc});
     if (act_node >= 0) {
       const int ws = p.NewScratchBuffer(pd.workspace_desc());
       p.workspace[i] = {ws, pd.workspace_desc()};
-      k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws, pd.workspace_desc()});
+      args.push_back({DNNL_ARG_WORKSPACE, ws, pd.workspace_desc()});
     }
     // Moving statistics, after the primitive: Keras's momentum, unbiased variance.
     const int64_t C = x.shape()[-1], M = x.shape().num_elements() / C;
@@ -196,15 +194,11 @@ Status PlanBatchNorm(Planner& p, int i) {
   } else {
     STRATA_ASSIGN_OR_RETURN(int mmb, p.Use(n.inputs[3], cdesc));
     STRATA_ASSIGN_OR_RETURN(int mvb, p.Use(n.inputs[4], cdesc));
-    k.dnnl_args.push_back({DNNL_ARG_MEAN, mmb, cdesc});
-    k.dnnl_args.push_back({DNNL_ARG_VARIANCE, mvb, cdesc});
+    args.push_back({DNNL_ARG_MEAN, mmb, cdesc});
+    args.push_back({DNNL_ARG_VARIANCE, mvb, cdesc});
   }
-  const int yb = p.Define(out, pd.dst_desc());
-  k.dnnl_args.push_back({DNNL_ARG_DST, yb, pd.dst_desc()});
-  AddPrim(k, pd, p);
-  k.prim = dnnl::batch_normalization_forward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  args.push_back({DNNL_ARG_DST, p.Define(out, pd.dst_desc()), pd.dst_desc()});
+  return AppendPrimitive<dnnl::batch_normalization_forward>(p, std::move(k), pd, std::move(args));
 }
 
 Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
@@ -230,9 +224,8 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   const md data = hint->src_desc();
   auto d = dnnl::batch_normalization_backward::desc(prop_kind::backward, data, data, n.attrs.bn.epsilon, flags);
   dnnl::batch_normalization_backward::primitive_desc pd(d, p.Attr(), p.engine(), *hint);
-  Kernel k;
-  k.info = Info(p, i, "bn_bwd", pd.impl_info_str());
-  if (act_grad >= 0) k.info.name = n.name + " (ReluGrad+BatchNormGrad)";
+  KernelInfo info = Info(p, i, "bn_bwd", pd.impl_info_str());
+  if (act_grad >= 0) info.name = n.name + " (ReluGrad+BatchNormGrad)";
   const md cdesc = PlainDesc(Shape{x.shape()[-1]}, dt::f32);
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   STRATA_ASSIGN_OR_RETURN(int gb, p.Use(n.inputs[1], cdesc));
@@ -242,24 +235,21 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   // oneDNN 2.6 validates a shift argument under use_shift even backward, where it is never
   // read: it gets a scratch buffer.
   const int unused_shift = p.NewScratchBuffer(cdesc);
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_SCALE, gb, cdesc}, {DNNL_ARG_MEAN, mb, cdesc},
-                 {DNNL_ARG_VARIANCE, vb, cdesc}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
-                 {DNNL_ARG_SHIFT, unused_shift, cdesc}};
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_SCALE, gb, cdesc}, {DNNL_ARG_MEAN, mb, cdesc},
+                   {DNNL_ARG_VARIANCE, vb, cdesc}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+                   {DNNL_ARG_SHIFT, unused_shift, cdesc}};
   if (act_grad >= 0) {
     auto ws = p.workspace.find(fwd);
     if (ws == p.workspace.end()) return Internal("fused batch norm + relu backward without a forward workspace");
-    k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws->second.first, ws->second.second});
+    args.push_back({DNNL_ARG_WORKSPACE, ws->second.first, ws->second.second});
   }
   const int dxb = p.Define(g.output(i, 0), pd.diff_src_desc());
   const int dgb = p.Define(g.output(i, 1), cdesc);
   const int dbb = p.Define(g.output(i, 2), cdesc);
-  k.dnnl_args.push_back({DNNL_ARG_DIFF_SRC, dxb, pd.diff_src_desc()});
-  k.dnnl_args.push_back({DNNL_ARG_DIFF_SCALE, dgb, cdesc});
-  k.dnnl_args.push_back({DNNL_ARG_DIFF_SHIFT, dbb, cdesc});
-  AddPrim(k, pd, p);
-  k.prim = dnnl::batch_normalization_backward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  args.push_back({DNNL_ARG_DIFF_SRC, dxb, pd.diff_src_desc()});
+  args.push_back({DNNL_ARG_DIFF_SCALE, dgb, cdesc});
+  args.push_back({DNNL_ARG_DIFF_SHIFT, dbb, cdesc});
+  return AppendPrimitive<dnnl::batch_normalization_backward>(p, std::move(info), pd, std::move(args));
 }
 
 }  // namespace strata::backend::cpu::ops

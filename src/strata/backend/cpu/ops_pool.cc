@@ -30,20 +30,16 @@ Status PlanPool(Planner& p, int i) {
                                        geo.pad_r);
   dnnl::pooling_forward::primitive_desc pd(d, p.Attr(), p.engine());
   p.pool_pd[i] = std::make_shared<dnnl::pooling_forward::primitive_desc>(pd);
-  Kernel k;
-  k.info = Info(p, i, max ? "maxpool_fwd" : "avgpool_fwd", pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
   const int yb = p.Define(g.output(i), pd.dst_desc());
-  k.dnnl_args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}};
   if (max && training) {
     const int ws = p.NewScratchBuffer(pd.workspace_desc());
     p.workspace[i] = {ws, pd.workspace_desc()};
-    k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws, pd.workspace_desc()});
+    args.push_back({DNNL_ARG_WORKSPACE, ws, pd.workspace_desc()});
   }
-  AddPrim(k, pd, p);
-  k.prim = dnnl::pooling_forward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  return AppendPrimitive<dnnl::pooling_forward>(p, Info(p, i, max ? "maxpool_fwd" : "avgpool_fwd", pd.impl_info_str()),
+                                                pd, std::move(args));
 }
 
 Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
@@ -62,21 +58,16 @@ Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
                                         Any(Dims(xs), type), Any(Dims(dy.shape()), type), geo.strides, geo.kernel,
                                         geo.pad_l, geo.pad_r);
   dnnl::pooling_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
-  Kernel k;
-  k.info = Info(p, i, max ? "maxpool_bwd" : "avgpool_bwd", pd.impl_info_str());
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
-  k.dnnl_args = {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}};
+  DnnlArgs args = {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}};
   if (max) {
     auto ws = p.workspace.find(n.attrs.forward_node);
     if (ws == p.workspace.end()) return Internal("max pooling backward without a forward workspace");
-    k.dnnl_args.push_back({DNNL_ARG_WORKSPACE, ws->second.first, ws->second.second});
+    args.push_back({DNNL_ARG_WORKSPACE, ws->second.first, ws->second.second});
   }
-  const int xb = p.Define(g.output(i), pd.diff_src_desc());
-  k.dnnl_args.push_back({DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()});
-  AddPrim(k, pd, p);
-  k.prim = dnnl::pooling_backward(pd);
-  p.Append(std::move(k));
-  return p.FinishOutputs();
+  args.push_back({DNNL_ARG_DIFF_SRC, p.Define(g.output(i), pd.diff_src_desc()), pd.diff_src_desc()});
+  return AppendPrimitive<dnnl::pooling_backward>(p, Info(p, i, max ? "maxpool_bwd" : "avgpool_bwd", pd.impl_info_str()),
+                                                 pd, std::move(args));
 }
 
 }  // namespace strata::backend::cpu::ops

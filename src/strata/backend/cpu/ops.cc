@@ -1,6 +1,7 @@
 // Node -> kernels for the cpu backend: oneDNN primitives where oneDNN has the op (conv,
 // matmul, batch norm, pooling, eltwise, softmax, binary, concat, reduction, reorder), and
-// hand-written loops where it has none (losses, dropout, optimizer updates, broadcast).
+// Strata's own kernels where it has none (losses, dropout, broadcast, synchronized batch norm,
+// optimizer updates: loss_kernels.h, elementwise_kernels.h, norm_kernels.h, optimizer_kernels.h).
 // This file holds the dispatcher and the helpers every family shares (ops_internal.h); each
 // family's Plan functions are in ops_<family>.cc.
 #include "strata/backend/cpu/ops_internal.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/backend/dropout_mask.h"
+#include "strata/backend/cpu/elementwise_kernels.h"
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {
@@ -207,21 +207,15 @@ Status PlanAliasOrCopy(Planner& p, int i, dt type) {
                                         {{DNNL_ARG_FROM, xb, from}, {DNNL_ARG_TO, yb, ydesc}});
 }
 
-Status PlanDropout(Planner& p, int i) {
+Status PlanDropout(Planner& p, int i) {  // outputs y, mask
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const int64_t count = n.out_shapes[0].num_elements();
-  const float rate = n.attrs.scalar, keep_scale = 1.0f / (1.0f - rate);
+  const float rate = n.attrs.scalar;
   const uint64_t seed = n.attrs.seed;
   return PlanHand(p, i, "dropout", {{n.inputs[0], dt::f32}}, {g.output(i, 0), g.output(i, 1)},
                   [=](Kernel& k, uint64_t step) {
-                    const float* x = Ptr<float>(k, 0);
-                    float* y = Ptr<float>(k, 1);
-                    float* mask = Ptr<float>(k, 2);
-                    for (int64_t e = 0; e < count; ++e) {
-                      mask[e] = DropoutUniform(seed, step, static_cast<uint64_t>(e)) < rate ? 0.0f : keep_scale;
-                      y[e] = x[e] * mask[e];
-                    }
+                    DropoutForward(Ptr<float>(k, 0), count, rate, seed, step, Ptr<float>(k, 1), Ptr<float>(k, 2));
                     return Status::OK();
                   });
 }
@@ -229,26 +223,9 @@ Status PlanDropout(Planner& p, int i) {
 Status PlanBroadcast(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
-  const Shape ys = n.out_shapes[0];
-  // Precomputed source index of every output element: no shape work per step.
-  auto map = std::make_shared<std::vector<int32_t>>(ys.num_elements());
-  for (int64_t e = 0; e < ys.num_elements(); ++e) {
-    int64_t lin = e, r = 0, mul = 1;
-    for (int d = ys.rank() - 1; d >= 0; --d) {
-      const int64_t idx = lin % ys[d];
-      lin /= ys[d];
-      if (std::find(n.attrs.axes.begin(), n.attrs.axes.end(), d) == n.attrs.axes.end()) {
-        r += idx * mul;
-        mul *= ys[d];
-      }
-    }
-    (*map)[e] = static_cast<int32_t>(r);
-  }
-  return PlanHand(p, i, "broadcast", {{n.inputs[0], dt::f32}}, {g.output(i)}, [map](Kernel& k, uint64_t) {
-    const float* x = Ptr<float>(k, 0);
-    float* y = Ptr<float>(k, 1);
-    const int32_t* m = map->data();
-    for (size_t e = 0; e < map->size(); ++e) y[e] = x[m[e]];
+  auto index = std::make_shared<const std::vector<int32_t>>(BroadcastSourceIndex(n.out_shapes[0], n.attrs.axes));
+  return PlanHand(p, i, "broadcast", {{n.inputs[0], dt::f32}}, {g.output(i)}, [index](Kernel& k, uint64_t) {
+    Gather(Ptr<float>(k, 0), index->data(), static_cast<int64_t>(index->size()), Ptr<float>(k, 1));
     return Status::OK();
   });
 }

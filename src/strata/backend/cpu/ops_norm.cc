@@ -1,21 +1,18 @@
 // Batch norm forward, inference and backward as oneDNN primitives (the moving statistics
 // after the forward primitive), and synchronized batch norm as Strata's own kernels.
-#include <algorithm>
-#include <cmath>
 #include <memory>
 #include <vector>
 
+#include "strata/backend/cpu/norm_kernels.h"
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {
 
 namespace {
 
-// Synchronized batch norm: statistics of the global batch. Strata's own kernels over the plain
-// [M, C] layout (oneDNN's batch norm computes statistics of its own input only): per-channel
-// sums in f64, then the program's cross-replica sum adds every replica's (replica order:
-// deterministic), then normalization with the global mean and (biased) variance. Without a
-// cross-replica sum this is the ordinary batch norm of the local batch.
+// Synchronized batch norm: statistics of the global batch, by Strata's own kernels over the
+// plain [M, C] layout (norm_kernels.h). Without a cross-replica sum this is the ordinary batch
+// norm of the local batch.
 
 // Forward: inputs x [M, C], gamma, beta, moving mean, moving variance [C];
 // outputs y [M, C], batch mean [C], batch variance [C] (of the global batch).
@@ -27,58 +24,18 @@ Status PlanSyncBatchNorm(Planner& p, int i) {
   const float eps = n.attrs.bn.epsilon, mom = n.attrs.bn.momentum;
   auto acc = std::make_shared<std::vector<double>>(static_cast<size_t>(2 * C + 1));  // sum x, sum x^2, count
   auto sum = p.cross_replica_sum;
-  Status st = PlanHand(
+  return PlanHand(
       p, i, "bn_fwd_sync",
       {{x, dt::f32}, {n.inputs[1], dt::f32}, {n.inputs[2], dt::f32}, {n.inputs[3], dt::f32}, {n.inputs[4], dt::f32}},
-      {g.output(i, 0), g.output(i, 1), g.output(i, 2)}, [=](Kernel& k, uint64_t) -> Status {
-        const float* xp = Ptr<float>(k, 0);  // [M, C]
-        const float* gamma = Ptr<float>(k, 1);
-        const float* beta = Ptr<float>(k, 2);
-        float* mm = Ptr<float>(k, 3);  // moving statistics, updated in place
-        float* mv = Ptr<float>(k, 4);
-        float* y = Ptr<float>(k, 5);  // [M, C]
-        float* mean = Ptr<float>(k, 6);
-        float* var = Ptr<float>(k, 7);
-        double* s1 = acc->data();
-        double* s2 = s1 + C;
-        std::fill(acc->begin(), acc->end(), 0.0);
-        for (int64_t m = 0; m < M; ++m) {
-          const float* row = xp + m * C;
-          for (int64_t c = 0; c < C; ++c) {
-            const double v = row[c];
-            s1[c] += v;
-            s2[c] += v * v;
-          }
-        }
-        s1[2 * C] = static_cast<double>(M);
-        if (*sum) STRATA_RETURN_IF_ERROR((*sum)(s1, 2 * C + 1));
-        const double total = s1[2 * C];
-        const float unbias = total > 1 ? static_cast<float>(total / (total - 1)) : 1.0f;
-        for (int64_t c = 0; c < C; ++c) {
-          const double mu = s1[c] / total;
-          mean[c] = static_cast<float>(mu);
-          var[c] = static_cast<float>(std::max(s2[c] / total - mu * mu, 0.0));
-          // Kernel-local per-channel affine form: y = x * a + b.
-          const double a = gamma[c] / std::sqrt(static_cast<double>(var[c]) + eps);
-          s1[c] = a;
-          s2[c] = beta[c] - mu * a;
-          mm[c] = mm[c] * mom + mean[c] * (1 - mom);
-          mv[c] = mv[c] * mom + var[c] * unbias * (1 - mom);
-        }
-        for (int64_t m = 0; m < M; ++m) {
-          const float* row = xp + m * C;
-          float* out = y + m * C;
-          for (int64_t c = 0; c < C; ++c) out[c] = static_cast<float>(row[c] * s1[c] + s2[c]);
-        }
-        return Status::OK();
+      {g.output(i, 0), g.output(i, 1), g.output(i, 2)}, [=](Kernel& k, uint64_t) {
+        return SyncBatchNormForward(Ptr<float>(k, 0), Ptr<float>(k, 1), Ptr<float>(k, 2), M, C, eps, mom, *sum,
+                                    acc->data(), Ptr<float>(k, 3), Ptr<float>(k, 4), Ptr<float>(k, 5),
+                                    Ptr<float>(k, 6), Ptr<float>(k, 7));
       });
-  return st;
 }
 
 // Backward: inputs x [M, C], gamma, batch mean, batch variance [C], dy [M, C]; outputs
-// dx [M, C], dgamma, dbeta [C]. dgamma and dbeta are this replica's sums (the model averages
-// gradients over replicas, like every other parameter's); dx uses the global sums:
-//   dx = gamma / sigma * (dy - sum(dy) / N - x_hat * sum(dy * x_hat) / N)   (sums over all N).
+// dx [M, C], dgamma, dbeta [C].
 Status PlanSyncBatchNormGrad(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
@@ -90,49 +47,10 @@ Status PlanSyncBatchNormGrad(Planner& p, int i) {
   return PlanHand(
       p, i, "bn_bwd_sync",
       {{x, dt::f32}, {n.inputs[1], dt::f32}, {n.inputs[2], dt::f32}, {n.inputs[3], dt::f32}, {n.inputs[4], dt::f32}},
-      {g.output(i, 0), g.output(i, 1), g.output(i, 2)}, [=](Kernel& k, uint64_t) -> Status {
-        const float* xp = Ptr<float>(k, 0);  // [M, C]
-        const float* gamma = Ptr<float>(k, 1);
-        const float* mean = Ptr<float>(k, 2);
-        const float* var = Ptr<float>(k, 3);
-        const float* dy = Ptr<float>(k, 4);  // [M, C]
-        float* dx = Ptr<float>(k, 5);        // [M, C]
-        float* dgamma = Ptr<float>(k, 6);
-        float* dbeta = Ptr<float>(k, 7);
-        double* s1 = acc->data();
-        double* s2 = s1 + C;
-        double* istd = s1 + 2 * C + 1;
-        std::fill(s1, s1 + 2 * C + 1, 0.0);
-        for (int64_t c = 0; c < C; ++c) istd[c] = 1 / std::sqrt(static_cast<double>(var[c]) + eps);
-        for (int64_t m = 0; m < M; ++m) {
-          const float* xr = xp + m * C;
-          const float* dr = dy + m * C;
-          for (int64_t c = 0; c < C; ++c) {
-            s1[c] += dr[c];
-            s2[c] += dr[c] * ((xr[c] - static_cast<double>(mean[c])) * istd[c]);
-          }
-        }
-        for (int64_t c = 0; c < C; ++c) {
-          dbeta[c] = static_cast<float>(s1[c]);
-          dgamma[c] = static_cast<float>(s2[c]);
-        }
-        s1[2 * C] = static_cast<double>(M);
-        if (*sum) STRATA_RETURN_IF_ERROR((*sum)(s1, 2 * C + 1));
-        const double total = s1[2 * C];
-        for (int64_t c = 0; c < C; ++c) {
-          s1[c] /= total;  // mean dy
-          s2[c] /= total;  // mean dy * x_hat
-        }
-        for (int64_t m = 0; m < M; ++m) {
-          const float* xr = xp + m * C;
-          const float* dr = dy + m * C;
-          float* out = dx + m * C;
-          for (int64_t c = 0; c < C; ++c) {
-            const double xhat = (xr[c] - static_cast<double>(mean[c])) * istd[c];
-            out[c] = static_cast<float>(gamma[c] * istd[c] * (dr[c] - s1[c] - xhat * s2[c]));
-          }
-        }
-        return Status::OK();
+      {g.output(i, 0), g.output(i, 1), g.output(i, 2)}, [=](Kernel& k, uint64_t) {
+        return SyncBatchNormBackward(Ptr<float>(k, 0), Ptr<float>(k, 1), Ptr<float>(k, 2), Ptr<float>(k, 3),
+                                     Ptr<float>(k, 4), M, C, eps, *sum, acc->data(), Ptr<float>(k, 5),
+                                     Ptr<float>(k, 6), Ptr<float>(k, 7));
       });
 }
 
@@ -181,14 +99,7 @@ Status PlanBatchNorm(Planner& p, int i) {
     const float unbias = M > 1 ? static_cast<float>(M) / static_cast<float>(M - 1) : 1.0f;
     k.bufs = {meanb, varb, mmb, mvb};
     k.fn = [C, mom, unbias](Kernel& kk, uint64_t) {
-      const float* mean = reinterpret_cast<const float*>(kk.ptrs[0]);
-      const float* var = reinterpret_cast<const float*>(kk.ptrs[1]);
-      float* mm = reinterpret_cast<float*>(kk.ptrs[2]);
-      float* mv = reinterpret_cast<float*>(kk.ptrs[3]);
-      for (int64_t c = 0; c < C; ++c) {
-        mm[c] = mm[c] * mom + mean[c] * (1 - mom);
-        mv[c] = mv[c] * mom + var[c] * unbias * (1 - mom);
-      }
+      UpdateMovingStatistics(Ptr<float>(kk, 0), Ptr<float>(kk, 1), C, mom, unbias, Ptr<float>(kk, 2), Ptr<float>(kk, 3));
       return Status::OK();
     };
   } else {

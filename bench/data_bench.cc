@@ -34,9 +34,9 @@
 
 #include "strata/core/clock.h"
 #include "strata/data/handoff_counters.h"
-#include "strata/data/recipes.h"
 #include "strata/data/sources.h"
-#include "strata/data/synthetic.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/synthetic.h"
 #include "strata/image/augment.h"
 #include "strata/record/example_parser.h"
 #include "strata/record/record_reader.h"
@@ -110,7 +110,7 @@ const std::vector<std::string>& JpegBytes() {
   static std::vector<std::string> jpegs = [] {
     const std::string dir = BenchDir();
     if (!std::filesystem::exists(dir + "/flowers-07.tfrec")) {
-      auto r = WriteSyntheticFlowers(dir, {.files = 8, .records_per_file = 64, .image_size = 512});
+      auto r = datasets::WriteSyntheticFlowers(dir, {.files = 8, .records_per_file = 64, .image_size = 512});
       if (!r.ok()) {
         std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
         std::abort();
@@ -238,14 +238,14 @@ BENCHMARK(DecodeBareLoopPerCore)->Threads(2)->UseRealTime()->MinTime(3);
 // Args: CPU budget, deterministic, map_and_batch fusion.
 void FlowersRecipe(benchmark::State& state) {
   JpegBytes();
-  FlowersOptions o;
+  datasets::FlowersOptions o;
   o.image_size = 192;
   o.batch_size = 64;
   o.seed = 1;
   o.deterministic = state.range(1) != 0;
   o.autotune.cpu_budget = static_cast<int>(state.range(0));
   if (const char* r = std::getenv("STRATA_BENCH_READS")) o.num_parallel_reads = std::atoi(r);  // experiments
-  auto ds = FlowersDataset(BenchDir() + "/*.tfrec", o);
+  auto ds = datasets::FlowersDataset(BenchDir() + "/*.tfrec", o);
   auto it = std::move(ds->with_options({.map_and_batch_fusion = state.range(2) != 0}).make_iterator()).value();
   Element e;
   bool end;

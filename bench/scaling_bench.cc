@@ -20,6 +20,7 @@
 #include "strata/core/cpu.h"
 #include "strata/core/peak_flops.h"
 #include "strata/data/dataset.h"
+#include "strata/datasets/batch_size.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
@@ -59,7 +60,7 @@ Result<double> FitImagesPerSecond(int replicas, int64_t steps) {
   STRATA_RETURN_IF_ERROR(model->compile({.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
                                          .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                                          .strategy = strategy.get()}));
-  const int64_t batch = 128 * replicas;
+  const int64_t batch = datasets::GlobalBatch(128, replicas);
   Tensor x(DType::kF32, Shape({batch * 4, 28, 28, 1}));
   Tensor y(DType::kI64, Shape({batch * 4}));
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>((i * 2654435761u) % 255) / 255.0f;

@@ -13,7 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "strata/data/recipes.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/fashion_mnist.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/spec.h"
 
@@ -32,8 +33,10 @@ int main(int argc, char** argv) {
   if (argc < 2) return std::fprintf(stderr, "usage: %s TRAIN_GLOB [STEPS]\n", argv[0]), 2;
   const int64_t steps = argc > 2 ? std::atoll(argv[2]) : 40;
   auto strategy = Check(distribute::MirroredStrategy());  // one replica per core
-  const int64_t batch = 32 * strategy->num_replicas_in_sync();
-  auto train = Check(data::FashionMnistDataset(argv[1], {.batch_size = batch, .seed = 7, .repeat = true}));
+  const int replicas = strategy->num_replicas_in_sync();
+  auto train =
+      Check(datasets::FashionMnistDataset(argv[1], {.batch_size = 32, .replicas = replicas, .seed = 7, .repeat = true}));
+  const int64_t batch = datasets::GlobalBatch(32, replicas);
   // The reference recipe: SGD with Nesterov momentum and weight decay, warm-up then cosine decay.
   auto make_model = [&] {
     auto scope = strategy->scope();

@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "strata/data/recipes.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/fashion_mnist.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/model.h"
 
@@ -23,9 +24,10 @@ int main(int argc, char** argv) {
   const int64_t steps = argc > 3 ? std::atoll(argv[3]) : 200;
   // --- user code starts here
   auto strategy = Check(distribute::MirroredStrategy());  // one replica per core
-  std::printf("REPLICAS: %d\n", strategy->num_replicas_in_sync());
-  const int64_t batch = 128 * strategy->num_replicas_in_sync();  // 128 per replica
-  auto train = Check(data::FashionMnistDataset(argv[1], {.batch_size = batch, .repeat = true}));
+  const int replicas = strategy->num_replicas_in_sync();
+  std::printf("REPLICAS: %d\n", replicas);
+  auto train = Check(datasets::FashionMnistDataset(argv[1], {.batch_size = 128, .replicas = replicas, .repeat = true}));
+  const int64_t batch = datasets::GlobalBatch(128, replicas);  // 128 per replica
   std::unique_ptr<Model> model;
   {
     auto scope = strategy->scope();

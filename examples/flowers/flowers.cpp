@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "strata/core/cpu.h"
-#include "strata/data/recipes.h"
+#include "strata/datasets/flowers.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/model.h"
 
@@ -24,10 +24,10 @@ int main(int argc, char** argv) {
   // --- user code starts here
   auto strategy = Check(distribute::MirroredStrategy());  // one replica per core
   const int replicas = strategy->num_replicas_in_sync();
-  auto train = Check(data::FlowersDataset(argv[1], {.image_size = size, .batch_size = 16, .replicas = replicas}));
-  auto val = Check(data::FlowersDataset(argv[2], {.image_size = size, .batch_size = 16, .replicas = replicas,
-                                                  .deterministic = true, .augment = false, .repeat = false,
-                                                  .shuffle_buffer = 0, .drop_remainder = false}));
+  auto train = Check(datasets::FlowersDataset(argv[1], {.image_size = size, .batch_size = 16, .replicas = replicas}));
+  auto val = Check(datasets::FlowersDataset(argv[2], {.image_size = size, .batch_size = 16, .replicas = replicas,
+                                                      .deterministic = true, .augment = false, .repeat = false,
+                                                      .shuffle_buffer = 0, .drop_remainder = false}));
   std::unique_ptr<Model> model;
   {
     auto scope = strategy->scope();

@@ -7,15 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "strata/data/dataset.h"
-#include "strata/data/recipes.h"
-#include "strata/data/synthetic.h"
 
 namespace strata::data {
 namespace {
@@ -284,25 +281,6 @@ TEST(MapAndBatch, StatisticsKeepTheMapAndBatchRows) {
   EXPECT_EQ(by_name["batch"].elements, 5);
   EXPECT_EQ(by_name["batch"].inputs, 40);
   EXPECT_EQ(by_name["batch"].bytes, 40 * (6 * 4 + 8));
-}
-
-TEST(MapAndBatch, FlowersRecipeFusedEqualsUnfused) {
-  const std::string dir = testing::TempDir() + "/strata_map_and_batch_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  auto files = WriteSyntheticFlowers(dir, {.files = 2, .records_per_file = 10, .image_size = 48});
-  ASSERT_TRUE(files.ok()) << files.status().ToString();
-  auto run = [&](int64_t threads, bool fused) {
-    auto ds = FlowersDataset(dir + "/*.tfrec", {.image_size = 24, .batch_size = 3, .deterministic = true,
-                                                 .shuffle_buffer = 8, .seed = 9, .num_parallel_calls = threads});
-    EXPECT_TRUE(ds.ok()) << ds.status().ToString();
-    auto it = ds->with_options({.map_and_batch_fusion = fused}).make_iterator();
-    EXPECT_TRUE(it.ok());
-    return Drain(it->get(), 9);  // 27 images: crosses the epoch boundary (20 per epoch)
-  };
-  const auto want = run(1, false);
-  ASSERT_EQ(want.size(), 9u);
-  for (int64_t threads : {int64_t{1}, int64_t{2}, int64_t{4}}) EXPECT_EQ(run(threads, true), want) << threads;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

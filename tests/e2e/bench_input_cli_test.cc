@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
-#include "strata/data/synthetic.h"
+#include "strata/datasets/synthetic.h"
 
 namespace strata {
 namespace {
@@ -18,7 +18,7 @@ class BenchInputCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new std::string(::testing::TempDir() + "/strata_bench_input_" + std::to_string(::getpid()));
     std::filesystem::remove_all(*dir_);
-    auto r = data::WriteSyntheticFlowers(*dir_, {.files = 2, .records_per_file = 12, .image_size = 96});
+    auto r = datasets::WriteSyntheticFlowers(*dir_, {.files = 2, .records_per_file = 12, .image_size = 96});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   static void TearDownTestSuite() {

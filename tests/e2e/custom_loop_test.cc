@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cli_support.h"
-#include "strata/data/synthetic.h"
+#include "strata/datasets/synthetic.h"
 
 namespace strata::testing {
 namespace {
@@ -15,7 +15,7 @@ TEST(CustomLoop, ReproducesFitForTheReferenceCnn) {
   const std::string dir = ::testing::TempDir() + "/strata-custom-loop";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  auto files = data::WriteSyntheticFashionMnist(dir, 2, 256);
+  auto files = datasets::WriteSyntheticFashionMnist(dir, 2, 256);
   ASSERT_TRUE(files.ok()) << files.status().ToString();
   auto r = RunCommand(std::string(STRATA_EXAMPLES_DIR) + "/example_custom_loop '" + dir + "/*' 24", true);
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cli_support.h"
-#include "strata/data/recipes.h"
+#include "strata/datasets/flowers.h"
 
 namespace strata::testing {
 namespace {
@@ -116,7 +116,7 @@ TEST_F(FlowersCli, PredictWritesOneRowPerTestId) {
     ASSERT_TRUE(truth.count(rows[i][0])) << "unknown id " << rows[i][0];
     const int label = std::stoi(rows[i][1]);
     EXPECT_GE(label, 0);
-    EXPECT_LT(label, data::kFlowersNumClasses);
+    EXPECT_LT(label, datasets::kFlowersNumClasses);
     right += label == truth[rows[i][0]];
   }
   EXPECT_EQ(ids.size(), truth.size());
@@ -140,7 +140,7 @@ TEST_F(FlowersCli, PredictReadsARealTensorFlowFileOfTheSameSchema) {
     EXPECT_EQ(rows[i][0].rfind("test_", 0), 0u) << rows[i][0];
     EXPECT_EQ(rows[i][0].size(), 10u) << rows[i][0];
     ids.insert(rows[i][0]);
-    EXPECT_LT(std::stoi(rows[i][1]), data::kFlowersNumClasses);
+    EXPECT_LT(std::stoi(rows[i][1]), datasets::kFlowersNumClasses);
   }
   EXPECT_EQ(ids.size(), 128u);
   EXPECT_TRUE(ids.count("test_09933")) << "the first record's id";
@@ -155,12 +155,12 @@ TEST_F(FlowersCli, PredictProbabilitiesAddsAColumnPerClass) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto rows = ReadCsv(out);
   ASSERT_EQ(rows.size(), 97u);  // a short last batch (96 = 2 x 40 + 16) is kept
-  ASSERT_EQ(rows[0].size(), 2u + data::kFlowersNumClasses);
+  ASSERT_EQ(rows[0].size(), 2u + datasets::kFlowersNumClasses);
   EXPECT_EQ(rows[0][2], "prob_0");
   for (size_t i = 1; i < rows.size(); ++i) {
     double sum = 0, best = -1;
     int arg = -1;
-    for (int c = 0; c < data::kFlowersNumClasses; ++c) {
+    for (int c = 0; c < datasets::kFlowersNumClasses; ++c) {
       const double p = std::stod(rows[i][2 + c]);
       sum += p;
       if (p > best) best = p, arg = c;
@@ -184,16 +184,16 @@ TEST_F(FlowersCli, TheLibraryExampleRunsTheRecipe) {
 }
 
 TEST(FlowersClasses, AreTheCompetitionsNames) {
-  EXPECT_STREQ(data::kFlowersClasses[0], "pink primrose");
-  EXPECT_STREQ(data::kFlowersClasses[4], "wild geranium");
-  EXPECT_STREQ(data::kFlowersClasses[103], "wild rose");
-  std::set<std::string> distinct(data::kFlowersClasses, data::kFlowersClasses + data::kFlowersNumClasses);
+  EXPECT_STREQ(datasets::kFlowersClasses[0], "pink primrose");
+  EXPECT_STREQ(datasets::kFlowersClasses[4], "wild geranium");
+  EXPECT_STREQ(datasets::kFlowersClasses[103], "wild rose");
+  std::set<std::string> distinct(datasets::kFlowersClasses, datasets::kFlowersClasses + datasets::kFlowersNumClasses);
   EXPECT_EQ(distinct.size(), 104u);
   int trailing_space = 0;
-  for (const char* c : data::kFlowersClasses) trailing_space += std::string(c).back() == ' ';
+  for (const char* c : datasets::kFlowersClasses) trailing_space += std::string(c).back() == ' ';
   EXPECT_EQ(trailing_space, 2);  // 'cyclamen ' and 'hippeastrum '
-  EXPECT_STREQ(data::kFlowersClasses[87], "cyclamen ");
-  EXPECT_STREQ(data::kFlowersClasses[90], "hippeastrum ");
+  EXPECT_STREQ(datasets::kFlowersClasses[87], "cyclamen ");
+  EXPECT_STREQ(datasets::kFlowersClasses[90], "hippeastrum ");
 }
 
 TEST(FlowersCliErrors, PresetNeedsData) {

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "cli_support.h"
+#include "strata/datasets/make_records.h"
 #include "strata/image/decode.h"
 #include "strata/image/jpeg.h"
-#include "strata/image/make_records.h"
 #include "strata/image/png.h"
 #include "strata/record/example.h"
 #include "strata/record/record_reader.h"
@@ -181,19 +181,19 @@ TEST_F(MakeRecordsCli, UsageErrorsExitTwo) {
 }
 
 TEST(MakeRecordsFashionMnist, WritesTfdsLayoutFromDebianIdxFiles) {
-  if (!fs::exists(std::string(image::kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+  if (!fs::exists(std::string(datasets::kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/deps.sh installs it)";
   const fs::path out = fs::path(::testing::TempDir()) / ("fmnist-" + std::to_string(::getpid()));
   fs::remove_all(out);
   auto r = RunCommand(Strata() + " make-records --from fashion-mnist --shards 2 --out " + out.string(), true);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("wrote 70000 examples in 4 files"), std::string::npos) << r.output;
-  const fs::path dir = image::FashionMnistRecordDir(out.string());
+  const fs::path dir = datasets::FashionMnistRecordDir(out.string());
   EXPECT_EQ(Slurp(dir / "label.labels.txt").substr(0, 20), "T-shirt/top\nTrouser\n");
   EXPECT_NE(Slurp(dir / "dataset_info.json").find("\"shardLengths\": [\"30000\", \"30000\"]"), std::string::npos);
 
-  auto idx = image::ReadIdxImages(std::string(image::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
-  auto labels = image::ReadIdxLabels(std::string(image::kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
+  auto idx = datasets::ReadIdxImages(std::string(datasets::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
+  auto labels = datasets::ReadIdxLabels(std::string(datasets::kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
   ASSERT_TRUE(idx.ok() && labels.ok());
   const auto first = ReadExamples((dir / "fashion_mnist-test.tfrecord-00000-of-00002").string());
   const auto second = ReadExamples((dir / "fashion_mnist-test.tfrecord-00001-of-00002").string());

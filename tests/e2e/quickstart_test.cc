@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "cli_support.h"
-#include "strata/data/synthetic.h"
+#include "strata/datasets/synthetic.h"
 
 namespace strata::testing {
 namespace {
@@ -15,7 +15,7 @@ TEST(Quickstart, RunsTheSeedSnippetOnTFRecords) {
   const std::string dir = ::testing::TempDir() + "/strata-quickstart";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  auto files = data::WriteSyntheticFashionMnist(dir, 2, 256);
+  auto files = datasets::WriteSyntheticFashionMnist(dir, 2, 256);
   ASSERT_TRUE(files.ok()) << files.status().ToString();
   auto r = RunCommand(std::string(STRATA_EXAMPLES_DIR) + "/example_quickstart '" + dir + "/*' 2 4", true);
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "strata/data/recipes.h"
-#include "strata/data/synthetic.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/synthetic.h"
 
 namespace strata::data {
 namespace {
@@ -22,9 +22,9 @@ int64_t RssBytes() {
 TEST(PipelineMemory, RssIsFlatOverTenEpochs) {
   const std::string dir = ::testing::TempDir() + "/strata_rss_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  ASSERT_TRUE(WriteSyntheticFlowers(dir, {.files = 4, .records_per_file = 40, .image_size = 128}).ok());
-  auto ds = FlowersDataset(dir + "/*.tfrec",
-                           {.image_size = 64, .batch_size = 16, .shuffle_buffer = 64, .seed = 1});
+  ASSERT_TRUE(datasets::WriteSyntheticFlowers(dir, {.files = 4, .records_per_file = 40, .image_size = 128}).ok());
+  auto ds = datasets::FlowersDataset(dir + "/*.tfrec",
+                                     {.image_size = 64, .batch_size = 16, .shuffle_buffer = 64, .seed = 1});
   ASSERT_TRUE(ds.ok());
   auto it = ds->make_iterator();
   ASSERT_TRUE(it.ok());

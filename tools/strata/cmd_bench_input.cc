@@ -6,7 +6,7 @@
 #include "command.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
-#include "strata/data/recipes.h"
+#include "strata/datasets/flowers.h"
 
 namespace strata::cli {
 namespace {
@@ -40,13 +40,13 @@ int RunBenchInput(const std::vector<std::string>& args) {
   if (threads < 0) return Fail("bench-input", "--threads must be >= 0", kExitUsage);
   if (!(seconds > 0)) return Fail("bench-input", "--seconds must be > 0", kExitUsage);
 
-  data::FlowersOptions o;
+  datasets::FlowersOptions o;
   o.image_size = static_cast<int>(image_size);
   o.batch_size = batch;
   o.deterministic = deterministic == "true";
   if (seed >= 0) o.seed = static_cast<uint64_t>(seed);
   o.autotune.cpu_budget = static_cast<int>(threads);
-  auto ds = data::FlowersDataset(data, o);
+  auto ds = datasets::FlowersDataset(data, o);
   if (!ds.ok()) return Fail("bench-input", ds.status().ToString());
   auto it = ds->make_iterator();
   if (!it.ok()) return Fail("bench-input", it.status().ToString());

@@ -1,4 +1,4 @@
-// strata make-records: image folders or Fashion-MNIST to TFRecords (image/make_records.h).
+// strata make-records: image folders or Fashion-MNIST to TFRecords (datasets/make_records.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <string>
 
 #include "command.h"
-#include "strata/data/recipes.h"
-#include "strata/image/make_records.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/make_records.h"
 
 namespace strata::cli {
 namespace {
@@ -85,44 +85,44 @@ int RunMakeRecords(const std::vector<std::string>& args) {
                 kExitUsage);
   }
   ProgressBar bar(from == "fashion-mnist" || from == "generated-flowers" ? from.c_str() : "make-records");
-  image::ProgressFn progress;
+  datasets::ProgressFn progress;
   if (!quiet) progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
 
-  auto run = [&]() -> Result<image::MakeRecordsReport> {
+  auto run = [&]() -> Result<datasets::MakeRecordsReport> {
     if (from == "fashion-mnist") {
       const int per_split = shards > 0 ? static_cast<int>(shards) : 1;
-      return image::MakeFashionMnistRecords(out, {.train_shards = per_split,
-                                                  .test_shards = per_split,
-                                                  .threads = static_cast<int>(threads),
-                                                  .progress = progress});
+      return datasets::MakeFashionMnistRecords(out, {.train_shards = per_split,
+                                                     .test_shards = per_split,
+                                                     .threads = static_cast<int>(threads),
+                                                     .progress = progress});
     }
     if (from == "generated-flowers") {
       const int64_t quarter = std::max<int64_t>(1, per_class / 4);
-      image::GeneratedFlowersOptions g{.classes = static_cast<int>(classes),
-                                       .train_per_class = static_cast<int>(per_class),
-                                       .val_per_class = static_cast<int>(val_per_class >= 0 ? val_per_class : quarter),
-                                       .test_per_class = static_cast<int>(test_per_class >= 0 ? test_per_class : quarter),
-                                       .image_size = static_cast<int>(image_size),
-                                       .quality = static_cast<int>(quality),
-                                       .shards = shards > 0 ? static_cast<int>(shards) : 4,
-                                       .seed = static_cast<uint64_t>(seed),
-                                       .class_names = {data::kFlowersClasses, data::kFlowersClasses + data::kFlowersNumClasses},
-                                       .threads = static_cast<int>(threads),
-                                       .progress = progress};
-      return image::MakeGeneratedFlowerRecords(out, g);
-    }
-    return image::MakeImageFolderRecords(from, out,
-                                         {.split = split,
-                                          .shards = static_cast<int>(shards),
+      datasets::GeneratedFlowersOptions g{.classes = static_cast<int>(classes),
+                                          .train_per_class = static_cast<int>(per_class),
+                                          .val_per_class = static_cast<int>(val_per_class >= 0 ? val_per_class : quarter),
+                                          .test_per_class = static_cast<int>(test_per_class >= 0 ? test_per_class : quarter),
                                           .image_size = static_cast<int>(image_size),
                                           .quality = static_cast<int>(quality),
+                                          .shards = shards > 0 ? static_cast<int>(shards) : 4,
                                           .seed = static_cast<uint64_t>(seed),
-                                          .labels = !no_label,
-                                          .skip_bad = skip_bad,
+                                          .class_names = {datasets::kFlowersClasses, datasets::kFlowersClasses + datasets::kFlowersNumClasses},
                                           .threads = static_cast<int>(threads),
-                                          .progress = progress});
+                                          .progress = progress};
+      return datasets::MakeGeneratedFlowerRecords(out, g);
+    }
+    return datasets::MakeImageFolderRecords(from, out,
+                                            {.split = split,
+                                             .shards = static_cast<int>(shards),
+                                             .image_size = static_cast<int>(image_size),
+                                             .quality = static_cast<int>(quality),
+                                             .seed = static_cast<uint64_t>(seed),
+                                             .labels = !no_label,
+                                             .skip_bad = skip_bad,
+                                             .threads = static_cast<int>(threads),
+                                             .progress = progress});
   };
-  Result<image::MakeRecordsReport> report = run();
+  Result<datasets::MakeRecordsReport> report = run();
   if (!report.ok()) return Fail("make-records", report.status().ToString());
   for (const auto& s : report->skipped) std::fprintf(stderr, "strata make-records: skipped %s\n", s.c_str());
   if (!quiet) {

@@ -15,10 +15,12 @@
 #include "strata/core/cpu.h"
 #include "strata/core/file.h"
 #include "strata/core/peak_flops.h"
-#include "strata/data/recipes.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/fashion_mnist.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/make_records.h"
 #include "strata/distribute/collective.h"
 #include "strata/distribute/strategy.h"
-#include "strata/image/make_records.h"
 #include "strata/record/record_reader.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/model.h"
@@ -47,11 +49,11 @@ struct TrainFlags {
 // the cache directory.
 Result<std::pair<std::string, std::string>> DefaultFashionMnist() {
   const std::string data_dir = UserCacheDir() + "/datasets";
-  const std::string dir = image::FashionMnistRecordDir(data_dir);
+  const std::string dir = datasets::FashionMnistRecordDir(data_dir);
   const std::string train = dir + "/fashion_mnist-train.tfrecord-*", test = dir + "/fashion_mnist-test.tfrecord-*";
   if (!fs::exists(dir + "/dataset_info.json")) {
     std::printf("Making the Fashion-MNIST TFRecords in %s (first run only)\n", dir.c_str());
-    image::FashionMnistOptions o;
+    datasets::FashionMnistRecordsOptions o;
     const bool tty = ::isatty(::fileno(stdout));
     Stopwatch clock;
     o.progress = [tty, clock](int64_t done, int64_t total) {
@@ -59,7 +61,7 @@ Result<std::pair<std::string, std::string>> DefaultFashionMnist() {
       std::printf("\r%s", keras::ProgbarLogger::Line(done, total, clock.ElapsedSeconds(), {}, done == total).c_str());
       std::fflush(stdout);
     };
-    STRATA_ASSIGN_OR_RETURN(auto report, image::MakeFashionMnistRecords(data_dir, o));
+    STRATA_ASSIGN_OR_RETURN(auto report, datasets::MakeFashionMnistRecords(data_dir, o));
     std::printf("%s%lld examples written\n", tty ? "\n" : "", static_cast<long long>(report.written));
   }
   return std::make_pair(train, test);
@@ -132,7 +134,7 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
   f->model = "flowers-xception";
   f->label_key = "class";
   f->image_size = 192;
-  f->classes = data::kFlowersNumClasses;
+  f->classes = datasets::kFlowersNumClasses;
   f->batch_per_replica = 16;
   f->epochs = 12;
   f->lr = kFlowersFromScratch.max;
@@ -146,18 +148,18 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
 // `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size.
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
-  const int64_t global_batch = f.batch_per_replica * replicas;
   if (f.image_size == 28 && f.label_key == "label") {
-    data::FashionMnistOptions o;
-    o.batch_size = global_batch;
+    datasets::FashionMnistOptions o;
+    o.batch_size = f.batch_per_replica;
+    o.replicas = replicas;
     o.drop_remainder = training;
     o.shuffle = training ? 60000 : 0;
     o.seed = static_cast<uint64_t>(f.seed);
     o.repeat = training;
     o.deterministic = true;
-    return data::FashionMnistDataset(pattern, o);
+    return datasets::FashionMnistDataset(pattern, o);
   }
-  data::FlowersOptions o;
+  datasets::FlowersOptions o;
   o.image_size = static_cast<int>(f.image_size);
   o.batch_size = f.batch_per_replica;
   o.replicas = replicas;
@@ -169,7 +171,7 @@ Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& patter
   o.seed = static_cast<uint64_t>(f.seed);
   o.label_key = f.label_key;
   o.autotune.training_replicas = replicas;
-  return data::FlowersDataset(pattern, o);
+  return datasets::FlowersDataset(pattern, o);
 }
 
 int RunTrain(const std::vector<std::string>& args) {
@@ -242,7 +244,7 @@ int RunTrain(const std::vector<std::string>& args) {
   const int local_replicas = (*strategy)->num_local_replicas();
   const int workers = (*strategy)->num_workers(), worker = (*strategy)->worker_index();
   const bool chief = worker == 0;  // prints, evaluates and saves
-  const int64_t global_batch = f.batch_per_replica * replicas;
+  const int64_t global_batch = datasets::GlobalBatch(f.batch_per_replica, replicas);
   auto examples = CountRecords(f.data);
   if (!examples.ok()) return Fail("train", examples.status().ToString());
   const int64_t steps_per_epoch = f.steps_per_epoch > 0 ? f.steps_per_epoch : *examples / global_batch;

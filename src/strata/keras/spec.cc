@@ -5,7 +5,7 @@
 #include <set>
 
 #include "strata/core/file.h"
-#include "strata/keras/builtin_specs.h"  // generated from models/*.json
+#include "strata/datasets/builtin_specs.h"  // generated from models/*.json
 
 namespace strata::keras {
 namespace {
@@ -329,7 +329,7 @@ Result<std::unique_ptr<Model>> ModelFromJson(const std::string& text) {
 
 Result<std::string> BuiltinSpec(const std::string& name) {
   std::string names;
-  for (const auto& spec : kBuiltinSpecs) {
+  for (const auto& spec : datasets::kBuiltinSpecs) {
     if (name == spec.name) return std::string(spec.json);
     names += (names.empty() ? "" : ", ") + std::string(spec.name);
   }

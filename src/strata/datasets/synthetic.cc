@@ -1,4 +1,4 @@
-#include "strata/data/synthetic.h"
+#include "strata/datasets/synthetic.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 #include "strata/record/example.h"
 #include "strata/record/record_writer.h"
 
-namespace strata::data {
+namespace strata::datasets {
 namespace {
 
 Status MakeDir(const std::string& dir) {
@@ -29,7 +29,7 @@ Result<std::vector<std::string>> WriteSyntheticFlowers(const std::string& dir, S
   image::Image img;
   std::string jpeg;
   record::ExampleBuilder b;
-  Rng rng(o.seed);
+  data::Rng rng(o.seed);
   const int s = o.image_size;
   for (int f = 0; f < o.files; ++f) {
     char name[64];
@@ -70,7 +70,7 @@ Result<std::vector<std::string>> WriteSyntheticFashionMnist(const std::string& d
   image::Image img;
   std::string png;
   record::ExampleBuilder b;
-  Rng rng(7);
+  data::Rng rng(7);
   for (int f = 0; f < files; ++f) {
     char name[96];
     std::snprintf(name, sizeof name, "/fashion_mnist-train.tfrecord-%05d-of-%05d", f, files);
@@ -92,4 +92,4 @@ Result<std::vector<std::string>> WriteSyntheticFashionMnist(const std::string& d
   return names;
 }
 
-}  // namespace strata::data
+}  // namespace strata::datasets

@@ -5,12 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "strata/image/make_records.h"
+#include "strata/datasets/make_records.h"
 #include "strata/image/png.h"
 #include "strata/record/example.h"
 #include "strata/record/record_reader.h"
 
-namespace strata::image {
+namespace strata::datasets {
 namespace {
 
 namespace fs = std::filesystem;
@@ -68,8 +68,8 @@ TEST_F(Idx, WritesBothSplitsShardedWithLosslessPngs) {
       auto ex = record::DecodeExample(rec);
       ASSERT_TRUE(ex.ok());
       EXPECT_EQ(ex->features.at("label").int64s.at(0), index % 10);
-      Image img;
-      ASSERT_TRUE(DecodePng(ex->features.at("image").bytes.at(0), {.channels = 0}, &img).ok());
+      image::Image img;
+      ASSERT_TRUE(image::DecodePng(ex->features.at("image").bytes.at(0), {.channels = 0}, &img).ok());
       ASSERT_EQ(img.channels(), 1);
       for (int p = 0; p < 784; ++p) ASSERT_EQ(img.data()[p], (p * 3 + index * 17) % 256);
       ++index, ++n;
@@ -97,4 +97,4 @@ TEST_F(Idx, ShortOrWrongFilesAreNamed) {
 }
 
 }  // namespace
-}  // namespace strata::image
+}  // namespace strata::datasets

@@ -10,7 +10,7 @@
 
 #include "strata/core/status.h"
 
-namespace strata::data {
+namespace strata::datasets {
 
 struct SyntheticFlowersOptions {
   int files = 4;
@@ -29,4 +29,4 @@ Result<std::vector<std::string>> WriteSyntheticFlowers(const std::string& dir, S
 // and every pixel of its image is at least 10 * label (a checkable pattern).
 Result<std::vector<std::string>> WriteSyntheticFashionMnist(const std::string& dir, int files, int records_per_file);
 
-}  // namespace strata::data
+}  // namespace strata::datasets

@@ -1,9 +1,9 @@
 // The 104 class names of Kaggle's "Flower Classification with TPUs" ("Petals to the Metal"),
 // index order, exactly as the competition's starter notebooks list them: 'cyclamen ' (87) and
 // 'hippeastrum ' (90) end in a space there, and so they do here.
-#include "strata/data/recipes.h"
+#include "strata/datasets/flowers.h"
 
-namespace strata::data {
+namespace strata::datasets {
 
 const char* const kFlowersClasses[kFlowersNumClasses] = {
     "pink primrose",    "hard-leaved pocket orchid", "canterbury bells", "sweet pea",     "wild geranium",      // 00-04
@@ -29,4 +29,4 @@ const char* const kFlowersClasses[kFlowersNumClasses] = {
     "trumpet creeper",  "blackberry lily",           "common tulip",     "wild rose",                           // 100-103
 };
 
-}  // namespace strata::data
+}  // namespace strata::datasets

@@ -1,14 +1,16 @@
-// The flowers and Fashion-MNIST recipes over synthetic files in the real layouts.
-#include "strata/data/recipes.h"
-
+// The flowers and Fashion-MNIST recipes over synthetic files in the real layouts; batch_size
+// is per replica in both, and a batch holds GlobalBatch(batch_size, replicas) elements.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
 
-#include "strata/data/synthetic.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/fashion_mnist.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/synthetic.h"
 
-namespace strata::data {
+namespace strata::datasets {
 namespace {
 
 namespace fs = std::filesystem;
@@ -58,6 +60,67 @@ TEST(FashionMnist, BatchesOfScaledImagesAndLabels) {
   fs::remove_all(dir);
 }
 
+// Every tensor of the first `limit` batches (all when -1), flattened in order.
+std::vector<std::vector<double>> Drain(const data::Dataset& ds, int64_t limit = -1) {
+  std::vector<std::vector<double>> out;
+  auto it = ds.make_iterator();
+  EXPECT_TRUE(it.ok()) << it.status().ToString();
+  if (!it.ok()) return out;
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
+    auto e = (*it)->Next();
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    if (!e.ok() || !e->has_value()) break;
+    std::vector<double> v;
+    for (const Tensor& t : (**e).tensors) {
+      Tensor c = t.Contiguous();
+      for (int64_t i = 0; i < c.num_elements(); ++i)
+        v.push_back(c.dtype() == DType::kI64 ? static_cast<double>(c.data<int64_t>()[i]) : c.data<float>()[i]);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+TEST(BatchSize, GlobalIsPerReplicaTimesReplicas) {
+  static_assert(GlobalBatch(128, 1) == 128);
+  EXPECT_EQ(GlobalBatch(16, 8), 128);
+  EXPECT_EQ(GlobalBatch(int64_t{1} << 20, 4096), int64_t{1} << 32);  // no int overflow
+}
+
+// batch_size is per replica: 8 per replica x 2 replicas gives the batches 16 x 1 gives (and
+// that a global batch_size of 16 gave before batch size meant one thing), same order.
+TEST(FashionMnist, BatchIsPerReplicaTimesReplicas) {
+  const std::string dir = TempDir("fmnist_replicas");
+  ASSERT_TRUE(WriteSyntheticFashionMnist(dir, 2, 25).ok());
+  const std::string glob = dir + "/fashion_mnist-train.tfrecord-*";
+  auto one = FashionMnistDataset(glob, {.batch_size = 16, .shuffle = 64, .seed = 3});
+  auto two = FashionMnistDataset(glob, {.batch_size = 8, .replicas = 2, .shuffle = 64, .seed = 3});
+  ASSERT_TRUE(one.ok() && two.ok());
+  const auto want = Drain(*one);
+  ASSERT_EQ(want.size(), 3u);  // 50 records, 16 a batch, drop_remainder
+  ASSERT_EQ(want[0].size(), 16u * (784 + 1));
+  EXPECT_EQ(Drain(*two), want);
+  EXPECT_FALSE(FashionMnistDataset(glob, {.replicas = 0}).ok());
+  fs::remove_all(dir);
+}
+
+TEST(Flowers, BatchIsPerReplicaTimesReplicas) {
+  const std::string dir = TempDir("flowers_replicas");
+  ASSERT_TRUE(WriteSyntheticFlowers(dir, {.files = 2, .records_per_file = 8, .image_size = 32}).ok());
+  auto run = [&](int64_t per_replica, int replicas) {
+    auto ds = FlowersDataset(dir + "/*.tfrec", {.image_size = 16, .batch_size = per_replica, .replicas = replicas,
+                                                .deterministic = true, .shuffle_buffer = 8, .seed = 2});
+    EXPECT_TRUE(ds.ok()) << ds.status().ToString();
+    return ds.ok() ? Drain(*ds, 4) : std::vector<std::vector<double>>{};
+  };
+  const auto want = run(6, 1);
+  ASSERT_EQ(want.size(), 4u);
+  ASSERT_EQ(want[0].size(), 6u * (16 * 16 * 3 + 1));
+  EXPECT_EQ(run(3, 2), want);
+  EXPECT_EQ(run(2, 3), want);
+  fs::remove_all(dir);
+}
+
 TEST(Flowers, SeededDeterministicRecipeIsTheSameForAnyThreadCount) {
   const std::string dir = TempDir("flowers");
   auto files = WriteSyntheticFlowers(dir, {.files = 3, .records_per_file = 8, .image_size = 64});
@@ -94,7 +157,7 @@ TEST(Flowers, SeededDeterministicRecipeIsTheSameForAnyThreadCount) {
     ASSERT_LE(v, 1.0f + 1e-5f);
   }
   EXPECT_EQ(run(3), one);
-  EXPECT_EQ(run(AUTOTUNE), one);
+  EXPECT_EQ(run(data::AUTOTUNE), one);
   fs::remove_all(dir);
 }
 
@@ -116,10 +179,10 @@ TEST(Flowers, NonDeterministicDefaultRunsAndNamesBadGlobs) {
 }
 
 }  // namespace
-}  // namespace strata::data
+}  // namespace strata::datasets
 
 // Evaluation/prediction: every record once (the last short batch kept), each with its id.
-namespace strata::data {
+namespace strata::datasets {
 namespace {
 
 TEST(Flowers, EvaluationKeepsTheRemainderAndCarriesIds) {
@@ -163,4 +226,29 @@ TEST(Flowers, ClassNamesAreTheCompetitions) {
 }
 
 }  // namespace
-}  // namespace strata::data
+}  // namespace strata::datasets
+
+// Moved from tests/data/map_and_batch_test.cc with the recipe: the flowers recipe's fused
+// map_into + batch yields the unfused path's batches for any thread count.
+namespace strata::datasets {
+namespace {
+
+TEST(MapAndBatch, FlowersRecipeFusedEqualsUnfused) {
+  const std::string dir = TempDir("map_and_batch");
+  auto files = WriteSyntheticFlowers(dir, {.files = 2, .records_per_file = 10, .image_size = 48});
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  auto run = [&](int64_t threads, bool fused) {
+    auto ds = FlowersDataset(dir + "/*.tfrec", {.image_size = 24, .batch_size = 3, .deterministic = true,
+                                                .shuffle_buffer = 8, .seed = 9, .num_parallel_calls = threads});
+    EXPECT_TRUE(ds.ok()) << ds.status().ToString();
+    // 27 images: crosses the epoch boundary (20 per epoch)
+    return Drain(ds->with_options({.map_and_batch_fusion = fused}), 9);
+  };
+  const auto want = run(1, false);
+  ASSERT_EQ(want.size(), 9u);
+  for (int64_t threads : {int64_t{1}, int64_t{2}, int64_t{4}}) EXPECT_EQ(run(threads, true), want) << threads;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata::datasets

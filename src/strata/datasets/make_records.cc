@@ -1,4 +1,4 @@
-#include "strata/image/make_records.h"
+#include "strata/datasets/make_records.h"
 
 #include <zlib.h>
 
@@ -23,7 +23,7 @@
 #include "strata/record/example.h"
 #include "strata/record/record_writer.h"
 
-namespace strata::image {
+namespace strata::datasets {
 
 namespace fs = std::filesystem;
 
@@ -63,20 +63,20 @@ struct Item {
 // The largest centred square, decoded at the smallest DCT scale that keeps it >= size,
 // resized to size x size and encoded as JPEG.
 Status EncodeSquareJpeg(const std::string& path, int size, int quality, std::string* jpeg) {
-  thread_local Image decoded, resized;
+  thread_local image::Image decoded, resized;
   STRATA_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
-  STRATA_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
+  STRATA_ASSIGN_OR_RETURN(image::ImageInfo info, image::ReadImageInfo(bytes));
   const int side = std::min(info.height, info.width);
-  DecodeOptions d{.channels = 3,
-                  .min_height = static_cast<int>(std::ceil(static_cast<double>(info.height) * size / side)),
-                  .min_width = static_cast<int>(std::ceil(static_cast<double>(info.width) * size / side))};
-  STRATA_RETURN_IF_ERROR(DecodeImage(bytes, d, &decoded));
-  const ImageView full = decoded.view();
+  image::DecodeOptions d{.channels = 3,
+                         .min_height = static_cast<int>(std::ceil(static_cast<double>(info.height) * size / side)),
+                         .min_width = static_cast<int>(std::ceil(static_cast<double>(info.width) * size / side))};
+  STRATA_RETURN_IF_ERROR(image::DecodeImage(bytes, d, &decoded));
+  const image::ImageView full = decoded.view();
   const int s = std::min(full.height, full.width);
-  STRATA_ASSIGN_OR_RETURN(ImageView square, full.Crop((full.height - s) / 2, (full.width - s) / 2, s, s));
-  const ResizeMethod m = s >= size ? ResizeMethod::kArea : ResizeMethod::kBilinear;
-  STRATA_RETURN_IF_ERROR(Resize(square, size, size, {.method = m}, &resized));
-  return EncodeJpeg(resized.view(), {.quality = quality, .subsampling = 420}, jpeg);
+  STRATA_ASSIGN_OR_RETURN(image::ImageView square, full.Crop((full.height - s) / 2, (full.width - s) / 2, s, s));
+  const image::ResizeMethod m = s >= size ? image::ResizeMethod::kArea : image::ResizeMethod::kBilinear;
+  STRATA_RETURN_IF_ERROR(image::Resize(square, size, size, {.method = m}, &resized));
+  return image::EncodeJpeg(resized.view(), {.quality = quality, .subsampling = 420}, jpeg);
 }
 
 // Reports progress from worker threads through one lock, at most ~20 times a second.
@@ -110,7 +110,7 @@ std::string Hex9(uint64_t v) {
 // on the seed's stream).
 void AssignIdsAndShuffle(uint64_t seed, uint64_t first, std::set<std::string>* ids, std::vector<Item>* items) {
   for (size_t i = 0; i < items->size(); ++i) {
-    SeedStream rng(seed, first + i, /*purpose=*/2);
+    image::SeedStream rng(seed, first + i, /*purpose=*/2);
     std::string id;
     do {
       const uint64_t v = (static_cast<uint64_t>(rng.NextU32()) << 4) ^ (rng.NextU32() & 15);
@@ -118,7 +118,7 @@ void AssignIdsAndShuffle(uint64_t seed, uint64_t first, std::set<std::string>* i
     } while (!ids->insert(id).second);
     (*items)[i].id = id;
   }
-  SeedStream shuffle(seed, first, /*purpose=*/1);
+  image::SeedStream shuffle(seed, first, /*purpose=*/1);
   for (size_t i = items->size(); i > 1; --i)
     std::swap((*items)[i - 1], (*items)[shuffle.UniformInt(static_cast<uint32_t>(i))]);
 }
@@ -250,7 +250,7 @@ void RenderGeneratedFlower(int label, uint64_t seed, uint64_t index, int size, u
   const int petals = 3 + (label * 5) % 7;
   const float bg_hue = 0.22f + 0.16f * static_cast<float>((label * 3) % 5) / 4.0f;  // greens to teals
   // The image: position, size, rotation, lighting, noise.
-  SeedStream rng(seed, index, /*purpose=*/7);
+  image::SeedStream rng(seed, index, /*purpose=*/7);
   const float s = static_cast<float>(size);
   const float cx = s * rng.Uniform(0.38f, 0.62f), cy = s * rng.Uniform(0.38f, 0.62f);
   const float radius = s * rng.Uniform(0.26f, 0.40f), turn = rng.Uniform(0.0f, 6.2831853f);
@@ -306,11 +306,11 @@ Result<MakeRecordsReport> MakeGeneratedFlowerRecords(const std::string& out_dir,
   const uint64_t seed = o.seed, size = static_cast<uint64_t>(o.image_size);
   // The item's path field holds the image's global index: it seeds the rendering.
   auto encode = [seed, size, &write](const Item& item, std::string* jpeg) -> Status {
-    thread_local Image img;
+    thread_local image::Image img;
     const uint64_t index = std::stoull(item.path.substr(item.path.rfind('#') + 1));
     RenderGeneratedFlower(static_cast<int>(item.label), seed, index, static_cast<int>(size),
                           img.Reset(static_cast<int>(size), static_cast<int>(size), 3));
-    return EncodeJpeg(img.view(), {.quality = write.quality, .subsampling = 420}, jpeg);
+    return image::EncodeJpeg(img.view(), {.quality = write.quality, .subsampling = 420}, jpeg);
   };
   std::string test_labels = "id,label\n";
   for (const Split& split : splits) {
@@ -421,7 +421,7 @@ std::string FashionMnistRecordDir(const std::string& out_dir) {
   return (fs::path(out_dir) / "fashion_mnist" / "3.0.1").string();
 }
 
-Result<MakeRecordsReport> MakeFashionMnistRecords(const std::string& out_dir, const FashionMnistOptions& o) {
+Result<MakeRecordsReport> MakeFashionMnistRecords(const std::string& out_dir, const FashionMnistRecordsOptions& o) {
   if (o.train_shards <= 0 || o.test_shards <= 0) return InvalidArgument("fashion-mnist: shards must be >= 1");
   struct Split {
     const char* name;
@@ -462,8 +462,8 @@ Result<MakeRecordsReport> MakeFashionMnistRecords(const std::string& out_dir, co
     pool.ParallelFor((n + 255) / 256, [&](int64_t chunk) {
       const int64_t end = std::min(n, (chunk + 1) * 256);
       for (int64_t i = chunk * 256; i < end; ++i) {
-        const ImageView v{s.images.pixels.data() + i * per, s.images.rows, s.images.cols, 1, s.images.cols};
-        errors[i] = EncodePng(v, {}, &pngs[i]);
+        const image::ImageView v{s.images.pixels.data() + i * per, s.images.rows, s.images.cols, 1, s.images.cols};
+        errors[i] = image::EncodePng(v, {}, &pngs[i]);
       }
       progress.Add(end - chunk * 256);
     });
@@ -506,4 +506,4 @@ Result<MakeRecordsReport> MakeFashionMnistRecords(const std::string& out_dir, co
   return report;
 }
 
-}  // namespace strata::image
+}  // namespace strata::datasets

@@ -1,0 +1,45 @@
+#include "strata/datasets/fashion_mnist.h"
+
+#include <random>
+
+#include "strata/data/sources.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/image_example.h"
+#include "strata/image/augment.h"
+
+namespace strata::datasets {
+
+using data::Dataset;
+using data::Element;
+using data::MixSeed;
+
+Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions o) {
+  if (o.batch_size <= 0 || o.replicas <= 0)
+    return InvalidArgument("FashionMnistDataset: batch_size and replicas must be > 0");
+  const uint64_t seed = o.seed.value_or(std::random_device{}() * 0x100000001ull ^ std::random_device{}());
+  STRATA_ASSIGN_OR_RETURN(Dataset files, data::list_files(file_glob));
+  STRATA_ASSIGN_OR_RETURN(data::MapFn parse,
+                          data::ParseExampleFn({{.key = "image", .type = record::FeatureKind::kBytes},
+                                                {.key = "label", .type = record::FeatureKind::kInt64}}));
+  image::AugmentOptions ao;
+  ao.height = ao.width = 28;
+  ao.channels = 1;
+  ao.dct_scaling = false;
+  STRATA_ASSIGN_OR_RETURN(image::Augmenter aug, image::Augmenter::Make(ao, seed));
+  auto shared = std::make_shared<const image::Augmenter>(std::move(aug));
+  data::MapRngFn decode = DecodeFn(shared, "label", "fashion_mnist");
+  Dataset ds = data::TFRecordDataset(files).with_options({.deterministic = o.deterministic});
+  ds = ds.map_with_rng(
+      [parse, decode](Element e, data::Rng& rng) -> Result<Element> {
+        STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
+        return decode(std::move(parsed), rng);
+      },
+      {.num_parallel_calls = o.num_parallel_calls, .seed = MixSeed(seed, 3)});
+  if (o.cache) ds = ds.cache();
+  if (o.shuffle > 0) ds = ds.shuffle(o.shuffle, {.seed = MixSeed(seed, 4)});
+  if (o.repeat) ds = ds.repeat();
+  ds = ds.batch(GlobalBatch(o.batch_size, o.replicas), {.drop_remainder = o.drop_remainder});
+  return ds.prefetch(data::AUTOTUNE);
+}
+
+}  // namespace strata::datasets

@@ -1,0 +1,32 @@
+// The Fashion-MNIST pipeline: TFRecords in the TFDS layout (`image` PNG bytes 28x28x1,
+// `label` int64, as make_records.h writes them), images scaled to [0, 1] f32.
+//
+//   STRATA_ASSIGN_OR_RETURN(data::Dataset fm, datasets::FashionMnistDataset("/data/fashion_mnist/*train*",
+//                                                                           {.batch_size = 64, .replicas = 2}));
+//   // elements: (image f32 [128, 28, 28, 1] in [0, 1], label i64 [128])
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "strata/data/dataset.h"
+
+namespace strata::datasets {
+
+//   list_files -> TFRecordDataset -> parse + decode -> cache -> shuffle -> repeat
+//   -> batch(GlobalBatch(batch_size, replicas), drop_remainder) -> prefetch(AUTOTUNE)
+struct FashionMnistOptions {
+  int64_t batch_size = 128;        // per replica (batch_size.h)
+  int replicas = 1;                // batches hold GlobalBatch(batch_size, replicas) elements
+  bool drop_remainder = true;      // static shapes for the compiled step
+  int64_t shuffle = 10000;         // buffer; 0: file order
+  std::optional<uint64_t> seed;
+  bool repeat = false;             // false: one epoch per iterator
+  bool cache = true;               // decoded images kept in memory after the first epoch
+  int64_t num_parallel_calls = data::AUTOTUNE;
+  bool deterministic = true;
+};
+Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions options = {});
+
+}  // namespace strata::datasets

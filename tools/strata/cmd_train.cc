@@ -299,20 +299,12 @@ int RunTrain(const std::vector<std::string>& args) {
     };
     std::vector<std::string> metrics = {"accuracy"};
     if (flowers) metrics.push_back("f1_macro");  // the competition's metric, on --val after each epoch
-    // The last layer of a spec either ends in softmax (probabilities) or gives logits: from_logits
-    // = false is refused for a model without the softmax (and from_logits = true on a softmax
-    // would apply it twice), so try that first.
+    // A spec's last layer either ends in softmax (probabilities) or gives logits.
     Status st = model->compile({.optimizer = optimizer(),
-                                .loss = keras::losses::SparseCategoricalCrossentropy(),
+                                .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !model->ends_in_softmax()}),
                                 .metrics = metrics,
                                 .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
                                 .seed = static_cast<uint64_t>(f.seed)});
-    if (!st.ok() && st.message().find("from_logits") != std::string::npos)
-      st = model->compile({.optimizer = optimizer(),
-                           .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                           .metrics = metrics,
-                           .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
-                           .seed = static_cast<uint64_t>(f.seed)});
     if (!st.ok()) return Fail("train", st.ToString());
     if (chief)
       std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)\n",

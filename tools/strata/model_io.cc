@@ -7,8 +7,9 @@
 
 #include "strata/core/cpu.h"
 #include "strata/core/file.h"
-#include "strata/data/recipes.h"
-#include "strata/image/make_records.h"
+#include "strata/datasets/fashion_mnist.h"
+#include "strata/datasets/flowers.h"
+#include "strata/datasets/make_records.h"
 #include "strata/keras/spec.h"
 #include "strata/record/record_reader.h"
 #include "strata/record/record_writer.h"
@@ -159,10 +160,10 @@ Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string&
                                        bool ids) {
   if (info.image_size == 28 && info.label_key == "label") {  // Fashion-MNIST's TFDS layout
     if (ids) return InvalidArgument("Fashion-MNIST records have no id feature to predict for");
-    return data::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
+    return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
                                             .cache = false});
   }
-  data::FlowersOptions o;
+  datasets::FlowersOptions o;
   o.image_size = static_cast<int>(info.image_size);
   o.batch_size = batch;
   o.deterministic = true;
@@ -173,7 +174,7 @@ Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string&
   o.label_key = labels ? info.label_key : "";
   o.drop_remainder = false;
   o.id_key = ids ? "id" : "";
-  return data::FlowersDataset(glob, o);
+  return datasets::FlowersDataset(glob, o);
 }
 
 std::vector<float> ToProbabilities(const Tensor& outputs) {
@@ -214,10 +215,10 @@ Status ForEachPrediction(keras::Model& model, const data::Dataset& ds, const Pre
 
 std::vector<std::string> ClassNames(const ModelInfo& info, int64_t classes) {
   std::vector<std::string> names;
-  const bool flowers = info.preset == "flowers" || classes == data::kFlowersNumClasses;
+  const bool flowers = info.preset == "flowers" || classes == datasets::kFlowersNumClasses;
   for (int64_t c = 0; c < classes; ++c) {
-    if (flowers && c < data::kFlowersNumClasses) names.push_back(data::kFlowersClasses[c]);
-    else if (classes == 10 && info.label_key == "label") names.push_back(image::kFashionMnistClasses[c]);
+    if (flowers && c < datasets::kFlowersNumClasses) names.push_back(datasets::kFlowersClasses[c]);
+    else if (classes == 10 && info.label_key == "label") names.push_back(datasets::kFashionMnistClasses[c]);
     else names.push_back("class " + std::to_string(c));
   }
   return names;

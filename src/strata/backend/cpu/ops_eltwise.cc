@@ -1,7 +1,6 @@
 // Element-wise and data-movement ops: activations and their gradients, scale, softmax,
 // binary ops, bias add, reductions, concat, slice, reshape/cast/identity as oneDNN primitives;
 // dropout and broadcast as Strata's own kernels.
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>

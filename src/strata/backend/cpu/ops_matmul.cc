@@ -1,6 +1,4 @@
 // MatMul (with a fused bias and activation) as one oneDNN matmul primitive.
-#include <string>
-
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {

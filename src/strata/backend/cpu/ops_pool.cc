@@ -1,4 +1,6 @@
 // Max and average pooling, forward and backward, as oneDNN primitives.
+#include <memory>
+
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The reference CNN training step in PyTorch: the peer `strata bench-step` is compared with.
 
-Same model as src/strata/graph/reference_cnn.h (Keras defaults): three-by-three convolutions
+Same model as tests/common/reference_cnn_graph.h (Keras defaults): three-by-three convolutions
 with bias, batch norm (eps 1e-3, Keras momentum 0.99 = torch momentum 0.01), ReLU, 2x2 max
 pooling, Dense(128)-ReLU, Dropout(0.3), Dense(10); cross-entropy; SGD Nesterov momentum 0.9.
 Synthetic inputs of the model's shape, like bench-step. Prints one JSON object.

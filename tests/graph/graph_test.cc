@@ -1,15 +1,17 @@
 // Shape and dtype inference, error messages, scheduling, fusion and memory planning.
 #include <gtest/gtest.h>
 
+#include "common/reference_cnn_graph.h"
 #include "strata/graph/autodiff.h"
 #include "strata/graph/fusion.h"
 #include "strata/graph/graph.h"
 #include "strata/graph/memory_plan.h"
-#include "strata/graph/reference_cnn.h"
 #include "strata/graph/schedule.h"
 
 namespace strata::graph {
 namespace {
+
+using testing::BuildReferenceCnn;
 
 TEST(GraphTest, ConvShapeInference) {
   Graph g;
@@ -85,7 +87,9 @@ TEST(GraphTest, FusionGroupsOfTheReferenceCnn) {
   Graph g;
   auto m = BuildReferenceCnn(g, {.batch = 4});
   ASSERT_TRUE(m.ok());
-  Schedule s = MakeSchedule(g, {m->loss});
+  std::vector<Value> roots = m->grads;  // as the backends schedule: the fetches and every gradient
+  roots.push_back(m->loss);
+  Schedule s = MakeSchedule(g, roots);
   FusionPlan f = PlanFusion(g, s, true);
   int conv_bias = 0, bn_relu = 0, bn_relu_grad = 0, bias_grad = 0, dense_bias_relu = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
@@ -101,18 +105,42 @@ TEST(GraphTest, FusionGroupsOfTheReferenceCnn) {
   EXPECT_EQ(bn_relu_grad, 4);
   EXPECT_EQ(bias_grad, 4);
   EXPECT_EQ(dense_bias_relu, 1);
-  for (int i : s.order)
-    if (IsUpdate(g.node(i).kind)) {
-      for (int j : s.order) {
-        if (j == i) break;
-        EXPECT_FALSE(IsUpdate(g.node(j).kind) && false);
-      }
+}
+
+// The schedule is the live non-leaf nodes in graph (index) order: graph order is already a
+// topological order. Live: the fetches, the side-effecting nodes (training batch norm, dropout)
+// and whatever they read. The loss alone needs no gradient node.
+TEST(ScheduleTest, LiveNonLeafNodesInIndexOrder) {
+  Graph g;
+  auto m = BuildReferenceCnn(g, {.batch = 4});
+  ASSERT_TRUE(m.ok());
+  std::vector<Value> roots = m->grads;
+  roots.push_back(m->loss);
+  for (const std::vector<Value>& fetches : {std::vector<Value>{m->loss}, roots}) {
+    Schedule s = MakeSchedule(g, fetches);
+    // Liveness by hand: a node is live when it is fetched, has side effects or feeds a live node.
+    std::vector<bool> live(g.num_nodes(), false);
+    for (const Value& f : fetches) live[f.node] = true;
+    for (int i = g.num_nodes() - 1; i >= 0; --i) {
+      live[i] = live[i] || g.node(i).has_side_effects;
+      if (live[i])
+        for (const Value& in : g.node(i).inputs) live[in.node] = true;
     }
-  // Updates come after every other kernel.
-  bool seen_update = false;
-  for (int i : s.order) {
-    if (IsUpdate(g.node(i).kind)) seen_update = true;
-    else EXPECT_FALSE(seen_update) << g.node(i).name << " scheduled after an update";
+    std::vector<int> expected;
+    for (int i = 0; i < g.num_nodes(); ++i)
+      if (live[i] && !IsLeaf(g.node(i).kind)) expected.push_back(i);
+    EXPECT_EQ(s.order, expected);
+    EXPECT_EQ(s.live, live);
+    // So every node runs after what it reads.
+    std::vector<bool> done(g.num_nodes(), false);
+    for (int i : s.order) {
+      for (const Value& in : g.node(i).inputs)
+        EXPECT_TRUE(done[in.node] || IsLeaf(g.node(in.node).kind)) << g.node(i).name << " before its input";
+      done[i] = true;
+    }
+    int grad_ops = 0;
+    for (int i : s.order) grad_ops += g.node(i).kind == OpKind::kConv2DBackpropFilter;
+    EXPECT_EQ(grad_ops, fetches.size() == 1 ? 0 : 4);
   }
 }
 

@@ -1,8 +1,11 @@
-#include "strata/graph/reference_cnn.h"
+#include "common/reference_cnn_graph.h"
 
+#include "strata/backend/update_rule.h"
 #include "strata/graph/autodiff.h"
 
-namespace strata::graph {
+namespace strata::testing {
+
+using namespace graph;  // NOLINT: a graph builder
 
 namespace {
 
@@ -34,7 +37,6 @@ Result<ReferenceCnn> BuildReferenceCnn(Graph& g, const ReferenceCnnOptions& o) {
   ReferenceCnn m;
   m.images = g.Input("images", DType::kF32, {o.batch, o.height, o.width, o.channels});
   m.labels = g.Input("labels", DType::kI32, {o.batch});
-  m.lr = g.Input("learning_rate", DType::kF32, {});
   Value x = m.images;
   STRATA_ASSIGN_OR_RETURN(x, ConvBnRelu(g, x, 32, "conv2d", o, o.seed + 1));
   STRATA_ASSIGN_OR_RETURN(x, ConvBnRelu(g, x, 32, "conv2d_1", o, o.seed + 2));
@@ -60,11 +62,20 @@ Result<ReferenceCnn> BuildReferenceCnn(Graph& g, const ReferenceCnnOptions& o) {
   STRATA_ASSIGN_OR_RETURN(m.logits, g.BiasAdd(x, b2, "dense_1/bias_add"));
   STRATA_ASSIGN_OR_RETURN(m.loss, g.SoftmaxCrossEntropy(m.logits, m.labels, 0, "loss"));
   if (!o.training) return m;
-  std::vector<Value> vars = TrainableVariables(g);
-  STRATA_ASSIGN_OR_RETURN(std::vector<Value> grads, Gradients(g, m.loss, vars));
-  for (size_t i = 0; i < vars.size(); ++i)
-    STRATA_RETURN_IF_ERROR(g.SgdUpdate(vars[i], grads[i], m.lr, {.momentum = o.momentum, .nesterov = true}));
+  STRATA_ASSIGN_OR_RETURN(m.grads, Gradients(g, m.loss, TrainableVariables(g)));
   return m;
 }
 
-}  // namespace strata::graph
+void ApplyReferenceSgd(const backend::Backend& backend, backend::VariableStore& vars, float lr,
+                       std::vector<float>* velocity, float momentum) {
+  const int64_t n = vars.num_trainable();
+  velocity->resize(static_cast<size_t>(n), 0.0f);
+  backend::UpdateRule rule;
+  rule.kind = backend::UpdateRule::Kind::kSgd;
+  rule.lr = lr;
+  rule.momentum = momentum;
+  rule.nesterov = true;
+  backend.ApplyUpdate(rule, {vars.params().data<float>(), vars.grads().data<float>(), velocity->data(), nullptr, n});
+}
+
+}  // namespace strata::testing

@@ -6,12 +6,13 @@
 //   - one input buffer per graph Input (write the batch there before Run),
 //   - one buffer per fetched value (read after Run),
 //   - the variables: parameters (trainable first, then state such as batch-norm moving
-//     statistics), gradients of the trainable ones (same order and offsets as the trainable
-//     parameters: one buffer to all-reduce) and optimizer slots, each ONE contiguous f32
-//     block with named views (one write to checkpoint),
+//     statistics) and gradients of the trainable ones (same order and offsets as the trainable
+//     parameters: one buffer to all-reduce), each ONE contiguous f32 block with named views
+//     (one write to checkpoint). No optimizer slots: the update runs outside the program, on
+//     these blocks (Backend::ApplyUpdate; keras::OptimizerState holds the slots),
 //   - one arena for every intermediate value, planned by liveness (graph/memory_plan.h).
 //
-//   graph::Graph g;  ... build model, loss, grads = Gradients(...), SgdUpdate(...) ...
+//   graph::Graph g;  ... build model, loss, grads = Gradients(...) ...
 //   STRATA_ASSIGN_OR_RETURN(auto program, backend::Compile(g, {.fetches = {loss}}));
 //   std::memcpy(program->input(images).data<float>(), batch, bytes);
 //   STRATA_RETURN_IF_ERROR(program->Run());
@@ -51,7 +52,8 @@ enum class ConvAlgorithm : uint8_t {
   kDirect,  // direct everywhere (also STRATA_CONV_ALGORITHM=direct)
 };
 
-// The variables of one or more programs: three contiguous f32 blocks with named views.
+// The variables of one or more programs: two contiguous f32 blocks (parameters and state,
+// gradients) with named views.
 // Programs compiled from different graphs (train, eval) share one store when the second is
 // compiled with CompileOptions::variables = first->variables(); names and shapes must match.
 class VariableStore {
@@ -61,13 +63,13 @@ class VariableStore {
     Shape shape;
     graph::VariableRole role;
     bool trainable;
-    int64_t offset;   // elements into the block of its role (params hold kParameter + kState)
+    int64_t offset;   // elements into params (trainable first); into grads too when trainable
     int64_t size;     // elements
     graph::VariableOptions init;
   };
 
-  // Builds the layout from a graph's variables (parameters trainable first, then state;
-  // slots in their own block) and initializes values from each variable's initializer.
+  // Builds the layout from a graph's variables (trainable parameters first, then the
+  // non-trainable ones and state) and initializes values from each variable's initializer.
   static Result<std::shared_ptr<VariableStore>> Create(const graph::Graph& g);
   // Checks that every variable of `g` exists here with the same shape and role.
   Status CheckCompatible(const graph::Graph& g) const;
@@ -77,9 +79,8 @@ class VariableStore {
 
   Tensor& params() { return params_; }        // f32 [num_params]: trainable, then state
   Tensor& grads() { return grads_; }          // f32 [num_trainable]: same offsets as params
-  Tensor& slots() { return slots_; }          // f32 [num_slot_elements]
   int64_t num_trainable() const { return num_trainable_; }
-  // A view of the variable's values (params or slots block) in its own shape.
+  // A view of the variable's values (in the params block) in its own shape.
   Result<Tensor> Value(const std::string& name) const;
   // A view of the gradient of a trainable variable.
   Result<Tensor> Gradient(const std::string& name) const;
@@ -88,7 +89,7 @@ class VariableStore {
 
  private:
   std::vector<Entry> entries_;
-  Tensor params_, grads_, slots_;
+  Tensor params_, grads_;
   int64_t num_trainable_ = 0;
 };
 

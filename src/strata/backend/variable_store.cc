@@ -8,7 +8,6 @@
 namespace strata::backend {
 
 using graph::Init;
-using graph::VariableRole;
 
 namespace {
 
@@ -63,18 +62,16 @@ void InitializeValues(const VariableStore::Entry& e, float* out) {
 
 Result<std::shared_ptr<VariableStore>> VariableStore::Create(const graph::Graph& g) {
   auto store = std::make_shared<VariableStore>();
-  int64_t trainable = 0, state = 0, slots = 0;
+  int64_t trainable = 0, state = 0;
   // Trainable parameters first, then state, so params[0, num_trainable) lines up with grads.
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < 2; ++pass) {
     for (int i : g.variable_nodes()) {
       const graph::Node& n = g.node(i);
-      const bool is_slot = n.attrs.role == VariableRole::kOptimizerSlot;
-      const bool tr = n.attrs.var.trainable && !is_slot;
-      const int want = is_slot ? 2 : (tr ? 0 : 1);
-      if (want != pass) continue;
+      const bool tr = n.attrs.var.trainable;
+      if (tr != (pass == 0)) continue;
       Entry e{n.name, n.out_shapes[0], n.attrs.role, tr, 0, n.out_shapes[0].num_elements(), n.attrs.var};
-      int64_t& cursor = pass == 0 ? trainable : (pass == 1 ? state : slots);
-      e.offset = pass == 1 ? trainable + cursor : cursor;
+      int64_t& cursor = tr ? trainable : state;
+      e.offset = tr ? cursor : trainable + cursor;
       cursor += e.size;
       store->entries_.push_back(std::move(e));
     }
@@ -82,16 +79,12 @@ Result<std::shared_ptr<VariableStore>> VariableStore::Create(const graph::Graph&
   store->num_trainable_ = trainable;
   store->params_ = Tensor(DType::kF32, Shape{std::max<int64_t>(trainable + state, 1)});
   store->grads_ = Tensor(DType::kF32, Shape{std::max<int64_t>(trainable, 1)});
-  store->slots_ = Tensor(DType::kF32, Shape{std::max<int64_t>(slots, 1)});
   store->Initialize();
   return store;
 }
 
 void VariableStore::Initialize() {
-  for (const Entry& e : entries_) {
-    float* base = e.role == VariableRole::kOptimizerSlot ? slots_.data<float>() : params_.data<float>();
-    InitializeValues(e, base + e.offset);
-  }
+  for (const Entry& e : entries_) InitializeValues(e, params_.data<float>() + e.offset);
   std::memset(grads_.raw_data(), 0, grads_.nbytes());
 }
 
@@ -122,7 +115,7 @@ static Result<Tensor> ViewOf(const Tensor& block, const VariableStore::Entry& e)
 Result<Tensor> VariableStore::Value(const std::string& name) const {
   const Entry* e = Find(name);
   if (e == nullptr) return NotFound("no variable named " + name);
-  return ViewOf(e->role == VariableRole::kOptimizerSlot ? slots_ : params_, *e);
+  return ViewOf(params_, *e);
 }
 
 Result<Tensor> VariableStore::Gradient(const std::string& name) const {

@@ -270,7 +270,7 @@ class Differentiator {
       case OpKind::kInput: case OpKind::kVariable: case OpKind::kConstant:
         return Status::OK();
       default:
-        return Unimplemented(label + "no gradient rule (batch-norm inference, gradient and update ops are not "
+        return Unimplemented(label + "no gradient rule (batch-norm inference and gradient ops are not "
                              "differentiable here)");
     }
   }

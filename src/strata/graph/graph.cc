@@ -44,9 +44,6 @@ const char* OpKindName(OpKind k) {
     case OpKind::kAvgPoolGrad: return "AvgPoolGrad";
     case OpKind::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
     case OpKind::kMeanSquaredErrorGrad: return "MeanSquaredErrorGrad";
-    case OpKind::kSgdUpdate: return "SgdUpdate";
-    case OpKind::kAdamUpdate: return "AdamUpdate";
-    case OpKind::kRmsPropUpdate: return "RmsPropUpdate";
   }
   return "?";
 }
@@ -560,54 +557,6 @@ Result<Value> Graph::MeanSquaredError(Value p, Value t, const std::string& name_
   return Finish(std::move(n));
 }
 
-static Status CheckUpdate(const std::string& label, const Graph* g, Value var, Value grad, Value lr) {
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {var, grad, lr}, g));
-  if (g->node(var.node).kind != OpKind::kVariable || !g->node(var.node).attrs.var.trainable)
-    return InvalidArgument(label + "the updated value must be a trainable variable");
-  if (grad.shape() != var.shape() || grad.dtype() != DType::kF32)
-    return InvalidArgument(label + "gradient " + S(grad.shape()) + " does not match variable " + S(var.shape()));
-  if (lr.shape() != Shape{} || lr.dtype() != DType::kF32)
-    return InvalidArgument(label + "learning rate must be a scalar f32, found " + S(lr.shape()));
-  return Status::OK();
-}
-
-static Status AddUpdate(Graph* g, OpKind kind, Value var, Value grad, Value lr, const std::vector<std::string>& slots,
-                        const Attrs& attrs) {
-  const std::string& vname = g->node(var.node).name;
-  Node n{kind, vname + "/" + OpKindName(kind), {var, grad, lr}, {}, {}, attrs, true};
-  STRATA_RETURN_IF_ERROR(CheckUpdate(OpLabel(n.name, kind), g, var, grad, lr));
-  for (const std::string& s : slots) {
-    const bool scalar = s == "iterations";
-    STRATA_ASSIGN_OR_RETURN(Value slot, g->Variable(vname + "/" + s, scalar ? Shape{} : var.shape(), {},
-                                                    VariableRole::kOptimizerSlot));
-    n.inputs.push_back(slot);
-  }
-  g->AddNode(std::move(n));
-  return Status::OK();
-}
-
-Status Graph::SgdUpdate(Value var, Value grad, Value lr, SgdOptions o) {
-  Attrs a;
-  a.sgd = o;
-  std::vector<std::string> slots;
-  if (o.momentum != 0) slots.push_back("momentum");
-  return AddUpdate(this, OpKind::kSgdUpdate, var, grad, lr, slots, a);
-}
-
-Status Graph::AdamUpdate(Value var, Value grad, Value lr, AdamOptions o) {
-  Attrs a;
-  a.adam = o;
-  return AddUpdate(this, OpKind::kAdamUpdate, var, grad, lr, {"m", "v", "iterations"}, a);
-}
-
-Status Graph::RmsPropUpdate(Value var, Value grad, Value lr, RmsPropOptions o) {
-  Attrs a;
-  a.rmsprop = o;
-  std::vector<std::string> slots{"rms"};
-  if (o.momentum != 0) slots.push_back("momentum");
-  return AddUpdate(this, OpKind::kRmsPropUpdate, var, grad, lr, slots, a);
-}
-
 int64_t Graph::MatrixFlops(int i) const {
   const Node& n = nodes_[i];
   switch (n.kind) {
@@ -650,8 +599,6 @@ int64_t Graph::OtherFlops(int i) const {
     case OpKind::kBiasAddGrad: case OpKind::kReduceSum: case OpKind::kReduceMean:
       return n.inputs[0].shape().num_elements();
     case OpKind::kSoftmaxCrossEntropy: case OpKind::kSoftmax: return 4 * n.inputs[0].shape().num_elements();
-    case OpKind::kSgdUpdate: return 4 * n.inputs[0].shape().num_elements();
-    case OpKind::kAdamUpdate: case OpKind::kRmsPropUpdate: return 10 * n.inputs[0].shape().num_elements();
     default:
       return n.out_shapes.empty() ? 0 : n.out_shapes[0].num_elements();
   }

@@ -1,8 +1,9 @@
 // graph::Graph: a symbolic graph of typed, shaped values, built once with static shapes.
 //
-// A model, its loss, gradients (graph/autodiff.h) and optimizer updates are traced into one
-// Graph; backend::Compile (backend/compile.h) turns it into a Program of kernels with every
-// buffer planned ahead. Nothing here computes numbers.
+// A model, its loss and gradients (graph/autodiff.h) are traced into one Graph;
+// backend::Compile (backend/compile.h) turns it into a Program of kernels with every buffer
+// planned ahead. The optimizer update is not a graph op: it runs on the program's flat
+// parameter and gradient blocks (backend::Backend::ApplyUpdate). Nothing here computes numbers.
 //
 // Conventions (Keras's, channels_last):
 //   images       [N, H, W, C]
@@ -43,8 +44,6 @@ enum class OpKind : uint8_t {
   // Gradients (emitted by autodiff; usable directly).
   kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kActivationGrad,
   kSoftmaxGrad, kMaxPoolGrad, kAvgPoolGrad, kSoftmaxCrossEntropyGrad, kMeanSquaredErrorGrad,
-  // Optimizer updates: mutate a variable and its slots in place; no outputs.
-  kSgdUpdate, kAdamUpdate, kRmsPropUpdate,
 };
 const char* OpKindName(OpKind kind);  // "Conv2D"
 
@@ -76,8 +75,9 @@ struct VariableOptions {
   uint64_t seed = 0;       // initializers are deterministic given the seed
 };
 
-// What a variable is for: parameters and state are checkpointed; slots belong to an optimizer.
-enum class VariableRole : uint8_t { kParameter, kState, kOptimizerSlot };
+// What a variable is for: a parameter (trainable or not) or state (batch norm's moving
+// statistics). Both are checkpointed; optimizer slots live outside the graph (keras::OptimizerState).
+enum class VariableRole : uint8_t { kParameter, kState };
 
 struct Conv2DOptions {
   int stride_h = 1, stride_w = 1;
@@ -101,26 +101,11 @@ struct BatchNormOptions {
   bool synchronized = false;
 };
 
-struct SgdOptions {
-  float momentum = 0.0f;
-  bool nesterov = false;
-};
-struct AdamOptions {
-  float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;
-  float weight_decay = 0.0f;  // > 0: AdamW (decoupled decay: w -= lr * wd * w)
-};
-struct RmsPropOptions {
-  float rho = 0.9f, momentum = 0.0f, epsilon = 1e-7f;
-};
-
 // Everything a node may carry; each op reads only its own fields.
 struct Attrs {
   Conv2DOptions conv;
   PoolOptions pool;
   BatchNormOptions bn;
-  SgdOptions sgd;
-  AdamOptions adam;
-  RmsPropOptions rmsprop;
   Activation activation = Activation::kLinear;
   bool transpose_a = false, transpose_b = false;  // MatMul
   int axis = 0;                                  // Concat, Slice
@@ -144,7 +129,7 @@ struct Node {
   std::vector<Shape> out_shapes;
   std::vector<DType> out_dtypes;
   Attrs attrs;
-  // Side-effecting nodes (optimizer updates, training batch norm's moving statistics) run
+  // Side-effecting nodes (training batch norm's moving statistics, dropout's mask) run
   // on every step even when nothing consumes their outputs.
   bool has_side_effects = false;
 };
@@ -156,7 +141,7 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   // ---- leaves --------------------------------------------------------------------------
-  // A placeholder fed on every step (images, labels, a learning rate).
+  // A placeholder fed on every step (images, labels).
   Value Input(const std::string& name, DType dtype, Shape shape);
   // f32 state that persists across steps. Names must be unique; a duplicate is an error.
   Result<Value> Variable(const std::string& name, Shape shape, VariableOptions options = {},
@@ -203,12 +188,6 @@ class Graph {
   Result<Value> SoftmaxCrossEntropy(Value logits, Value labels, float label_smoothing = 0,
                                     const std::string& name = "");
   Result<Value> MeanSquaredError(Value prediction, Value target, const std::string& name = "");
-
-  // ---- optimizer updates (side effects; slots are created as kOptimizerSlot variables) ----
-  // `lr` is a scalar f32 Value (an Input fed each step, so schedules need no recompile).
-  Status SgdUpdate(Value var, Value grad, Value lr, SgdOptions o);
-  Status AdamUpdate(Value var, Value grad, Value lr, AdamOptions o);
-  Status RmsPropUpdate(Value var, Value grad, Value lr, RmsPropOptions o);
 
   // ---- introspection ---------------------------------------------------------------------
   int num_nodes() const { return static_cast<int>(nodes_.size()); }

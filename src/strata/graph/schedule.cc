@@ -3,9 +3,6 @@
 namespace strata::graph {
 
 bool IsLeaf(OpKind k) { return k == OpKind::kInput || k == OpKind::kVariable || k == OpKind::kConstant; }
-bool IsUpdate(OpKind k) {
-  return k == OpKind::kSgdUpdate || k == OpKind::kAdamUpdate || k == OpKind::kRmsPropUpdate;
-}
 
 Schedule MakeSchedule(const Graph& g, const std::vector<Value>& fetches) {
   const int n = g.num_nodes();
@@ -17,9 +14,8 @@ Schedule MakeSchedule(const Graph& g, const std::vector<Value>& fetches) {
   for (int i = n - 1; i >= 0; --i)
     if (s.live[i])
       for (const Value& in : g.node(i).inputs) s.live[in.node] = true;
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < n; ++i)
-      if (s.live[i] && !IsLeaf(g.node(i).kind) && IsUpdate(g.node(i).kind) == (pass == 1)) s.order.push_back(i);
+  for (int i = 0; i < n; ++i)
+    if (s.live[i] && !IsLeaf(g.node(i).kind)) s.order.push_back(i);
   s.consumers.resize(n);
   for (int i = 0; i < n; ++i) s.consumers[i].resize(g.node(i).out_shapes.size());
   for (size_t pos = 0; pos < s.order.size(); ++pos)

@@ -1,8 +1,7 @@
 // Compile pass 1: which nodes run, in what order, and who reads each value.
 //
 // Nodes are appended in dependency order, so graph order is a topological order. A step runs
-// the nodes the fetches and the side-effecting nodes need; optimizer updates go last (after
-// every reader of the variables they overwrite), in graph order.
+// the nodes the fetches and the side-effecting nodes need, in graph order.
 #pragma once
 
 #include <vector>
@@ -19,7 +18,6 @@ struct Schedule {
 
 Schedule MakeSchedule(const Graph& g, const std::vector<Value>& fetches);
 
-bool IsLeaf(OpKind k);    // Input, Variable, Constant
-bool IsUpdate(OpKind k);  // SgdUpdate, AdamUpdate, RmsPropUpdate
+bool IsLeaf(OpKind k);  // Input, Variable, Constant
 
 }  // namespace strata::graph

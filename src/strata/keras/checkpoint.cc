@@ -63,18 +63,14 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Te
       return InvalidArgument("checkpoint " + path + ": variable " + name + " has shape " + Shape(dims).ToString() +
                              ", the model expects " + e->shape.ToString());
     const int64_t off = v.value("offset", int64_t{-1}), size = v.value("size", int64_t{-1});
-    const bool slot = e->role == graph::VariableRole::kOptimizerSlot;
-    const std::string& src = slot ? slots : params;
-    if (off < 0 || size != e->size || static_cast<uint64_t>(off + size) * 4 > src.size())
+    if (off < 0 || size != e->size || static_cast<uint64_t>(off + size) * 4 > params.size())
       return Corruption("checkpoint " + path + ": variable " + name + " lies outside its block");
-    if (slot) continue;  // in-graph optimizer slots are not used by fit(); its slots are below
-    Tensor& dst = store->params();
-    std::memcpy(dst.data<float>() + e->offset, src.data() + off * 4, static_cast<size_t>(size) * 4);
+    std::memcpy(store->params().data<float>() + e->offset, params.data() + off * 4, static_cast<size_t>(size) * 4);
     seen[static_cast<size_t>(e - store->entries().data())] = true;
   }
   if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
   for (size_t i = 0; i < seen.size(); ++i)
-    if (!seen[i] && store->entries()[i].role != graph::VariableRole::kOptimizerSlot) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
+    if (!seen[i]) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
   state->global_step = header.value("global_step", int64_t{0});
   state->epoch = header.value("epoch", int64_t{0});
   state->step_in_epoch = header.value("step_in_epoch", int64_t{0});

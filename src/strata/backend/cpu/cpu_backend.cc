@@ -197,7 +197,7 @@ class CpuProgram : public Program {
     int64_t t = static_cast<int64_t>(arena_.nbytes() + scratch_.nbytes());
     for (const auto& [_, x] : inputs_) t += static_cast<int64_t>(x.nbytes());
     for (const auto& x : constants_) t += static_cast<int64_t>(x.nbytes());
-    t += static_cast<int64_t>(vars_->params().nbytes() + vars_->grads().nbytes() + vars_->slots().nbytes());
+    t += static_cast<int64_t>(vars_->params().nbytes() + vars_->grads().nbytes());
     return t;
   }
 

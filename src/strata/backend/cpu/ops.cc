@@ -1,7 +1,8 @@
 // Node -> kernels for the cpu backend: oneDNN primitives where oneDNN has the op (conv,
 // matmul, batch norm, pooling, eltwise, softmax, binary, concat, reduction, reorder), and
-// Strata's own kernels where it has none (losses, dropout, broadcast, synchronized batch norm,
-// optimizer updates: loss_kernels.h, elementwise_kernels.h, norm_kernels.h, optimizer_kernels.h).
+// Strata's own kernels where it has none (losses, dropout, broadcast, synchronized batch norm:
+// loss_kernels.h, elementwise_kernels.h, norm_kernels.h). The optimizer update is no op here: it
+// runs outside the program (CpuBackend::ApplyUpdate, optimizer_kernels.h).
 // This file holds the dispatcher and the helpers every family shares (ops_internal.h); each
 // family's Plan functions are in ops_<family>.cc.
 #include "strata/backend/cpu/ops_internal.h"
@@ -152,7 +153,6 @@ Status PlanNode(Planner& p, int i) {
     case OpKind::kSoftmaxCrossEntropyGrad: return PlanSoftmaxCrossEntropyGrad(p, i);
     case OpKind::kMeanSquaredError: return PlanMse(p, i, false);
     case OpKind::kMeanSquaredErrorGrad: return PlanMse(p, i, true);
-    case OpKind::kSgdUpdate: case OpKind::kAdamUpdate: case OpKind::kRmsPropUpdate: return PlanUpdate(p, i);
     case OpKind::kConstant: return PlanConstant(p, i);
     default:
       return Unimplemented(graph::OpLabel(n.name, n.kind) + "no cpu kernel");

@@ -97,7 +97,6 @@ Status PlanAliasOrCopy(Planner& p, int i, dt type);  // Reshape, Cast, Identity
 // ops_loss.cc
 PlanFn PlanSoftmaxCrossEntropy, PlanSoftmaxCrossEntropyGrad;
 Status PlanMse(Planner& p, int i, bool grad);
-PlanFn PlanUpdate;  // ops_update.cc: the graph-level optimizer update ops, nothing else
 
 // ---- hand-written kernels --------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-// Optimizer updates over contiguous f32 ranges: what the update ops run, and what a
-// sharded weight update (distribute/) calls on its slice of the parameter block.
+// Optimizer updates over contiguous f32 ranges: what CpuBackend::ApplyUpdate runs on a
+// replica's slice of the flat parameter block (keras::OptimizerState shards the update).
 // Each has an AVX-512 version chosen at run time (core/cpu.h) and the scalar loop it is
 // tested against. Semantics are Keras's (see docs/engine.md).
 #pragma once

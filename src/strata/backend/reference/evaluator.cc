@@ -402,51 +402,6 @@ Status Evaluator::RunNode(int i, std::map<int, std::vector<double>>& leaves, uin
       for (size_t e = 0; e < y->size(); ++e)
         (*y)[e] = 2 * ((*x[0])[e] - (*x[1])[e]) * (*x[2])[0] / static_cast<double>(y->size());
       break;
-    case OpKind::kSgdUpdate: case OpKind::kAdamUpdate: case OpKind::kRmsPropUpdate: {
-      Vec& w = leaves[n.inputs[0].node];
-      const Vec& gr = *x[1];
-      const double lr = (*x[2])[0];
-      if (n.kind == OpKind::kSgdUpdate) {
-        const double m = n.attrs.sgd.momentum;
-        if (m == 0) {
-          for (size_t e = 0; e < w.size(); ++e) w[e] -= lr * gr[e];
-        } else {
-          Vec& v = leaves[n.inputs[3].node];
-          for (size_t e = 0; e < w.size(); ++e) {
-            v[e] = m * v[e] - lr * gr[e];
-            w[e] += n.attrs.sgd.nesterov ? m * v[e] - lr * gr[e] : v[e];
-          }
-        }
-      } else if (n.kind == OpKind::kAdamUpdate) {
-        const AdamOptions& o = n.attrs.adam;
-        Vec& m = leaves[n.inputs[3].node];
-        Vec& v = leaves[n.inputs[4].node];
-        double& t = leaves[n.inputs[5].node][0];
-        t += 1;
-        const double lr_t = lr * std::sqrt(1 - std::pow(o.beta_2, t)) / (1 - std::pow(o.beta_1, t));
-        for (size_t e = 0; e < w.size(); ++e) {
-          if (o.weight_decay > 0) w[e] -= lr * o.weight_decay * w[e];
-          m[e] = o.beta_1 * m[e] + (1 - o.beta_1) * gr[e];
-          v[e] = o.beta_2 * v[e] + (1 - o.beta_2) * gr[e] * gr[e];
-          w[e] -= lr_t * m[e] / (std::sqrt(v[e]) + o.epsilon);
-        }
-      } else {
-        const RmsPropOptions& o = n.attrs.rmsprop;
-        Vec& rms = leaves[n.inputs[3].node];
-        for (size_t e = 0; e < w.size(); ++e) {
-          rms[e] = o.rho * rms[e] + (1 - o.rho) * gr[e] * gr[e];
-          const double inc = lr * gr[e] / std::sqrt(rms[e] + o.epsilon);
-          if (o.momentum != 0) {
-            Vec& mom = leaves[n.inputs[4].node];
-            mom[e] = o.momentum * mom[e] + inc;
-            w[e] -= mom[e];
-          } else {
-            w[e] -= inc;
-          }
-        }
-      }
-      break;
-    }
     default:
       return Unimplemented(label + "not supported by the reference evaluator");
   }

@@ -19,8 +19,8 @@ class Evaluator {
  public:
   Evaluator(const graph::Graph& g, std::vector<graph::Value> fetches);
 
-  // leaves: node id -> values of every Input and Variable the step reads (Variables are
-  // updated in place by update ops and training batch norm). Labels are stored as doubles.
+  // leaves: node id -> values of every Input and Variable the step reads (training batch
+  // norm updates its moving statistics in place). Labels are stored as doubles.
   // `step` seeds dropout masks (backend/dropout_mask.h).
   Status Run(std::map<int, std::vector<double>>& leaves, uint64_t step);
 

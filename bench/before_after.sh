@@ -29,7 +29,7 @@ measure() {  # build label round
       --out "$out/model-$label" --summary-json "$f.train$rep.json" >/dev/null
   done
   "$b/bench/scaling_bench" --steps 40 --repeats 1 >"$f.fit.json"
-  "$b/bench/data_bench" --benchmark_filter='FlowersRecipe/2/0/1$' --benchmark_format=json >"$f.pipe.json" 2>/dev/null
+  "$b/bench/data_bench" --benchmark_filter='FlowersRecipe/2/0/1/' --benchmark_format=json >"$f.pipe.json" 2>/dev/null
 }
 
 for r in $(seq 1 "$rounds"); do

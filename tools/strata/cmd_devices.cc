@@ -46,7 +46,6 @@ int RunDevices(const std::vector<std::string>& args) {
   const distribute::ClusterEnvironment& env = resolver->environment();
   int total_replicas = 0;
   for (const auto& h : spec.host_info) total_replicas += h.replicas;
-  const distribute::HostInfo& h = spec.host_info[0];
   if (json) {
     nlohmann::json hosts = nlohmann::json::array();
     for (size_t i = 0; i < spec.host_info.size(); ++i) {

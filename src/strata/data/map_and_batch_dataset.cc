@@ -102,9 +102,7 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
 
   Status Save(IteratorState* st) override {
     WorkerPool::Parked parked = pool_.Park();
-    st->SetInt(Key("next_index"), next_index_);
-    st->SetInt(Key("input_end"), input_end_);
-    st->SetInt(Key("size"), static_cast<int64_t>(batches_.size()));
+    BufferPosition{next_index_, input_end_, static_cast<int64_t>(batches_.size())}.Save(st, ctx_.prefix);
     Status s;
     for (size_t i = 0; i < batches_.size() && s.ok(); ++i) {
       const Batch& b = *batches_[i];
@@ -132,13 +130,11 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
 
   Status Restore(const IteratorState& st) override {
     std::lock_guard<std::mutex> l(pool_.mu());
-    STRATA_ASSIGN_OR_RETURN(next_index_, st.GetInt(Key("next_index")));
-    STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
-    input_end_ = input_end != 0;
-    STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(Key("size")));
-    if (size < 0 || size > 1 << 16) return Corruption("map_and_batch state holds " + std::to_string(size) + " batches");
+    STRATA_ASSIGN_OR_RETURN(BufferPosition pos, BufferPosition::Restore(st, ctx_.prefix, 1 << 16, "map_and_batch", "batches"));
+    next_index_ = pos.next_index;
+    input_end_ = pos.input_end;
     batches_.clear();
-    for (int64_t i = 0; i < size; ++i) {
+    for (int64_t i = 0; i < pos.size; ++i) {
       const std::string k = "batch/" + std::to_string(i);
       auto b = std::make_unique<Batch>();
       STRATA_ASSIGN_OR_RETURN(b->first, st.GetInt(Key(k + "/first")));

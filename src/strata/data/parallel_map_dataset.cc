@@ -81,9 +81,7 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
 
   Status Save(IteratorState* st) override {
     WorkerPool::Parked parked = pool_.Park();
-    st->SetInt(Key("next_index"), next_index_);
-    st->SetInt(Key("input_end"), input_end_);
-    st->SetInt(Key("size"), static_cast<int64_t>(slots_.size()));
+    BufferPosition{next_index_, input_end_, static_cast<int64_t>(slots_.size())}.Save(st, ctx_.prefix);
     for (size_t i = 0; i < slots_.size(); ++i) {
       const std::string k = "slot/" + std::to_string(i);
       st->SetInt(Key(k + "/index"), slots_[i]->index);
@@ -95,13 +93,11 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
 
   Status Restore(const IteratorState& st) override {
     std::lock_guard<std::mutex> l(pool_.mu());
-    STRATA_ASSIGN_OR_RETURN(next_index_, st.GetInt(Key("next_index")));
-    STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(Key("input_end")));
-    input_end_ = input_end != 0;
-    STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(Key("size")));
-    if (size < 0 || size > 1 << 20) return Corruption("parallel_map state holds " + std::to_string(size) + " slots");
+    STRATA_ASSIGN_OR_RETURN(BufferPosition pos, BufferPosition::Restore(st, ctx_.prefix, 1 << 20, "parallel_map", "slots"));
+    next_index_ = pos.next_index;
+    input_end_ = pos.input_end;
     slots_.clear();
-    for (int64_t i = 0; i < size; ++i) {
+    for (int64_t i = 0; i < pos.size; ++i) {
       const std::string k = "slot/" + std::to_string(i);
       auto slot = std::make_unique<Slot>();
       STRATA_ASSIGN_OR_RETURN(slot->index, st.GetInt(Key(k + "/index")));

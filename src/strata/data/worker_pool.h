@@ -137,4 +137,18 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
+// The position an ordered threaded stage (parallel map, map_and_batch) saves beside its
+// buffered entries: the next input index handed out, whether its input has ended, and how
+// many entries (slots, batches) follow in the state.
+struct BufferPosition {
+  int64_t next_index = 0;
+  bool input_end = false;
+  int64_t size = 0;
+  void Save(IteratorState* st, const std::string& prefix) const;
+  // A size above `max` is Corruption naming the stage and its entries ("parallel_map state
+  // holds 9999999 slots").
+  static Result<BufferPosition> Restore(const IteratorState& st, const std::string& prefix, int64_t max,
+                                        const std::string& stage, const std::string& entries);
+};
+
 }  // namespace strata::data

@@ -1,14 +1,7 @@
 #include "strata/keras/model.h"
 
-#include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <set>
-#include <unordered_map>
 
 #include "strata/backend/backend.h"
 #include "strata/graph/autodiff.h"
@@ -62,8 +55,9 @@ Status Model::compile(CompileOptions options) {
   probe.graph = std::make_unique<graph::Graph>();
   STRATA_RETURN_IF_ERROR(BuildTrainGraph(probe, 1, 0));
   STRATA_ASSIGN_OR_RETURN(store_, backend::VariableStore::Create(*probe.graph));
-  backend::Backend* backend = backend::FindBackend(BackendOptions({}, nullptr).backend);
-  if (backend == nullptr) return InvalidArgument("compile: no backend \"" + BackendOptions({}, nullptr).backend + "\"");
+  const std::string backend_name = BackendOptions({}, nullptr).backend;
+  backend::Backend* backend = backend::FindBackend(backend_name);
+  if (backend == nullptr) return InvalidArgument("compile: no backend \"" + backend_name + "\"");
   optimizer_ = std::make_unique<OptimizerState>(opt, *store_, backend, num_replicas());
   gradients_ready_ = false;
   global_step_ = 0;
@@ -72,7 +66,7 @@ Status Model::compile(CompileOptions options) {
 }
 
 // Forward (training mode), loss and gradients of one replica; the update is not in the
-// graph: it runs after the gradients of all replicas are reduced (ApplyUpdateSlice).
+// graph: it runs after the gradients of all replicas are reduced (UpdatePhase).
 Status Model::BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed) {
   graph::Graph& g = *c.graph;
   BuildContext ctx;

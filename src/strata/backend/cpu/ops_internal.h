@@ -1,6 +1,6 @@
 // Internals of PlanNode (planner.h) shared by the op families: ops.cc holds the dispatcher and
 // these helpers, ops_<family>.cc one family's Plan functions each (conv, matmul, norm, pool,
-// eltwise, loss, update). A Plan function appends node i's kernels (and those of the nodes
+// eltwise, loss). A Plan function appends node i's kernels (and those of the nodes
 // fused into it) to the planner.
 #pragma once
 

@@ -146,7 +146,8 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
 }
 
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
-// `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size.
+// `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size;
+// both read the features --image-key and --label-key name.
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
   if (f.image_size == 28 && f.label_key == "label") {
     datasets::FashionMnistOptions o;
@@ -157,6 +158,8 @@ Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& patter
     o.seed = static_cast<uint64_t>(f.seed);
     o.repeat = training;
     o.deterministic = true;
+    o.image_key = f.image_key;
+    o.label_key = f.label_key;
     return datasets::FashionMnistDataset(pattern, o);
   }
   datasets::FlowersOptions o;
@@ -169,6 +172,7 @@ Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& patter
   o.drop_remainder = training;  // validation sees every record (a short last batch is padded)
   o.shuffle_buffer = training ? 2048 : 0;
   o.seed = static_cast<uint64_t>(f.seed);
+  o.image_key = f.image_key;
   o.label_key = f.label_key;
   o.autotune.training_replicas = replicas;
   return datasets::FlowersDataset(pattern, o);
@@ -181,7 +185,7 @@ int RunTrain(const std::vector<std::string>& args) {
                    "With no flags: the reference CNN on Fashion-MNIST (made from Debian's dataset-fashion-mnist on\n"
                    "first run), 10 epochs, SGD with Nesterov momentum, linear warm-up and cosine decay.");
   flags.String("data", &f.data, "training TFRecord files (glob); default: Fashion-MNIST train");
-  flags.String("val", &f.val, "validation/test TFRecord files (glob); default: Fashion-MNIST test");
+  flags.String("val", &f.val, "validation/test TFRecord files (glob); default: Fashion-MNIST test without --data, none with it");
   flags.String("image-key", &f.image_key, "feature holding the encoded image (default image)");
   flags.String("label-key", &f.label_key, "feature holding the int64 class (default label)");
   flags.Int("image-size", &f.image_size, "images are decoded and resized to SxS (default 28)");

@@ -161,7 +161,7 @@ Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string&
   if (info.image_size == 28 && info.label_key == "label") {  // Fashion-MNIST's TFDS layout
     if (ids) return InvalidArgument("Fashion-MNIST records have no id feature to predict for");
     return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
-                                            .cache = false});
+                                                .cache = false, .image_key = info.image_key, .label_key = info.label_key});
   }
   datasets::FlowersOptions o;
   o.image_size = static_cast<int>(info.image_size);
@@ -171,6 +171,7 @@ Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string&
   o.repeat = false;
   o.shuffle_buffer = 0;
   o.seed = 0;
+  o.image_key = info.image_key;
   o.label_key = labels ? info.label_key : "";
   o.drop_remainder = false;
   o.id_key = ids ? "id" : "";

@@ -19,15 +19,15 @@ Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionM
   const uint64_t seed = o.seed.value_or(std::random_device{}() * 0x100000001ull ^ std::random_device{}());
   STRATA_ASSIGN_OR_RETURN(Dataset files, data::list_files(file_glob));
   STRATA_ASSIGN_OR_RETURN(data::MapFn parse,
-                          data::ParseExampleFn({{.key = "image", .type = record::FeatureKind::kBytes},
-                                                {.key = "label", .type = record::FeatureKind::kInt64}}));
+                          data::ParseExampleFn({{.key = o.image_key, .type = record::FeatureKind::kBytes},
+                                                {.key = o.label_key, .type = record::FeatureKind::kInt64}}));
   image::AugmentOptions ao;
   ao.height = ao.width = 28;
   ao.channels = 1;
   ao.dct_scaling = false;
   STRATA_ASSIGN_OR_RETURN(image::Augmenter aug, image::Augmenter::Make(ao, seed));
   auto shared = std::make_shared<const image::Augmenter>(std::move(aug));
-  data::MapRngFn decode = DecodeFn(shared, "label", "fashion_mnist");
+  data::MapRngFn decode = DecodeFn(shared, {.image = o.image_key, .label = o.label_key}, "fashion_mnist");
   Dataset ds = data::TFRecordDataset(files).with_options({.deterministic = o.deterministic});
   ds = ds.map_with_rng(
       [parse, decode](Element e, data::Rng& rng) -> Result<Element> {

@@ -26,6 +26,8 @@ struct FashionMnistOptions {
   bool cache = true;               // decoded images kept in memory after the first epoch
   int64_t num_parallel_calls = data::AUTOTUNE;
   bool deterministic = true;
+  std::string image_key = "image";  // the PNG bytes feature (TFDS's name)
+  std::string label_key = "label";  // the int64 class feature
 };
 Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions options = {});
 

@@ -18,7 +18,7 @@ Result<data::Dataset> FlowersDataset(const std::string& file_glob, FlowersOption
     return InvalidArgument("FlowersDataset: image_size, batch_size and replicas must be > 0");
   const uint64_t seed = o.seed.value_or(std::random_device{}() * 0x100000001ull ^ std::random_device{}());
   STRATA_ASSIGN_OR_RETURN(Dataset files, data::list_files(file_glob, {.shuffle = true, .seed = MixSeed(seed, 1)}));
-  std::vector<record::FeatureSpec> spec = {{.key = "image", .type = record::FeatureKind::kBytes}};
+  std::vector<record::FeatureSpec> spec = {{.key = o.image_key, .type = record::FeatureKind::kBytes}};
   if (!o.label_key.empty()) spec.push_back({.key = o.label_key, .type = record::FeatureKind::kInt64});
   if (!o.id_key.empty()) spec.push_back({.key = o.id_key, .type = record::FeatureKind::kBytes});
   STRATA_ASSIGN_OR_RETURN(data::MapFn parse, data::ParseExampleFn(spec));
@@ -44,15 +44,15 @@ Result<data::Dataset> FlowersDataset(const std::string& file_glob, FlowersOption
     // map_into + batch run fused: each image is decoded straight into its batch row.
     ds = ds.map_into(
         DecodedSpec(*shared, !o.label_key.empty()),
-        [parse, shared, label_key = o.label_key](Element e, data::Rng& rng, Element& out) -> Status {
+        [parse, shared, keys = ImageKeys{o.image_key, o.label_key}](Element e, data::Rng& rng, Element& out) -> Status {
           STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));
-          return DecodeInto(*shared, label_key, "flowers", parsed, rng, out);
+          return DecodeInto(*shared, keys, "flowers", parsed, rng, out);
         },
         map_options);
     ds = ds.batch(global_batch, {.drop_remainder = o.drop_remainder});
   } else {
     // Ids differ in length from file to file: zero-padded to the longest of the batch.
-    data::MapRngFn decode = DecodeFn(shared, o.label_key, "flowers");
+    data::MapRngFn decode = DecodeFn(shared, {o.image_key, o.label_key}, "flowers");
     ds = ds.map_with_rng(
         [parse, decode, id_key = o.id_key](Element e, data::Rng& rng) -> Result<Element> {
           STRATA_ASSIGN_OR_RETURN(Element parsed, parse(std::move(e)));

@@ -32,6 +32,7 @@ struct FlowersOptions {
   bool repeat = true;              // forever (the training loop counts steps)
   int64_t shuffle_buffer = 2048;   // 0: no shuffle
   std::optional<uint64_t> seed;    // shuffle, file order and augmentation; unset: random
+  std::string image_key = "image"; // the encoded (JPEG or PNG) image feature
   std::string label_key = "class"; // "class" (labeled) ; set "" to omit the label
   // Evaluation and prediction: keep the last short batch, and carry each record's `id`
   // bytes as a last component, u8 [B, L] zero-padded to the batch's longest id.

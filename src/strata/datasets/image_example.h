@@ -14,14 +14,20 @@ namespace strata::datasets {
 // The element a decode produces: (f32 [H, W, C]) and, with a label, (i64 []).
 data::ElementSpec DecodedSpec(const image::Augmenter& aug, bool label);
 
+// The features a recipe reads: the encoded image and the int64 label (empty: no label).
+struct ImageKeys {
+  std::string image = "image";
+  std::string label;
+};
+
 // Decodes the (image bytes, label) dict `e` into `out`, already allocated to DecodedSpec (a
 // batch row when map_into is fused with batch). The augmenter's per-element key comes from
 // the element's generator, so the pixels do not depend on the thread that decodes them.
-// `what` names the dataset in errors; an empty `label_key` leaves the label out.
-Status DecodeInto(const image::Augmenter& aug, const std::string& label_key, const std::string& what,
-                  const data::Element& e, data::Rng& rng, data::Element& out);
+// `what` names the dataset in errors.
+Status DecodeInto(const image::Augmenter& aug, const ImageKeys& keys, const std::string& what, const data::Element& e,
+                  data::Rng& rng, data::Element& out);
 
 // The same as a map function that allocates its output.
-data::MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, std::string label_key, std::string what);
+data::MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, ImageKeys keys, std::string what);
 
 }  // namespace strata::datasets

@@ -61,5 +61,21 @@ TEST(FeatureKeysCli, ImageKeyAndLabelKeyReachTrainAndEvaluate) {
   fs::remove_all(dir);
 }
 
+// A TF-written file whose images do not fit the default model (CIFAR-10: 32x32 RGB PNGs) is
+// refused before any step, with one line that names both shapes and the flags to pass.
+TEST(FeatureKeysCli, ImagesThatDoNotFitTheModelAreRefusedBeforeAnyWork) {
+  const std::string cifar = std::string(STRATA_TESTDATA) + "/real/tfx_cifar10_test.tfrecord";
+  auto r = RunCommand(Strata() + " train --data " + cifar + " --val " + cifar +
+                          " --classes 10 --image-size 32 --epochs 1 --batch-per-replica 8 --replicas 1 --no-monitor"
+                          " --out /nonexistent/never-written.ckpt",
+                      /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("[28, 28, 1]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[32, 32, 3]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--image-size"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Epoch"), std::string::npos) << "no training started:\n" << r.output;
+}
+
 }  // namespace
 }  // namespace strata::testing

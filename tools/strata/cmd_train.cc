@@ -148,8 +148,14 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
 // The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
 // `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size;
 // both read the features --image-key and --label-key name.
+// Fashion-MNIST's layout (28 px grayscale) or the flowers recipe's (--image-size px RGB).
+bool FashionMnistLayout(const TrainFlags& f) { return f.image_size == 28 && f.label_key == "label"; }
+Shape ImageShape(const TrainFlags& f) {
+  return FashionMnistLayout(f) ? Shape{28, 28, 1} : Shape{f.image_size, f.image_size, 3};
+}
+
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
-  if (f.image_size == 28 && f.label_key == "label") {
+  if (FashionMnistLayout(f)) {
     datasets::FashionMnistOptions o;
     o.batch_size = f.batch_per_replica;
     o.replicas = replicas;
@@ -282,6 +288,15 @@ int RunTrain(const std::vector<std::string>& args) {
     auto m = keras::ModelFromJson(*spec);
     if (!m.ok()) return Fail("train", m.status().WithContext(f.model).ToString());
     model = std::move(m).value();
+    // The pipeline's images against the model's input, before any work (a Keras user passes
+    // input_shape; here the flags that set either side are named).
+    if (auto input = model->input_shape(0); input.ok() && *input != ImageShape(f))
+      return Fail("train",
+                  "model " + f.model + " takes images of shape " + input->ToString() + " but --data gives " +
+                      ImageShape(f).ToString() + " (--image-size " + std::to_string(f.image_size) +
+                      (FashionMnistLayout(f) ? ", grayscale" : ", RGB") +
+                      "): pass --image-size to match the model, or --model a spec whose input is " + ImageShape(f).ToString(),
+                  kExitUsage);
     // The seed's rule: learning rate scaled linearly with the global batch.
     const double lr = f.lr * (f.lr_scaling == "linear" ? static_cast<double>(global_batch) / 128.0 : 1.0);
     const int64_t total = steps_per_epoch * f.epochs;

@@ -14,8 +14,8 @@ Status CopyInto(const Tensor& src, Tensor& dst, int64_t row0, int64_t rows, cons
   const int64_t per_row_dst = dst.shape()[0] ? dst.num_elements() / dst.shape()[0] : 0;
   const int64_t per_row_src = src.rank() ? (src.shape()[0] ? src.num_elements() / src.shape()[0] : 0) : 1;
   if (per_row_src != per_row_dst)
-    return InvalidArgument(what + ": the batch has per-example shape " + src.shape().ToString() +
-                           " but the model expects " + dst.shape().ToString() + " (batch dimension first)");
+    return InvalidArgument(what + ": the batch " + src.shape().ToString() + " does not fit the model's input " +
+                           dst.shape().ToString() + " (batch dimension first; the examples' shapes differ)");
   if (src.rank() == 0 || row0 + rows > src.shape()[0] || rows > dst.shape()[0])
     return InvalidArgument(what + ": rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
                            ") are outside the batch " + src.shape().ToString() + " or the buffer " + dst.shape().ToString());

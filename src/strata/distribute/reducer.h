@@ -73,7 +73,9 @@ std::unique_ptr<Reducer> MakeReducer(Strategy& strategy, ReducerOptions options)
 
 // Replica 0, after every replica's step: out[i] = the mean over the local replicas'
 // inputs[q][i] (summed in replica order; `out` may alias inputs[0]), then over the workers.
-// What the replicas' moving statistics go through.
+// What the replicas' moving statistics go through. It divides by the replica count rather
+// than multiplying by its reciprocal as Strategy::ReduceRange does: the moving statistics keep
+// the bits they had before the reducer existed (checkpoints, fit against the custom loop).
 Status MeanOverReplicas(Strategy& strategy, const std::vector<const float*>& inputs, float* out, int64_t n);
 
 // Across workers: data[i] = the mean over workers of data[i] (a no-op for one worker). The

@@ -129,6 +129,8 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
     c.program = std::move(program).value();
   }
   replicas_ = std::move(built);
+  replica_states_.clear();  // the state after each replica's trainable block, averaged after every update
+  for (const Compiled& c : replicas_) replica_states_.push_back(c.store->params().data<float>() + store_->num_trainable());
   // Synchronized batch norm: every replica's program sums its statistics with the others'.
   int64_t sync_kernels = 0;
   for (const backend::KernelInfo& k : replicas_[0].program->kernels())
@@ -248,9 +250,7 @@ void Model::UpdatePhase(int r, float lr, distribute::StepSync& sync) {
   // Moving statistics (state after the trainable block): the mean over all replicas.
   const int64_t num_params = store_->params().num_elements();
   if (!sync.failed && r == 0 && num_params > num_trainable) {
-    std::vector<const float*> state;
-    for (const Compiled& c : replicas_) state.push_back(c.store->params().data<float>() + num_trainable);
-    Status hs = distribute::MeanOverReplicas(*strategy_, state, w + num_trainable, num_params - num_trainable);
+    Status hs = distribute::MeanOverReplicas(*strategy_, replica_states_, w + num_trainable, num_params - num_trainable);
     if (!hs.ok()) {
       sync.cross_host = hs;
       sync.failed = true;

@@ -251,6 +251,7 @@ class Model {
   std::shared_ptr<backend::VariableStore> store_;
   std::unique_ptr<OptimizerState> optimizer_;                  // the slots and the sharded update
   std::unique_ptr<distribute::Reducer> reducer_;               // the gradient blocks' mean
+  std::vector<const float*> replica_states_;                   // each replica's state block (moving statistics)
   std::unique_ptr<distribute::CrossReplicaSum> batch_norm_sum_;  // null: no synchronized batch norm to serve
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;

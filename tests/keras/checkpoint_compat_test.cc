@@ -9,11 +9,17 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
 #include "strata/record/record_reader.h"
+#include "strata/record/record_writer.h"
 
 namespace strata::keras {
 namespace {
@@ -57,6 +63,108 @@ TEST(CheckpointCompat, ACheckpointWrittenBeforeTheRedesignLoads) {
   float momentum_sum = 0;
   for (size_t i = np; i < state->size(); ++i) momentum_sum += std::abs((*state)[i]);
   EXPECT_GT(momentum_sum, 0) << "20 steps of SGD leave momentum";
+}
+
+// A checkpoint cut short at any byte (a crash mid-copy, a full disk), or whose header is
+// damaged, is refused with the file's name, and the model keeps every value it had: no
+// partial load.
+std::unique_ptr<Model> CompiledTiny() {
+  auto model = ModelFromJson(kTinySpec);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  Model& m = **model;
+  EXPECT_TRUE(m.compile({.optimizer = optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
+                         .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})})
+                  .ok());
+  return std::move(*model);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(CheckpointCompat, ACheckpointCutShortAtAnyByteIsRefusedAndTheModelKeepsItsValues) {
+  const std::string good = ReadAll(std::string(STRATA_TESTDATA) + "/checkpoints/tiny_cnn-7194b05.ckpt");
+  ASSERT_GT(good.size(), 1000u);
+  auto model = CompiledTiny();
+  auto before = model->get_state();
+  ASSERT_TRUE(before.ok());
+  const std::string path = ::testing::TempDir() + "/strata-cut.ckpt";
+  // Every byte of the framing and the header, then a stride through the value records.
+  std::vector<size_t> cuts;
+  for (size_t n = 0; n < 2048 && n < good.size(); ++n) cuts.push_back(n);
+  for (size_t n = 2048; n < good.size(); n += 97) cuts.push_back(n);
+  cuts.push_back(good.size() - 1);
+  for (size_t n : cuts) {
+    WriteAll(path, good.substr(0, n));
+    Status s = model->load_weights(path);
+    ASSERT_FALSE(s.ok()) << "a checkpoint cut to " << n << " of " << good.size() << " bytes loaded";
+    ASSERT_NE(s.message().find(path), std::string::npos) << n << ": " << s.ToString();
+    auto after = model->get_state();
+    ASSERT_TRUE(after.ok());
+    ASSERT_TRUE(*after == *before) << "a checkpoint cut to " << n << " bytes changed the model";
+  }
+  WriteAll(path, good);
+  EXPECT_TRUE(model->load_weights(path).ok()) << "the whole file still loads";
+}
+
+// A header that is well framed (valid CRCs) but wrong: each is an error naming the file,
+// never an exception or a half-loaded model.
+TEST(CheckpointCompat, AWellFramedButWrongHeaderIsRefusedAndTheModelKeepsItsValues) {
+  const std::string src = std::string(STRATA_TESTDATA) + "/checkpoints/tiny_cnn-7194b05.ckpt";
+  auto reader = record::RecordReader::Open(src);
+  ASSERT_TRUE(reader.ok());
+  std::string header, params, slots, iter;
+  ASSERT_TRUE((*reader)->ReadRecord(&header).ok());
+  ASSERT_TRUE((*reader)->ReadRecord(&params).ok());
+  ASSERT_TRUE((*reader)->ReadRecord(&slots).ok());
+  ASSERT_TRUE((*reader)->ReadRecord(&iter).ok());
+  const nlohmann::json h = nlohmann::json::parse(header);
+  ASSERT_GE(h["variables"].size(), 3u);
+
+  std::vector<std::pair<std::string, nlohmann::json>> bad;
+  auto with = [&](const std::string& what, auto change) {
+    nlohmann::json c = h;
+    change(c);
+    bad.emplace_back(what, c);
+  };
+  with("format is a number", [](nlohmann::json& c) { c["format"] = 7; });
+  with("version 2", [](nlohmann::json& c) { c["version"] = 2; });
+  with("variables is an object", [](nlohmann::json& c) { c["variables"] = nlohmann::json::object(); });
+  with("a variable's name is a number", [](nlohmann::json& c) { c["variables"][1]["name"] = 5; });
+  with("a variable is a string", [](nlohmann::json& c) { c["variables"][2] = "conv"; });
+  with("the last variable has another shape", [](nlohmann::json& c) { c["variables"].back()["shape"] = {1, 2, 3}; });
+  with("the last variable is unknown", [](nlohmann::json& c) { c["variables"].back()["name"] = "no_such_layer/kernel"; });
+  with("the last variable is missing", [](nlohmann::json& c) { c["variables"].erase(c["variables"].size() - 1); });
+  with("an offset past the block", [](nlohmann::json& c) { c["variables"].back()["offset"] = 1 << 30; });
+  with("a size that overflows", [](nlohmann::json& c) { c["variables"].back()["offset"] = -1; });
+  with("global_step is a string", [](nlohmann::json& c) { c["global_step"] = "twenty"; });
+
+  auto model = CompiledTiny();
+  auto before = model->get_state();
+  ASSERT_TRUE(before.ok());
+  const std::string path = ::testing::TempDir() + "/strata-bad-header.ckpt";
+  for (const auto& [what, json] : bad) {
+    {
+      auto w = record::RecordWriter::Open(path);
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE((*w)->WriteRecord(json.dump()).ok());
+      ASSERT_TRUE((*w)->WriteRecord(params).ok());
+      ASSERT_TRUE((*w)->WriteRecord(slots).ok());
+      ASSERT_TRUE((*w)->WriteRecord(iter).ok());
+      ASSERT_TRUE((*w)->Close().ok());
+    }
+    Status s = model->load_weights(path);
+    ASSERT_FALSE(s.ok()) << what << ": loaded";
+    EXPECT_NE(s.message().find(path), std::string::npos) << what << ": " << s.ToString();
+    auto after = model->get_state();
+    ASSERT_TRUE(after.ok());
+    EXPECT_TRUE(*after == *before) << what << ": the model changed";
+  }
 }
 
 }  // namespace

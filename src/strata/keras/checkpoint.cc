@@ -1,6 +1,7 @@
 #include "strata/keras/checkpoint.h"
 
 #include <cstring>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "strata/record/record_reader.h"
@@ -34,48 +35,78 @@ Status WriteCheckpoint(const std::string& path, const backend::VariableStore& st
   return w->Close();
 }
 
-Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state) {
-  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
-  std::string header_bytes, params, slots, iter;
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
-  auto header = nlohmann::json::parse(header_bytes, nullptr, false);
-  if (!header.is_object() || header.value("format", "") != "strata-checkpoint")
-    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
-  if (header.value("version", 0) != 1)
-    return Unimplemented("checkpoint " + path + ": version " + std::to_string(header.value("version", 0)) + " is not supported");
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&params).WithContext("checkpoint " + path + " parameters"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&slots).WithContext("checkpoint " + path + " optimizer slots"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&iter).WithContext("checkpoint " + path + " iterator state"));
+namespace {
+// One variable's values: where they lie in the file's parameter record and in the store.
+struct Copy {
+  int64_t from = 0, to = 0, size = 0;
+};
 
-  // Variables are matched by name, so a checkpoint survives a change of variable order.
-  const auto& vars = header["variables"];
+// Checks the whole header against the model before anything is copied, so a bad file
+// leaves the model as it was. nlohmann::json's typed accessors throw on a wrong type
+// (a name that is a number, say): that is a damaged file, reported as such.
+Result<std::vector<Copy>> PlanLoad(const std::string& path, const nlohmann::json& header, size_t param_bytes,
+                                   const backend::VariableStore& store) try {
+  const auto& vars = header.at("variables");
   if (!vars.is_array()) return Corruption("checkpoint " + path + ": no variable table");
-  std::vector<bool> seen(store->entries().size(), false);
-  if (slots.size() != slot_block->nbytes())
-    return InvalidArgument("checkpoint " + path + ": " + std::to_string(slots.size() / 4) + " optimizer slot values, the model's optimizer has " +
-                           std::to_string(slot_block->num_elements()) + " (a different optimizer?)");
+  std::vector<bool> seen(store.entries().size(), false);
+  std::vector<Copy> plan;
   for (const auto& v : vars) {
     const std::string name = v.value("name", "");
-    const backend::VariableStore::Entry* e = store->Find(name);
+    const backend::VariableStore::Entry* e = store.Find(name);
     if (!e) return NotFound("checkpoint " + path + ": variable " + name + " is not in this model");
     std::vector<int64_t> dims = v.value("shape", std::vector<int64_t>{});
     if (Shape(dims) != e->shape)
       return InvalidArgument("checkpoint " + path + ": variable " + name + " has shape " + Shape(dims).ToString() +
                              ", the model expects " + e->shape.ToString());
     const int64_t off = v.value("offset", int64_t{-1}), size = v.value("size", int64_t{-1});
-    if (off < 0 || size != e->size || static_cast<uint64_t>(off + size) * 4 > params.size())
+    if (off < 0 || size != e->size || static_cast<uint64_t>(off) + static_cast<uint64_t>(size) > param_bytes / 4)
       return Corruption("checkpoint " + path + ": variable " + name + " lies outside its block");
-    std::memcpy(store->params().data<float>() + e->offset, params.data() + off * 4, static_cast<size_t>(size) * 4);
-    seen[static_cast<size_t>(e - store->entries().data())] = true;
+    plan.push_back({off, e->offset, size});
+    seen[static_cast<size_t>(e - store.entries().data())] = true;
   }
-  if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
   for (size_t i = 0; i < seen.size(); ++i)
-    if (!seen[i]) return NotFound("checkpoint " + path + ": has no value for variable " + store->entries()[i].name);
-  state->global_step = header.value("global_step", int64_t{0});
-  state->epoch = header.value("epoch", int64_t{0});
-  state->step_in_epoch = header.value("step_in_epoch", int64_t{0});
-  state->iterator_state = std::move(iter);
-  state->extra_json = header.contains("extra") ? header["extra"].dump() : "{}";
+    if (!seen[i]) return NotFound("checkpoint " + path + ": has no value for variable " + store.entries()[i].name);
+  return plan;
+} catch (const nlohmann::json::exception& e) {
+  return Corruption("checkpoint " + path + ": bad header record (" + e.what() + ")");
+}
+}  // namespace
+
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state) {
+  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  std::string header_bytes, params, slots, iter;
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
+  auto header = nlohmann::json::parse(header_bytes, nullptr, false);
+  if (!header.is_object() || !header.contains("format") || header["format"] != "strata-checkpoint")
+    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
+  if (!header.contains("version") || header["version"] != 1)
+    return Unimplemented("checkpoint " + path + ": version " + header.value("version", nlohmann::json()).dump() +
+                         " is not supported");
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&params).WithContext("checkpoint " + path + " parameters"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&slots).WithContext("checkpoint " + path + " optimizer slots"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&iter).WithContext("checkpoint " + path + " iterator state"));
+
+  // Variables are matched by name, so a checkpoint survives a change of variable order.
+  STRATA_ASSIGN_OR_RETURN(std::vector<Copy> plan, PlanLoad(path, header, params.size(), *store));
+  if (slots.size() != slot_block->nbytes())
+    return InvalidArgument("checkpoint " + path + ": " + std::to_string(slots.size() / 4) + " optimizer slot values, the model's optimizer has " +
+                           std::to_string(slot_block->num_elements()) + " (a different optimizer?)");
+  CheckpointState loaded;
+  try {
+    loaded.global_step = header.value("global_step", int64_t{0});
+    loaded.epoch = header.value("epoch", int64_t{0});
+    loaded.step_in_epoch = header.value("step_in_epoch", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    return Corruption("checkpoint " + path + ": bad step or epoch in the header (" + e.what() + ")");
+  }
+  loaded.iterator_state = std::move(iter);
+  loaded.extra_json = header.contains("extra") ? header["extra"].dump() : "{}";
+
+  // Everything checked: only now does the model change.
+  for (const Copy& c : plan)
+    std::memcpy(store->params().data<float>() + c.to, params.data() + c.from * 4, static_cast<size_t>(c.size) * 4);
+  if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
+  *state = std::move(loaded);
   return Status::OK();
 }
 

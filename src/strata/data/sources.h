@@ -37,14 +37,17 @@ struct TFRecordOptions {
   // does not follow the thread count: 0 = num_parallel_reads when that is a number (as in
   // tf.data), 8 for AUTOTUNE (not the core count: the order must not depend on the machine).
   int64_t cycle_length = 0;
-  // Skip corrupt records (resynchronising on the next valid header) instead of failing.
+  // Skip corrupt records (resynchronising on the next valid header) instead of failing;
+  // each one is counted in the tfrecord stage's errors_ignored statistic.
   bool skip_corrupt_records = false;
 };
 // The records of `files` (a dataset of file names), one u8[n] element each. With
 // cycle_length > 1 the files are interleaved (block_length 1) and read by
 // num_parallel_reads threads; the order is fixed by cycle_length unless deterministic = false.
-// A corrupt record is an error naming the file and byte offset; that file then ends (its
-// framing can no longer be trusted) and the next one is read.
+// A corrupt record is one error element naming the file (or URL) and byte offset; the file
+// then goes on after it (after a bad header, at the next valid one), so ignore_errors()
+// drops exactly the corrupt records. A truncated tail or a corrupt compressed stream is one
+// error, then that file ends; a file that cannot be opened or read is one error.
 Dataset TFRecordDataset(const Dataset& files, TFRecordOptions options = {});
 Dataset TFRecordDataset(std::vector<std::string> files, TFRecordOptions options = {});
 

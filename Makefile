@@ -39,6 +39,16 @@ bench:
 	@$(MAKE) --no-print-directory build CMAKE_FLAGS="$(CMAKE_FLAGS) -DSTRATA_BENCH_LIBTORCH=ON"
 	bench/run_all.sh $(BUILD)
 
+# ---- make package: the Debian packages, from the Release tree (cmake/StrataInstall.cmake) ----
+# $(BUILD)/strata_<version>_amd64.deb (the command, docs; Depends: the run-time libraries) and
+# $(BUILD)/strata-dev_<version>_amd64.deb (headers, libstrata.a, StrataConfig.cmake, strata.pc).
+# Only the installed targets are built, not the tests.
+.PHONY: package
+package: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target strata_cli
+	cd $(BUILD) && cpack -G DEB
+	@ls $(BUILD)/strata*.deb
+
 # libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 600
 fuzz: deps

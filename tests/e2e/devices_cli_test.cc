@@ -8,6 +8,7 @@
 #include "cli_support.h"
 #include "strata/backend/compile.h"
 #include "strata/core/cpu.h"
+#include "strata/core/version.h"
 
 namespace strata::testing {
 namespace {

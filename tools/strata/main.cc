@@ -6,6 +6,7 @@
 
 #include "command.h"
 #include "strata/core/cpu.h"
+#include "strata/core/version.h"
 
 namespace {
 

@@ -1,4 +1,5 @@
 #include "strata/io/http.h"
+#include "strata/core/version.h"  // STRATA_VERSION in the User-Agent
 
 #include <curl/curl.h>
 #include <sys/mman.h>

@@ -57,6 +57,13 @@ int RunBenchInput(const std::vector<std::string>& args) {
   Status s = (*it)->GetNext(&e, &end);
   if (!s.ok()) return Fail("bench-input", s.ToString());
   if (end) return Fail("bench-input", "the dataset produced no batch (fewer images than --batch?)");
+  // The first batch's shape and labels: what --image-size, --batch and --seed select, in the JSON.
+  const Shape first_shape = e[0].shape();
+  std::vector<int64_t> first_labels;
+  if (e.size() > 1) {
+    const Tensor labels = e[1].Contiguous();
+    first_labels.assign(labels.data<int64_t>(), labels.data<int64_t>() + labels.num_elements());
+  }
   int64_t record_bytes0 = 0;
   for (const auto& st : (*it)->Stats())
     if (st.name == "tfrecord") record_bytes0 = st.bytes;
@@ -100,6 +107,8 @@ int RunBenchInput(const std::vector<std::string>& args) {
                         {"seconds", elapsed},
                         {"deterministic", o.deterministic},
                         {"cpu_budget", budget},
+                        {"first_batch_shape", first_shape.dims()},
+                        {"first_batch_labels", first_labels},
                         {"stages", stages}};
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;

@@ -52,7 +52,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   flags.Int("threads", &threads, "oneDNN threads per replica (default 1)");
   flags.String("precision", &precision_name, "f32, or bf16 (mixed: bf16 conv/matmul, f32 variables and loss)");
   flags.Double("seconds", &seconds, "measured time after warm-up (default 10)");
-  flags.Int("warmup", &warmup, "steps run before measuring (default 3)");
+  flags.Int("warmup", &warmup, "steps run before measuring (default 3; at least 1: the first compiles)");
   flags.Int("steps", &fixed_steps, "run exactly this many steps instead of --seconds (468: an epoch)");
   flags.Bool("json", &json, "print one JSON object");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
@@ -141,6 +141,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
         {"batch", batch},
         {"replicas", replicas},
         {"threads_per_replica", threads},
+        {"warmup_steps", std::max<int64_t>(1, warmup)},  // run before measuring, not counted
         {"steps", steps},  // replica steps
         {"global_steps", global_steps},
         {"global_batch", global_batch},

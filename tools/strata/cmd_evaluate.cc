@@ -19,7 +19,7 @@ struct ClassScore {
 };
 
 int RunEvaluate(const std::vector<std::string>& args) {
-  std::string model_arg, weights, data_glob, json_out;
+  std::string model_arg, weights, data_glob, json_out, image_key, label_key;
   int64_t batch = 64, worst = 10;
   bool summary = false, no_per_class = false;
   FlagParser flags("evaluate", "--model CKPT|SPEC [--weights CKPT] --data GLOB [--batch N] [--worst N] [--json FILE]",
@@ -31,6 +31,8 @@ int RunEvaluate(const std::vector<std::string>& args) {
   flags.String("model", &model_arg, "a checkpoint from strata train, or a spec (with --weights)");
   flags.String("weights", &weights, "checkpoint holding the weights of a --model SPEC");
   flags.String("data", &data_glob, "labelled TFRecord files (glob), e.g. 'DIR/val/*.tfrec'");
+  flags.String("image-key", &image_key, "feature holding the encoded image (default: the checkpoint's, else image)");
+  flags.String("label-key", &label_key, "feature holding the int64 class (default: the checkpoint's, else label)");
   flags.Int("batch", &batch, "images per forward pass (default 64)");
   flags.Int("worst", &worst, "how many of the lowest-F1 classes to explain (default 10)");
   flags.Bool("summary", &summary, "print model.summary() and exit");
@@ -47,8 +49,10 @@ int RunEvaluate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (data_glob.empty()) return Fail("evaluate", "--data is required", kExitUsage);
-  const ModelInfo& info = loaded->info;
-  auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/true, /*ids=*/false);
+  ModelInfo info = loaded->info;
+  if (!image_key.empty()) info.image_key = image_key;
+  if (!label_key.empty()) info.label_key = label_key;
+  auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/true);
   if (!ds.ok()) return Fail("evaluate", ds.status().ToString());
 
   Stopwatch clock;

@@ -24,7 +24,7 @@ std::string CsvField(const uint8_t* bytes, int64_t len) {
 }
 
 int RunPredict(const std::vector<std::string>& args) {
-  std::string model_arg, weights, data_glob, out;
+  std::string model_arg, weights, data_glob, out, image_key, id_key = "id";
   int64_t batch = 64;
   bool probabilities = false;
   FlagParser flags("predict", "--model CKPT|SPEC [--weights CKPT] --data GLOB --out FILE.csv [--probabilities] [--batch N]",
@@ -35,6 +35,8 @@ int RunPredict(const std::vector<std::string>& args) {
   flags.String("weights", &weights, "checkpoint holding the weights of a --model SPEC");
   flags.String("data", &data_glob, "TFRecord files with `image` and `id` (glob), e.g. 'DIR/test/*.tfrec'");
   flags.String("out", &out, "the CSV to write (e.g. submission.csv)");
+  flags.String("image-key", &image_key, "feature holding the encoded image (default: the checkpoint's, else image)");
+  flags.String("id-key", &id_key, "feature holding each record's id (default id); '' : ids are the record numbers 0, 1, ...");
   flags.Bool("probabilities", &probabilities, "add the class probabilities as columns");
   flags.Int("batch", &batch, "images per forward pass (default 64)");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
@@ -43,7 +45,9 @@ int RunPredict(const std::vector<std::string>& args) {
   if (batch < 1) return Fail("predict", "--batch must be positive", kExitUsage);
   auto loaded = LoadModelForInference(model_arg, weights);
   if (!loaded.ok()) return Fail("predict", loaded.status().ToString());
-  auto ds = InferenceDataset(loaded->info, data_glob, batch, /*labels=*/false, /*ids=*/true);
+  ModelInfo info = loaded->info;
+  if (!image_key.empty()) info.image_key = image_key;
+  auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/false, id_key);
   if (!ds.ok()) return Fail("predict", ds.status().ToString());
 
   Stopwatch clock;
@@ -58,12 +62,12 @@ int RunPredict(const std::vector<std::string>& args) {
       for (int64_t c = 0; probabilities && c < k; ++c) csv += ",prob_" + std::to_string(c);
       csv += "\n";
     }
-    const Tensor ids = b.tensors.back().Contiguous();  // u8 [B, L]
-    const int64_t len = ids.num_elements() / std::max<int64_t>(rows, 1);
+    const Tensor ids = id_key.empty() ? Tensor() : b.tensors.back().Contiguous();  // u8 [B, L]
+    const int64_t len = id_key.empty() ? 0 : ids.num_elements() / std::max<int64_t>(rows, 1);
     char buf[32];
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = p.data() + r * k;
-      const std::string id = CsvField(ids.data<uint8_t>() + r * len, len);
+      const std::string id = id_key.empty() ? std::to_string(n) : CsvField(ids.data<uint8_t>() + r * len, len);
       if (!seen.insert(id).second && duplicate.empty()) duplicate = id;
       csv += id + "," + std::to_string(std::max_element(row, row + k) - row);
       for (int64_t c = 0; probabilities && c < k; ++c) {

@@ -18,6 +18,7 @@
 #include "strata/datasets/batch_size.h"
 #include "strata/datasets/fashion_mnist.h"
 #include "strata/datasets/flowers.h"
+#include "strata/datasets/image_example.h"
 #include "strata/datasets/make_records.h"
 #include "strata/distribute/collective.h"
 #include "strata/distribute/strategy.h"
@@ -39,7 +40,8 @@ struct TrainFlags {
   double monitor_interval = 10;
   int64_t monitor_port = -1;
   bool no_monitor = false;
-  int64_t image_size = 28, classes = 10, epochs = 10, batch_per_replica = 128, replicas = 0, seed = 42;
+  int64_t image_size = 28, classes = 0, epochs = 10, batch_per_replica = 128, replicas = 0, seed = 42;
+  int64_t channels = 0;  // 0: as the first record of --data stores its image (1 without --data)
   int64_t steps_per_epoch = 0;
   double lr = 0.05, weight_decay = 5e-4, warmup_epochs = 0.5;
   bool deterministic = false, resume = false;
@@ -145,13 +147,44 @@ void ApplyPreset(const std::vector<std::string>& args, TrainFlags* f) {
   f->precision = HostIsa().avx512_bf16 && backend::PrecisionSupported(backend::Precision::kBF16).ok() ? "bf16" : "f32";
 }
 
-// The training or evaluation pipeline for the files: Fashion-MNIST's layout (PNG `image`,
-// `label`) at 28 px, otherwise the flowers recipe (JPEG `image`, `class`) at --image-size;
-// both read the features --image-key and --label-key name.
-// Fashion-MNIST's layout (28 px grayscale) or the flowers recipe's (--image-size px RGB).
-bool FashionMnistLayout(const TrainFlags& f) { return f.image_size == 28 && f.label_key == "label"; }
-Shape ImageShape(const TrainFlags& f) {
-  return FashionMnistLayout(f) ? Shape{28, 28, 1} : Shape{f.image_size, f.image_size, 3};
+// The training or evaluation pipeline for the files: Fashion-MNIST's recipe for grayscale
+// `label`led images at 28 px, otherwise the flowers recipe (JPEG or PNG, resized to
+// --image-size, grayscale or RGB as --channels); both read the features --image-key and
+// --label-key name.
+bool FashionMnistLayout(const TrainFlags& f) { return f.image_size == 28 && f.label_key == "label" && f.channels == 1; }
+Shape ImageShape(const TrainFlags& f) { return Shape{f.image_size, f.image_size, f.channels}; }
+
+// --channels when given, else the channels of the first record's image (gray + alpha reads
+// as gray, RGBA as RGB); the default Fashion-MNIST job is grayscale. Also says where it came from.
+Result<std::string> ResolveChannels(TrainFlags* f, bool default_data) {
+  if (f->channels != 0) return std::string("--channels");
+  if (default_data) {
+    f->channels = 1;
+    return std::string("Fashion-MNIST");
+  }
+  STRATA_ASSIGN_OR_RETURN(image::ImageInfo first, datasets::FirstImageInfo(f->data, f->image_key, f->label_key));
+  f->channels = first.channels <= 2 ? 1 : 3;
+  return "the first record of --data (" + std::string(image::FormatName(first.format)) + " " +
+         std::to_string(first.width) + "x" + std::to_string(first.height) + ", " + std::to_string(first.channels) +
+         (first.channels == 1 ? " channel)" : " channels)");
+}
+
+// The smallest square image size >= 1 a built-in spec can be built for, or 0 when none up to
+// 256 (larger tries would allocate big Dense layers for nothing): the number `--image-size` must reach.
+int64_t SmallestImageSize(const std::string& spec, int64_t channels) {
+  auto builds = [&](int64_t size) {
+    auto sized = SpecWithInputShape(spec, size, channels);
+    return sized.ok() && keras::ModelFromJson(*sized).ok();
+  };
+  int64_t hi = 1;
+  while (hi <= 256 && !builds(hi)) hi *= 2;
+  if (hi > 256) return 0;
+  int64_t lo = hi / 2;  // does not build (or 0)
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (builds(mid) ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& pattern, int replicas, bool training) {
@@ -170,6 +203,7 @@ Result<data::Dataset> MakeDataset(const TrainFlags& f, const std::string& patter
   }
   datasets::FlowersOptions o;
   o.image_size = static_cast<int>(f.image_size);
+  o.channels = static_cast<int>(f.channels);
   o.batch_size = f.batch_per_replica;
   o.replicas = replicas;
   o.deterministic = f.deterministic || !training;
@@ -194,8 +228,13 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("val", &f.val, "validation/test TFRecord files (glob); default: Fashion-MNIST test without --data, none with it");
   flags.String("image-key", &f.image_key, "feature holding the encoded image (default image)");
   flags.String("label-key", &f.label_key, "feature holding the int64 class (default label)");
-  flags.Int("image-size", &f.image_size, "images are decoded and resized to SxS (default 28)");
-  flags.Int("classes", &f.classes, "number of classes (default 10)");
+  flags.Int("image-size", &f.image_size, "images are decoded and resized to SxS (default 28); built-in models are built for it");
+  flags.Int("channels", &f.channels,
+            "1 (grayscale) or 3 (RGB): images are decoded to it and built-in models built for it (default: as the first "
+            "record of --data stores it)");
+  flags.Int("classes", &f.classes,
+            "number of classes: a built-in model's last layer is built for it (default: the model's own, 10 for "
+            "reference-cnn, 104 for the flowers models)");
   flags.String("preset", &f.preset, "flowers: the Kaggle flowers recipe (see docs/flowers.md); flags after it override it");
   flags.String("model", &f.model,
                "model spec: a JSON file or a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception)");
@@ -235,11 +274,13 @@ int RunTrain(const std::vector<std::string>& args) {
   if (f.lr_scaling != "linear" && f.lr_scaling != "none") return Fail("train", "--lr-scaling must be linear or none", kExitUsage);
   if (f.schedule != "cosine" && f.schedule != "constant" && f.schedule != "rampup")
     return Fail("train", "--schedule must be cosine, constant or rampup", kExitUsage);
+  if (f.channels != 0 && f.channels != 1 && f.channels != 3) return Fail("train", "--channels must be 1 or 3", kExitUsage);
   if (f.resume && f.checkpoint_dir.empty()) return Fail("train", "--resume needs --checkpoint-dir", kExitUsage);
   if (f.epochs < 1 || f.batch_per_replica < 1) return Fail("train", "--epochs and --batch-per-replica must be positive", kExitUsage);
 
   Stopwatch wall;
   // ---- data
+  const bool default_data = f.data.empty();
   if (f.data.empty()) {
     auto paths = DefaultFashionMnist();
     if (!paths.ok()) return Fail("train", paths.status().ToString());
@@ -255,6 +296,9 @@ int RunTrain(const std::vector<std::string>& args) {
   const int workers = (*strategy)->num_workers(), worker = (*strategy)->worker_index();
   const bool chief = worker == 0;  // prints, evaluates and saves
   const int64_t global_batch = datasets::GlobalBatch(f.batch_per_replica, replicas);
+  auto channels_from = ResolveChannels(&f, default_data);
+  if (!channels_from.ok())
+    return Fail("train", channels_from.status().ToString());
   auto examples = CountRecords(f.data);
   if (!examples.ok()) return Fail("train", examples.status().ToString());
   const int64_t steps_per_epoch = f.steps_per_epoch > 0 ? f.steps_per_epoch : *examples / global_batch;
@@ -271,21 +315,35 @@ int RunTrain(const std::vector<std::string>& args) {
     if (!v.ok()) return Fail("train", v.status().ToString());
     val = *v;
   }
+  if (chief)
+    std::printf("validation: %s\n", !f.val.empty() ? f.val.c_str() : "none (--data without --val; pass --val FILES to validate)");
 
   // ---- model, in the strategy's scope (as the seed's snippet)
   std::unique_ptr<keras::Model> model;
   const bool flowers = f.preset == "flowers";
   // What the saved checkpoint records, so `strata evaluate|predict --model CKPT` rebuild it.
   ModelInfo info{.spec_json = "", .source = f.model, .preset = f.preset, .image_key = f.image_key, .label_key = f.label_key,
-                 .image_size = f.image_size, .classes = f.classes};
+                 .image_size = f.image_size, .classes = f.classes, .channels = f.channels};
   {
     auto scope = (*strategy)->scope();
     auto spec = SpecText(f.model);
-    // The flowers models end in global pooling: --image-size sets their input.
-    if (spec.ok() && flowers) spec = SpecWithImageSize(*spec, f.image_size);
+    // A built-in model is built for the input, as a Keras user passes input_shape; a spec file
+    // keeps its own input (with --preset flowers, --image-size still sets its size).
+    const bool builtin = keras::BuiltinSpec(f.model).ok();
+    const std::string builtin_spec = builtin && spec.ok() ? *spec : "";
+    if (spec.ok() && builtin) spec = SpecWithInputShape(*spec, f.image_size, f.channels);
+    if (spec.ok() && builtin && f.classes > 0) spec = SpecWithClasses(*spec, f.classes);
+    else if (spec.ok() && flowers) spec = SpecWithImageSize(*spec, f.image_size);
     if (!spec.ok()) return Fail("train", spec.status().ToString());
     info.spec_json = *spec;
     auto m = keras::ModelFromJson(*spec);
+    if (!m.ok() && builtin) {
+      const int64_t smallest = SmallestImageSize(builtin_spec, f.channels);
+      return Fail("train",
+                  "model " + f.model + " cannot be built for " + ImageShape(f).ToString() + " images (" + m.status().message() +
+                      ")" + (smallest > f.image_size ? ": pass --image-size " + std::to_string(smallest) + " or more" : ""),
+                  kExitUsage);
+    }
     if (!m.ok()) return Fail("train", m.status().WithContext(f.model).ToString());
     model = std::move(m).value();
     // The pipeline's images against the model's input, before any work (a Keras user passes
@@ -293,10 +351,27 @@ int RunTrain(const std::vector<std::string>& args) {
     if (auto input = model->input_shape(0); input.ok() && *input != ImageShape(f))
       return Fail("train",
                   "model " + f.model + " takes images of shape " + input->ToString() + " but --data gives " +
-                      ImageShape(f).ToString() + " (--image-size " + std::to_string(f.image_size) +
-                      (FashionMnistLayout(f) ? ", grayscale" : ", RGB") +
-                      "): pass --image-size to match the model, or --model a spec whose input is " + ImageShape(f).ToString(),
+                      ImageShape(f).ToString() + " (--image-size " + std::to_string(f.image_size) + ", --channels " +
+                      std::to_string(f.channels) + " from " + *channels_from +
+                      "): pass --image-size and --channels to match the model, or --model a spec whose input is " +
+                      ImageShape(f).ToString(),
                   kExitUsage);
+    if (chief)
+      std::printf("input: %lldx%lldx%lld images (size from --image-size, channels from %s); model %s %s\n",
+                  static_cast<long long>(f.image_size), static_cast<long long>(f.image_size),
+                  static_cast<long long>(f.channels), channels_from->c_str(), f.model.c_str(),
+                  builtin ? ("built for input_shape " + ImageShape(f).ToString()).c_str() : "from its spec file");
+    // --classes against the model's output (a spec file's own last layer is not rewritten).
+    if (auto output = model->output_shape(0); output.ok() && output->rank() >= 1) {
+      const int64_t units = (*output)[output->rank() - 1];
+      if (f.classes > 0 && units != f.classes)
+        return Fail("train",
+                    "model " + f.model + " has " + std::to_string(units) + " outputs but --classes is " +
+                        std::to_string(f.classes) + ": drop --classes, or --model a spec whose last layer has " +
+                        std::to_string(f.classes) + " units",
+                    kExitUsage);
+      f.classes = info.classes = units;
+    }
     // The seed's rule: learning rate scaled linearly with the global batch.
     const double lr = f.lr * (f.lr_scaling == "linear" ? static_cast<double>(global_batch) / 128.0 : 1.0);
     const int64_t total = steps_per_epoch * f.epochs;
@@ -326,10 +401,10 @@ int RunTrain(const std::vector<std::string>& args) {
                                 .seed = static_cast<uint64_t>(f.seed)});
     if (!st.ok()) return Fail("train", st.ToString());
     if (chief)
-      std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)\n",
+      std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)%s\n",
                 (*strategy)->name().c_str(), replicas, static_cast<long long>(global_batch),
                 static_cast<long long>(f.batch_per_replica), replicas, f.schedule == "rampup" ? f.lr * replicas : lr,
-                schedule.description.c_str());
+                schedule.description.c_str(), f.precision == "bf16" ? " · precision mixed_bfloat16" : "");
   }
   if (chief) model->summary();
 

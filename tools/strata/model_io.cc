@@ -44,6 +44,48 @@ Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size
   return spec.dump();
 }
 
+Result<std::string> SpecWithInputShape(const std::string& spec_json, int64_t size, int64_t channels) {
+  STRATA_ASSIGN_OR_RETURN(Shape now, SpecInputShape(spec_json));
+  if (now == Shape{size, size, channels}) return spec_json;  // byte for byte: the default job's spec
+  STRATA_ASSIGN_OR_RETURN(std::string sized, SpecWithImageSize(spec_json, size));
+  json spec = json::parse(sized);
+  for (auto& layer : spec["config"]["layers"])
+    if (layer.value("class_name", "") == "InputLayer") layer["config"]["batch_input_shape"][3] = channels;
+  return spec.dump();
+}
+
+Result<std::string> SpecWithClasses(const std::string& spec_json, int64_t classes) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (!spec.is_object() || !spec.contains("config") || !spec["config"].contains("layers") ||
+      !spec["config"]["layers"].is_array())
+    return InvalidArgument("model spec: not a Keras-style {\"class_name\", \"config\": {\"layers\"}} object");
+  // The classifier: the last Dense (its units), or a SqueezeNet's last Conv2D (its filters)
+  // when only pooling and activations follow it.
+  auto& layers = spec["config"]["layers"];
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const std::string kind = it->value("class_name", "");
+    const char* field = kind == "Dense" ? "units" : kind == "Conv2D" ? "filters" : nullptr;
+    if (!field) continue;
+    if ((*it)["config"].value(field, int64_t{0}) == classes) return spec_json;
+    (*it)["config"][field] = classes;
+    return spec.dump();
+  }
+  return InvalidArgument("model spec: no Dense or Conv2D layer whose outputs --classes could set");
+}
+
+Result<Shape> SpecInputShape(const std::string& spec_json) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (spec.is_object() && spec.contains("config") && spec["config"].contains("layers"))
+    for (const auto& layer : spec["config"]["layers"]) {
+      if (layer.value("class_name", "") != "InputLayer") continue;
+      const auto shape = layer["config"].value("batch_input_shape", json::array());
+      if (shape.size() != 4 || !shape[1].is_number() || !shape[2].is_number() || !shape[3].is_number())
+        return InvalidArgument("model spec: the InputLayer is not an image input [None, H, W, C]");
+      return Shape{shape[1].get<int64_t>(), shape[2].get<int64_t>(), shape[3].get<int64_t>()};
+    }
+  return NotFound("model spec: no InputLayer");
+}
+
 namespace {
 
 struct CheckpointRecords {
@@ -77,6 +119,7 @@ Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
   info.label_key = m.value("label_key", "label");
   info.image_size = m.value("image_size", int64_t{28});
   info.classes = m.value("classes", int64_t{10});
+  info.channels = m.value("channels", int64_t{0});  // 0: written before channels were recorded (the spec says)
   return info;
 }
 
@@ -90,7 +133,7 @@ Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info) {
   c.header["extra"]["model"] = {{"spec", spec},           {"source", info.source},
                                 {"preset", info.preset},   {"image_key", info.image_key},
                                 {"label_key", info.label_key}, {"image_size", info.image_size},
-                                {"classes", info.classes}};
+                                {"channels", info.channels}, {"classes", info.classes}};
   STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(checkpoint));  // atomic: temp + rename
   STRATA_RETURN_IF_ERROR(w->WriteRecord(c.header.dump()));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(c.params));
@@ -140,6 +183,9 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
     }
     if (out.info.image_size != 28) out.info.label_key = "class";  // the flowers schema
   }
+  // The channels the model takes, so the pipeline decodes grayscale or RGB: the spec's input.
+  if (auto input = SpecInputShape(out.info.spec_json); input.ok()) out.info.channels = (*input)[2];
+  if (out.info.channels == 0) out.info.channels = out.info.image_size == 28 && out.info.label_key == "label" ? 1 : 3;
   STRATA_ASSIGN_OR_RETURN(out.model, keras::ModelFromJson(out.info.spec_json));
   // Loading checks the optimizer slots' size, so compile with an optimizer of the same shape:
   // none (plain SGD), one block (SGD with momentum) or two (Adam, RMSprop).
@@ -157,14 +203,16 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
 }
 
 Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
-                                       bool ids) {
-  if (info.image_size == 28 && info.label_key == "label") {  // Fashion-MNIST's TFDS layout
-    if (ids) return InvalidArgument("Fashion-MNIST records have no id feature to predict for");
+                                       const std::string& id_key) {
+  // Fashion-MNIST's TFDS layout (its recipe reads the label); prediction (no labels, maybe ids)
+  // takes the general recipe below at 28 x 28 x 1.
+  if (info.image_size == 28 && info.label_key == "label" && info.channels == 1 && labels && id_key.empty()) {
     return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
                                                 .cache = false, .image_key = info.image_key, .label_key = info.label_key});
   }
   datasets::FlowersOptions o;
   o.image_size = static_cast<int>(info.image_size);
+  o.channels = static_cast<int>(info.channels);
   o.batch_size = batch;
   o.deterministic = true;
   o.augment = false;
@@ -174,7 +222,7 @@ Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string&
   o.image_key = info.image_key;
   o.label_key = labels ? info.label_key : "";
   o.drop_remainder = false;
-  o.id_key = ids ? "id" : "";
+  o.id_key = id_key;
   return datasets::FlowersDataset(glob, o);
 }
 

@@ -3,7 +3,7 @@
 // rebuild the model with nothing else given. The record is the checkpoint header's
 // "extra"."model" object (docs/formats/checkpoint.md):
 //   {"spec": {Keras-style spec}, "source": "flowers-cnn", "preset": "flowers",
-//    "image_key": "image", "label_key": "class", "image_size": 192, "classes": 104}
+//    "image_key": "image", "label_key": "class", "image_size": 192, "channels": 3, "classes": 104}
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,7 @@ struct ModelInfo {
   std::string preset;          // "flowers", or "" for the default job and plain --model runs
   std::string image_key = "image", label_key = "label";
   int64_t image_size = 28, classes = 10;
+  int64_t channels = 1;        // the spec's input channels: 1 grayscale, 3 RGB
 };
 
 // A built-in spec's JSON (reference-cnn, flowers-cnn, ...) or a spec file's text.
@@ -32,6 +33,15 @@ Result<std::string> SpecText(const std::string& name_or_path);
 // The spec with its InputLayer(s) set to size x size (convnets ending in global pooling take
 // any size); the channel count is kept.
 Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size);
+// The spec built for size x size x channels images, as a Keras user passes input_shape: the
+// InputLayer's shape set (the spec returned unchanged when it already is that shape).
+Result<std::string> SpecWithInputShape(const std::string& spec_json, int64_t size, int64_t channels);
+// The spec with its classifier giving `classes` outputs, as Keras applications take classes=
+// (unchanged when it already does): the last Dense layer, or a fully convolutional model's
+// last Conv2D.
+Result<std::string> SpecWithClasses(const std::string& spec_json, int64_t classes);
+// The input shape [H, W, C] of the spec's first InputLayer (NotFound when it has none).
+Result<Shape> SpecInputShape(const std::string& spec_json);
 
 // Adds `info` to the checkpoint's header (rewritten atomically; the other records unchanged).
 Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info);
@@ -47,9 +57,10 @@ struct LoadedModel {
 Result<LoadedModel> LoadModelForInference(const std::string& model, const std::string& weights);
 
 // The records for evaluation or prediction, in file order, unaugmented, the last short batch
-// kept: (image f32 [B, S, S, C], label i64 [B] when `labels`, id u8 [B, L] when `ids`).
+// kept: (image f32 [B, S, S, C], label i64 [B] when `labels`, id u8 [B, L] when `ids`: the
+// feature `id_key`). S, C and the features come from `info`.
 Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
-                                       bool ids);
+                                       const std::string& id_key = "");
 
 // Class probabilities of a batch of model outputs [B, K]: rows that are not already a
 // distribution (a model ending in logits) go through softmax.

@@ -24,11 +24,14 @@ Result<data::Dataset> FlowersDataset(const std::string& file_glob, FlowersOption
   STRATA_ASSIGN_OR_RETURN(data::MapFn parse, data::ParseExampleFn(spec));
   image::AugmentOptions ao;
   ao.height = ao.width = o.image_size;
-  ao.channels = 3;
+  if (o.channels != 1 && o.channels != 3) return InvalidArgument("FlowersDataset: channels must be 1 or 3");
+  ao.channels = o.channels;
   if (o.augment) {
     ao.flip_left_right = 0.5f;
-    ao.saturation_lower = 0;
-    ao.saturation_upper = 2;
+    if (o.channels == 3) {  // saturation is a colour jitter: none on gray images
+      ao.saturation_lower = 0;
+      ao.saturation_upper = 2;
+    }
   }
   STRATA_ASSIGN_OR_RETURN(image::Augmenter aug, image::Augmenter::Make(ao, MixSeed(seed, 2)));
   auto shared = std::make_shared<const image::Augmenter>(std::move(aug));

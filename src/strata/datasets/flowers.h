@@ -25,6 +25,7 @@ namespace strata::datasets {
 // recipe went from 0.79x to 0.94x of a bare decode loop's rate on one core).
 struct FlowersOptions {
   int image_size = 192;            // S: decoded images are resized to S x S
+  int channels = 3;                // 3: RGB (the competition's); 1: grayscale (no saturation jitter)
   int64_t batch_size = 64;         // per replica (batch_size.h)
   int replicas = 1;                // batches hold GlobalBatch(batch_size, replicas) elements
   bool deterministic = false;      // the seed's choice: order traded for speed

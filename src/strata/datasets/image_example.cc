@@ -1,5 +1,7 @@
 #include "strata/datasets/image_example.h"
 
+#include "strata/data/sources.h"
+
 namespace strata::datasets {
 
 using data::Element;
@@ -37,6 +39,24 @@ data::MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, ImageKeys k
     STRATA_RETURN_IF_ERROR(DecodeInto(*aug, keys, what, e, rng, out));
     return out;
   };
+}
+
+Result<image::ImageInfo> FirstImageInfo(const std::string& file_glob, const std::string& image_key,
+                                        const std::string& label_key) {
+  STRATA_ASSIGN_OR_RETURN(data::Dataset files, data::list_files(file_glob));
+  std::vector<record::FeatureSpec> spec = {{.key = image_key, .type = record::FeatureKind::kBytes}};
+  if (!label_key.empty()) spec.push_back({.key = label_key, .type = record::FeatureKind::kInt64});
+  STRATA_ASSIGN_OR_RETURN(data::MapFn parse, data::ParseExampleFn(spec));
+  STRATA_ASSIGN_OR_RETURN(auto it, data::TFRecordDataset(files).make_iterator());
+  STRATA_ASSIGN_OR_RETURN(std::optional<Element> first, it->Next());
+  if (!first) return NotFound(file_glob + ": no records");
+  const std::string where = file_glob + " first record";
+  auto parsed = parse(std::move(*first));
+  if (!parsed.ok()) return parsed.status().WithContext(where);
+  STRATA_ASSIGN_OR_RETURN(Tensor bytes, parsed->Get(image_key));
+  auto info = image::ReadImageInfo(std::string_view(static_cast<const char*>(bytes.raw_data()), bytes.nbytes()));
+  if (!info.ok()) return info.status().WithContext(where + " feature '" + image_key + "'");
+  return info;
 }
 
 }  // namespace strata::datasets

@@ -8,6 +8,7 @@
 
 #include "strata/data/dataset.h"
 #include "strata/image/augment.h"
+#include "strata/image/decode.h"
 
 namespace strata::datasets {
 
@@ -29,5 +30,13 @@ Status DecodeInto(const image::Augmenter& aug, const ImageKeys& keys, const std:
 
 // The same as a map function that allocates its output.
 data::MapRngFn DecodeFn(std::shared_ptr<const image::Augmenter> aug, ImageKeys keys, std::string what);
+
+// The header of the image in the first record of the files matching `file_glob` (in name
+// order): format, height, width and channels as stored. `strata train` builds a built-in model
+// for the input it is given (Keras's input_shape) from this. With `label_key`, the record must
+// also hold that int64 feature. Errors name the file pattern and the feature, before any
+// training work.
+Result<image::ImageInfo> FirstImageInfo(const std::string& file_glob, const std::string& image_key,
+                                        const std::string& label_key = "");
 
 }  // namespace strata::datasets

@@ -15,7 +15,11 @@ set(STRATA_TIMING_SENSITIVE_TESTS
   MonitorCliTest.StarvedMatmulRunWritesReportTraceJsonlAndEventFile
   MonitorCliTest.MatmulUtilizationAgreesWithTheIndependentFigure
   MonitorCliTest.LiveNumbersOfARunningJobOverHttp
-  MonitorPageTest.GaugesShowNumbersAndUpdateInHeadlessChromium)
+  MonitorPageTest.GaugesShowNumbersAndUpdateInHeadlessChromium
+  # A bound of 60 s on the watchdog; busy loops on both cores that would slow any neighbour.
+  MpiTrain.AStoppedRankIsNamedByStrataWatchdogWhichEndsTheJob
+  MpiTrain.AKilledRankIsNamedByStrataWatchdogWhichEndsTheJob
+  MpiTrain.TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm)
 foreach(name ${STRATA_TIMING_SENSITIVE_TESTS})
   foreach(prefix "" "avx2:")
     # ctest ignores a name it does not know (a test of a binary not built in this pass).

@@ -1,4 +1,5 @@
-// strata train as a user runs it: the default job (shortened), and kill -9 + --resume.
+// strata train as a user runs it: the default job (shortened), and kill -9 + --resume at a
+// random step and inside a backup write (fault points: keras/fault_point.h).
 // Labelled "slow": each test trains for tens of seconds.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,9 +9,11 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "../e2e/cli_support.h"
+#include "fault_support.h"
 #include "strata/core/file.h"
 #include "strata/record/record_reader.h"
 
@@ -27,17 +30,6 @@ std::string Env() {
     return c;
   }();
   return "STRATA_CACHE_DIR=" + cache + " ";
-}
-
-// The parameter record of a checkpoint (record 1; see docs/formats/checkpoint.md).
-std::string Params(const std::string& path) {
-  auto r = record::RecordReader::Open(path);
-  EXPECT_TRUE(r.ok()) << path;
-  if (!r.ok()) return "";
-  std::string header, params;
-  EXPECT_TRUE((*r)->ReadRecord(&header).ok());
-  EXPECT_TRUE((*r)->ReadRecord(&params).ok());
-  return params;
 }
 
 TEST(TrainCli, DefaultJobPrintsTestAccuracyAndSavesTheModel) {
@@ -63,48 +55,116 @@ TEST(TrainCli, DefaultJobPrintsTestAccuracyAndSavesTheModel) {
   EXPECT_TRUE(fs::exists(dir + "/model.ckpt"));
 }
 
-TEST(TrainCli, KillNineThenResumeEndsWithTheSameWeights) {
-  const std::string dir = ::testing::TempDir() + "/strata-train-resume";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string args = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
-  const std::string common = Env() + Strata() + args;
-  auto straight = RunCommand(common + " --checkpoint-dir " + dir + "/a --out " + dir + "/a.ckpt", true);
-  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+// kill -9 and --resume: 2 epochs of 30 steps, backups at global steps 20, 30 (epoch end) and 40
+// (and 60, deleted when the run ends). The run that is never interrupted is made once.
+const std::string kResumeArgs = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
 
-  // Start the same run, kill -9 it once its first backup exists, then resume.
-  const std::string backup = dir + "/b/backup.ckpt";
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    // `exec VAR=value cmd` would exec a program named "VAR=value": export first.
-    std::string cmd = "export " + Env() + "&& exec " + Strata() + args + " --checkpoint-dir " + dir + "/b --out " + dir + "/b.ckpt >/dev/null 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  bool killed = false;
-  for (int i = 0; i < 6000 && !killed; ++i) {
-    if (fs::exists(backup)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the steps after it
-      ::kill(pid, SIGKILL);
-      killed = true;
-    } else {
-      int status;
-      if (::waitpid(pid, &status, WNOHANG) == pid) break;  // finished before a backup: fails below
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(killed) << "the run ended before writing a backup";
-  ASSERT_TRUE(WIFSIGNALED(status));
-  ASSERT_FALSE(fs::exists(dir + "/b.ckpt"));  // it never finished
+std::string ResumeDir() {
+  static const std::string dir = [] {
+    const std::string d = ::testing::TempDir() + "/strata-train-resume";
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
 
-  auto resumed = RunCommand(common + " --checkpoint-dir " + dir + "/b --resume --out " + dir + "/b.ckpt", true);
+// The uninterrupted run's final checkpoint (made on first use).
+const CheckpointRead& Uninterrupted() {
+  static const CheckpointRead straight = [] {
+    const std::string dir = ResumeDir();
+    auto r = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + dir + "/a --out " + dir + "/a.ckpt", true);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return ReadWholeCheckpoint(dir + "/a.ckpt");
+  }();
+  return straight;
+}
+
+// The resumed run ends with the uninterrupted run's weights and optimizer slots, bit for bit.
+void ExpectSameBitsAsUninterrupted(const std::string& path) {
+  const CheckpointRead& a = Uninterrupted();
+  ASSERT_TRUE(a.ok) << a.error;
+  const CheckpointRead b = ReadWholeCheckpoint(path);
+  ASSERT_TRUE(b.ok) << b.error;
+  EXPECT_GT(a.params.size(), 0u);
+  EXPECT_TRUE(a.params == b.params) << "resumed weights differ from the uninterrupted run";
+  EXPECT_TRUE(a.slots == b.slots) << "resumed optimizer slots differ from the uninterrupted run";
+}
+
+// Stops the run at global step `kill_step` (a fault point: it prints its pid and waits), kill -9s
+// it there and returns the output; the backup directory is `dir`/`run`.
+std::string RunAndKillAt(const std::string& fault, const std::string& dir, const std::string& run) {
+  BackgroundJob job = BackgroundJob::Start("export " + Env() + "STRATA_FAULT_PAUSE=" + fault + " && exec " + Strata() + kResumeArgs +
+                                               " --checkpoint-dir " + dir + "/" + run + " --out " + dir + "/" + run + ".ckpt",
+                                           dir + "/" + run + ".log");
+  const std::string paused = "strata: fault point " + fault + " reached";
+  const bool reached = job.WaitForText(paused, 600);
+  std::string out = job.output();
+  const long pid = NumberAfter(out, ", pid ");
+  EXPECT_TRUE(reached) << out;
+  EXPECT_EQ(pid, job.pid) << out;  // `exec`: the shell became strata
+  if (reached && pid == job.pid) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  job.Wait(60);
+  out = job.output();
+  EXPECT_TRUE(job.ended && WIFSIGNALED(job.status) && WTERMSIG(job.status) == SIGKILL) << "not ended by kill -9:\n" << out;
+  job.KillAll();
+  EXPECT_FALSE(fs::exists(dir + "/" + run + ".ckpt")) << "the killed run finished:\n" << out;
+  return out;
+}
+
+// kill -9 after a random global step K (seeded; the seed is printed): the backup on disk is the
+// last one written before K, the resumed run says it resumed from exactly there (not from 0)
+// and ends with the uninterrupted run's weights, bit for bit.
+TEST(TrainCli, KillNineAtARandomStepThenResumeFromTheLastBackup) {
+  const std::string dir = ResumeDir();
+  std::mt19937_64 rng(TestSeed("TrainCli.KillNineAtARandomStepThenResumeFromTheLastBackup"));
+  const int kill_step = std::uniform_int_distribution<int>(21, 59)(rng);
+  // The backups before the kill: step 20, the epoch end (30) once step 31 ran, step 40.
+  const int backup_step = kill_step >= 40 ? 40 : kill_step >= 31 ? 30 : 20;
+  const int epoch = backup_step / 30 + 1, step_in_epoch = backup_step % 30;
+  std::printf("[ fault    ] kill -9 after global step %d; expect the resume from global step %d (epoch %d, step %d)\n",
+              kill_step, backup_step, epoch, step_in_epoch);
+  ASSERT_TRUE(Uninterrupted().ok);
+
+  const std::string killed = RunAndKillAt("after-step:" + std::to_string(kill_step), dir, "b");
+  const CheckpointRead backup = ReadWholeCheckpoint(dir + "/b/backup.ckpt");
+  ASSERT_TRUE(backup.ok) << backup.error << "\n" << killed;
+  EXPECT_EQ(backup.global_step, backup_step) << killed;
+
+  auto resumed = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + dir + "/b --resume --out " + dir + "/b.ckpt", true);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  std::string a = Params(dir + "/a.ckpt"), b = Params(dir + "/b.ckpt");
-  ASSERT_FALSE(a.empty());
-  EXPECT_TRUE(a == b) << "resumed weights differ from the uninterrupted run";
+  const std::string said = "BackupAndRestore: resuming from " + dir + "/b/backup.ckpt: resumed from epoch " + std::to_string(epoch) +
+                           ", step " + std::to_string(step_in_epoch) + " (global step " + std::to_string(backup_step) + ")";
+  EXPECT_NE(resumed.output.find(said), std::string::npos) << "expected: " << said << "\n" << resumed.output;
+  // It trained the rest, not the whole run: epoch 1's progress line only when it resumed inside it.
+  EXPECT_EQ(resumed.output.find("Epoch 1/2") != std::string::npos, epoch == 1) << resumed.output;
+  ExpectSameBitsAsUninterrupted(dir + "/b.ckpt");
+}
+
+// kill -9 inside a backup write (fault point: every byte in the temporary, before the fsync and
+// rename): the previous backup (step 20) is untouched and whole, and the run resumes from it.
+TEST(TrainCli, KillNineInsideABackupWriteLeavesThePreviousBackupToResumeFrom) {
+  const std::string dir = ResumeDir();
+  ASSERT_TRUE(Uninterrupted().ok);
+  // The second backup write is the epoch end's, global step 30; the first was step 20's.
+  const std::string killed = RunAndKillAt("backup-write:2", dir, "c");
+  EXPECT_NE(killed.find("backup of global step 30 in its temporary"), std::string::npos) << killed;
+  const std::vector<std::string> temps = FilesStartingWith(dir + "/c", "backup.ckpt.tmp-");
+  ASSERT_EQ(temps.size(), 1u) << "the killed write's temporary\n" << killed;
+  EXPECT_GT(fs::file_size(temps[0]), 0u);
+  const CheckpointRead temp = ReadWholeCheckpoint(temps[0]);
+  EXPECT_EQ(temp.global_step, 30) << temp.error;  // the write had got that far: it was really in progress
+  const CheckpointRead backup = ReadWholeCheckpoint(dir + "/c/backup.ckpt");
+  ASSERT_TRUE(backup.ok) << backup.error;
+  EXPECT_EQ(backup.global_step, 20);
+
+  auto resumed = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + dir + "/c --resume --out " + dir + "/c.ckpt", true);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from epoch 1, step 20 (global step 20)"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("BackupAndRestore: removed " + temps[0] + ", a backup write that never finished"), std::string::npos)
+      << resumed.output;
+  EXPECT_TRUE(FilesStartingWith(dir + "/c", "backup.ckpt.tmp-").empty());
+  ExpectSameBitsAsUninterrupted(dir + "/c.ckpt");
 }
 
 }  // namespace

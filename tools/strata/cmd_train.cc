@@ -475,6 +475,11 @@ int RunTrain(const std::vector<std::string>& args) {
     const double wait_ms = cs.all_reduce_wait_seconds * 1e3 / steps;
     cross_host = {{"workers", workers}, {"all_reduce_bytes_per_step", static_cast<double>(cs.all_reduce_bytes) / steps},
                   {"all_reduce_ms_per_step", ms}, {"all_reduce_wait_ms_per_step", wait_ms}, {"step_ms", step_ms}};
+    // The watchdog's view (docs/distribute.md, "Faults"): the longest one collective waited,
+    // the longest deadline it was given, and whether peers' heartbeats kept them alive.
+    cross_host["longest_wait_s"] = cs.longest_wait_seconds;
+    cross_host["longest_deadline_s"] = cs.longest_deadline_seconds;
+    cross_host["heartbeats"] = cs.heartbeats;
     // Overlapped with the backward pass, only the waiting part costs step time.
     std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step), "
                 "%d workers\n",

@@ -2,9 +2,12 @@
 // launched with mpirun or srun). Replicas inside a host reduce through shared memory first
 // (Strategy::ReduceScatter); only the host-reduced gradients cross the network.
 //
-// A collective that does not complete within `timeout_seconds` (a peer hangs) ends the job
-// with an error naming this worker and the operation; a peer that dies is reported by the
-// MPI launcher, which then stops every worker.
+// Liveness (docs/distribute.md, "Faults"): every worker sends its peers a heartbeat each second
+// from a thread of its own; a collective waiting on a peer silent for `heartbeat_timeout_seconds`
+// ends the job naming that peer (rank, host, pid) and the collective. Alive but slow peers keep
+// answering, so a loaded machine is no fault. A collective that outlives max(`timeout_seconds`,
+// 10 x the job's pace between collectives) while every peer answers (a deadlock) ends the job
+// too. Either way the worker calls MPI_Abort with error code 3.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,11 @@ struct CollectiveStats {
   // Of all_reduce_seconds, the time the caller was blocked waiting (the rest was hidden behind
   // the backward pass by StartAllReduceSum; equal without overlap).
   double all_reduce_wait_seconds = 0;
+  // The longest any one collective waited, and the longest deadline the watchdog gave one
+  // (what a fixed timeout would have had to allow).
+  double longest_wait_seconds = 0;
+  double longest_deadline_seconds = 0;
+  bool heartbeats = false;  // peers' liveness came from heartbeats (MPI_THREAD_MULTIPLE)
 };
 
 class Collective {
@@ -60,13 +68,18 @@ class Collective {
 bool LaunchedUnderMpi();
 
 struct MpiOptions {
-  double timeout_seconds = 30;  // per collective; STRATA_COLLECTIVE_TIMEOUT overrides
+  // The floor of a collective's deadline (scaled up with the job's pace); STRATA_COLLECTIVE_TIMEOUT.
+  double timeout_seconds = 30;
+  // A peer silent this long while a collective waits is taken for dead; STRATA_HEARTBEAT_TIMEOUT
+  // (0: no heartbeats, the deadline alone).
+  double heartbeat_timeout_seconds = 10;
   // All-reduces go in buckets of this size, all in flight at once (MPI_Iallreduce), so MPI
   // can pipeline them instead of one huge message; STRATA_ALLREDUCE_BUCKET_BYTES overrides.
   int64_t bucket_bytes = 4 << 20;
 };
-// Initialises MPI once per process (MPI_THREAD_SERIALIZED: the main thread and replica 0 talk
-// to MPI, never at the same time) and returns the world's collective. MPI_Finalize runs at exit.
+// Initialises MPI once per process (MPI_THREAD_MULTIPLE: the heartbeat thread talks to MPI
+// beside the main thread or replica 0, which never talk at the same time) and returns the
+// world's collective. MPI_Finalize runs at exit, after the heartbeats stop.
 Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options = {});
 
 }  // namespace strata::distribute

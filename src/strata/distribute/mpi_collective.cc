@@ -9,9 +9,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "strata/distribute/collective.h"
 
@@ -25,11 +29,115 @@ std::string MpiError(int code) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-// Ends the job when a collective exceeds its deadline (a hung peer would otherwise block
-// every worker forever).
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Who a worker is, for messages: "worker 1 (node2, pid 4242)".
+struct WorkerName {
+  std::string host;
+  long pid = 0;
+};
+
+// Liveness from the peers themselves: a thread of its own sends every peer a tiny message
+// every second on a communicator of its own and records when it last heard from each. A
+// worker that is alive but slow (a loaded host, a long kernel, a slow disk) keeps answering,
+// because the thread needs a few microseconds of CPU a second; a worker that is stopped
+// (SIGSTOP, a hung host, a network partition) or dead goes silent. Needs MPI_THREAD_MULTIPLE
+// (this thread calls MPI while replica 0 or the main thread waits in a collective).
+class Heartbeats {
+ public:
+  static constexpr int kTag = 7;
+  static constexpr double kPeriodSeconds = 1.0;
+
+  Heartbeats(int rank, int size, MPI_Comm comm)
+      : rank_(rank), size_(size), comm_(comm), last_heard_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(size))),
+        out_(static_cast<size_t>(size), 0), sends_(static_cast<size_t>(size), MPI_REQUEST_NULL) {
+    const int64_t now = Clock::now().time_since_epoch().count();
+    for (int p = 0; p < size; ++p) last_heard_[p].store(now, std::memory_order_relaxed);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Heartbeats() { Stop(); }
+
+  // Before MPI_Finalize (idempotent).
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Seconds since `peer` was last heard from.
+  double Silence(int peer) const {
+    const Clock::time_point last{Clock::duration(last_heard_[peer].load(std::memory_order_relaxed))};
+    return Seconds(Clock::now() - last);
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        int done = 1;
+        // A send still pending (a peer that reads nothing) is not repeated: one in flight each.
+        if (sends_[static_cast<size_t>(p)] != MPI_REQUEST_NULL) MPI_Test(&sends_[static_cast<size_t>(p)], &done, MPI_STATUS_IGNORE);
+        if (!done) continue;
+        ++out_[static_cast<size_t>(p)];
+        MPI_Isend(&out_[static_cast<size_t>(p)], 1, MPI_LONG_LONG, p, kTag, comm_, &sends_[static_cast<size_t>(p)]);
+      }
+      for (;;) {  // everything that arrived since the last round
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_, &flag, &st) != MPI_SUCCESS || !flag) break;
+        long long beat = 0;
+        if (MPI_Recv(&beat, 1, MPI_LONG_LONG, st.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_)
+          last_heard_[st.MPI_SOURCE].store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::duration<double>(kPeriodSeconds), [this] { return stop_; });
+    }
+    lock.unlock();
+    // Sends a peer never read (it finished first) complete in the background or die with MPI.
+    for (MPI_Request& r : sends_)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  }
+
+  int rank_, size_;
+  MPI_Comm comm_;
+  std::unique_ptr<std::atomic<int64_t>[]> last_heard_;  // steady_clock ticks
+  std::vector<long long> out_;                           // each peer's send buffer
+  std::vector<MPI_Request> sends_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The process's heartbeats, stopped by the atexit handler before MPI_Finalize.
+std::mutex g_heartbeats_mu;
+std::shared_ptr<Heartbeats> g_heartbeats;
+
+// Ends the job when a collective cannot finish: a peer went silent (no heartbeat for
+// `heartbeat_timeout` seconds), or, every peer answering, the collective outlived its deadline
+// (a deadlock, or workers that called different collectives). The deadline scales with the
+// job's own pace: max(floor, kPaceFactor x the longest interval between consecutive collective
+// returns over the last kPaceWindow collectives, the current one's lead-in included), so a job
+// whose steps are ten times slower than usual (a loaded machine) gets a ten times longer
+// deadline; the floor (STRATA_COLLECTIVE_TIMEOUT) covers the first steps.
 class Watchdog {
  public:
-  Watchdog(int rank, double timeout) : rank_(rank), timeout_(timeout), thread_([this] { Loop(); }) {}
+  static constexpr double kPaceFactor = 10;
+  static constexpr size_t kPaceWindow = 16;
+
+  Watchdog(int rank, std::vector<WorkerName> names, double floor, double heartbeat_timeout, std::shared_ptr<Heartbeats> heartbeats)
+      : rank_(rank), names_(std::move(names)), floor_(floor), heartbeat_timeout_(heartbeat_timeout),
+        heartbeats_(std::move(heartbeats)), last_return_(Clock::now()), thread_([this] { Loop(); }) {}
   ~Watchdog() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -41,17 +149,50 @@ class Watchdog {
   void Arm(const char* op) {
     std::lock_guard<std::mutex> lock(mu_);
     op_ = op;
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                       std::chrono::duration<double>(timeout_));
+    ++calls_;
+    armed_at_ = Clock::now();
+    double pace = Seconds(armed_at_ - last_return_);  // this worker's own work since the last collective
+    for (double i : intervals_) pace = std::max(pace, i);
+    pace_ = pace;
+    deadline_seconds_ = std::max(floor_, kPaceFactor * pace);
     armed_ = true;
     cv_.notify_all();
   }
   void Disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
+    const Clock::time_point now = Clock::now();
+    const double waited = Seconds(now - armed_at_);
+    longest_wait_ = std::max(longest_wait_, waited);
+    longest_deadline_ = std::max(longest_deadline_, deadline_seconds_);
+    const double interval = Seconds(now - last_return_);
+    if (intervals_.size() < kPaceWindow) intervals_.push_back(interval);
+    else intervals_[next_interval_] = interval;
+    next_interval_ = (next_interval_ + 1) % kPaceWindow;
+    last_return_ = now;
+  }
+  double longest_wait() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return longest_wait_;
+  }
+  double longest_deadline() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return longest_deadline_;
   }
 
  private:
+  std::string Name(int w) const {
+    const WorkerName& n = names_[static_cast<size_t>(w)];
+    return "worker " + std::to_string(w) + " (" + n.host + ", pid " + std::to_string(n.pid) + ")";
+  }
+
+  [[noreturn]] void Abort(const std::string& message) {
+    std::fprintf(stderr, "strata: %s\n", message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    std::_Exit(3);
+  }
+
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
@@ -59,33 +200,74 @@ class Watchdog {
         cv_.wait(lock);
         continue;
       }
-      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-          std::chrono::steady_clock::now() >= deadline_) {
-        std::fprintf(stderr,
-                     "strata: worker %d: %s did not complete within %.0f s: a peer worker died or hangs; stopping the job\n",
-                     rank_, op_, timeout_);
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-        std::_Exit(3);
+      // Heartbeats are checked a few times a second; without them only the deadline counts.
+      const auto wake = heartbeats_ ? std::min(Clock::now() + std::chrono::milliseconds(250), Deadline()) : Deadline();
+      cv_.wait_until(lock, wake);
+      if (!armed_ || stop_) continue;
+      const Clock::time_point now = Clock::now();
+      const double waited = Seconds(now - armed_at_);
+      char what[160];
+      std::snprintf(what, sizeof(what), "%s (collective call %lld of this worker)", op_, static_cast<long long>(calls_));
+      if (heartbeats_) {
+        for (int p = 0; p < static_cast<int>(names_.size()); ++p) {
+          if (p == rank_) continue;
+          const double silence = heartbeats_->Silence(p);
+          if (silence < heartbeat_timeout_) continue;
+          char buf[512];
+          std::snprintf(buf, sizeof(buf),
+                        "%s stopped answering: no heartbeat for %.1f s (STRATA_HEARTBEAT_TIMEOUT %.0f s) while %s waited %.1f s "
+                        "in %s; it died, is stopped or its host is unreachable; stopping the job",
+                        Name(p).c_str(), silence, heartbeat_timeout_, Name(rank_).c_str(), waited, what);
+          Abort(buf);
+        }
+      }
+      if (now >= Deadline()) {
+        std::string peers;
+        for (int p = 0; p < static_cast<int>(names_.size()); ++p)
+          if (p != rank_) peers += (peers.empty() ? "" : ", ") + Name(p);
+        char buf[768];
+        std::snprintf(buf, sizeof(buf),
+                      "%s: %s did not complete within %.0f s (max of STRATA_COLLECTIVE_TIMEOUT %.0f s and %.0f x this job's "
+                      "%.2f s pace between collectives); %s; waiting on %s; stopping the job",
+                      Name(rank_).c_str(), what, deadline_seconds_, floor_, kPaceFactor, pace_,
+                      heartbeats_ ? "every worker still answers heartbeats: a worker hangs inside the job or the workers "
+                                    "called different collectives"
+                                  : "a peer worker died or hangs (no heartbeats: MPI gives no MPI_THREAD_MULTIPLE)",
+                      peers.c_str());
+        Abort(buf);
       }
     }
   }
 
+  Clock::time_point Deadline() const {
+    return armed_at_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_seconds_));
+  }
+
   int rank_;
-  double timeout_;
-  std::mutex mu_;
+  std::vector<WorkerName> names_;
+  double floor_, heartbeat_timeout_;
+  std::shared_ptr<Heartbeats> heartbeats_;  // null: the MPI library cannot take a second thread
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   const char* op_ = "";
-  std::chrono::steady_clock::time_point deadline_;
+  long long calls_ = 0;
+  Clock::time_point armed_at_, last_return_;
+  double pace_ = 0, deadline_seconds_ = 0, longest_wait_ = 0, longest_deadline_ = 0;
+  std::vector<double> intervals_;  // between consecutive collective returns, the last kPaceWindow
+  size_t next_interval_ = 0;
   bool armed_ = false, stop_ = false;
   std::thread thread_;
 };
 
 class MpiWorld final : public Collective {
  public:
-  MpiWorld(int rank, int size, double timeout, int64_t bucket_bytes, bool can_overlap, MPI_Comm grads)
+  MpiWorld(int rank, int size, int64_t bucket_bytes, bool can_overlap, MPI_Comm grads, std::vector<WorkerName> names,
+           double floor, double heartbeat_timeout, std::shared_ptr<Heartbeats> heartbeats)
       : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), can_overlap_(can_overlap), grads_comm_(grads),
-        watchdog_(rank, timeout) {}
+        heartbeats_(heartbeats), watchdog_(rank, std::move(names), floor, heartbeat_timeout, std::move(heartbeats)) {}
+  ~MpiWorld() override {
+    if (heartbeats_) heartbeats_->Stop();
+  }
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
@@ -118,8 +300,15 @@ class MpiWorld final : public Collective {
   }
 
   CollectiveStats stats() const override {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    return stats_;
+    CollectiveStats s;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      s = stats_;
+    }
+    s.longest_wait_seconds = watchdog_.longest_wait();
+    s.longest_deadline_seconds = watchdog_.longest_deadline();
+    s.heartbeats = heartbeats_ != nullptr;
+    return s;
   }
 
   bool can_overlap() const override { return can_overlap_; }
@@ -155,7 +344,7 @@ class MpiWorld final : public Collective {
     const auto wait_start = std::chrono::steady_clock::now();
     int rc = MPI_SUCCESS;
     if (!overlap_done_) {
-      watchdog_.Arm("all-reduce");
+      watchdog_.Arm("the gradient all-reduce");
       rc = MPI_Waitall(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), MPI_STATUSES_IGNORE);
       watchdog_.Disarm();
       overlap_end_ = std::chrono::steady_clock::now();
@@ -223,6 +412,7 @@ class MpiWorld final : public Collective {
   int64_t overlap_bytes_ = 0;
   mutable std::mutex stats_mu_;
   CollectiveStats stats_;
+  std::shared_ptr<Heartbeats> heartbeats_;
   Watchdog watchdog_;
 };
 
@@ -243,18 +433,24 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    // SERIALIZED: replica 0 (a thread of its own) starts and waits for the gradient buckets,
-    // the main thread makes the start-up and checkpoint collectives; never both at once.
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    // MULTIPLE: the heartbeat thread talks to MPI while a collective waits. Replica 0 (a thread
+    // of its own) starts and waits for the gradient buckets, the main thread makes the start-up
+    // and checkpoint collectives; never both at once (SERIALIZED would do for them alone).
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return Internal("MPI_Init_thread failed: " + MpiError(rc));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
+      {
+        std::lock_guard<std::mutex> lock(g_heartbeats_mu);
+        if (g_heartbeats) g_heartbeats->Stop();  // no MPI call of that thread after MPI_Finalize
+      }
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
     });
   }
   if (const char* t = std::getenv("STRATA_COLLECTIVE_TIMEOUT")) options.timeout_seconds = std::atof(t);
+  if (const char* t = std::getenv("STRATA_HEARTBEAT_TIMEOUT")) options.heartbeat_timeout_seconds = std::atof(t);
   if (const char* b = std::getenv("STRATA_ALLREDUCE_BUCKET_BYTES")) options.bucket_bytes = std::atoll(b);
   if (options.bucket_bytes < 1024) options.bucket_bytes = 1024;
   int rank = 0, size = 1, level = MPI_THREAD_SINGLE;
@@ -263,8 +459,35 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   MPI_Query_thread(&level);
   MPI_Comm grads = MPI_COMM_NULL;
   if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &grads); rc != MPI_SUCCESS) return Internal("MPI_Comm_dup: " + MpiError(rc));
-  auto c = std::make_shared<MpiWorld>(rank, size, options.timeout_seconds > 0 ? options.timeout_seconds : 30,
-                                      options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, grads);
+  // Every worker's host and pid, for the watchdog's messages.
+  char host[MPI_MAX_PROCESSOR_NAME + 1] = {};
+  int host_len = 0;
+  MPI_Get_processor_name(host, &host_len);
+  std::vector<char> hosts(static_cast<size_t>(size) * (MPI_MAX_PROCESSOR_NAME + 1), '\0');
+  std::vector<long> pids(static_cast<size_t>(size), 0);
+  long pid = static_cast<long>(::getpid());
+  if (int rc = MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME + 1, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME + 1, MPI_CHAR,
+                             MPI_COMM_WORLD);
+      rc != MPI_SUCCESS)
+    return Internal("MPI_Allgather (host names): " + MpiError(rc));
+  if (int rc = MPI_Allgather(&pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, MPI_COMM_WORLD); rc != MPI_SUCCESS)
+    return Internal("MPI_Allgather (pids): " + MpiError(rc));
+  std::vector<WorkerName> names(static_cast<size_t>(size));
+  for (int w = 0; w < size; ++w) {
+    names[static_cast<size_t>(w)].host = std::string(hosts.data() + static_cast<size_t>(w) * (MPI_MAX_PROCESSOR_NAME + 1));
+    names[static_cast<size_t>(w)].pid = pids[static_cast<size_t>(w)];
+  }
+  std::shared_ptr<Heartbeats> heartbeats;
+  if (level >= MPI_THREAD_MULTIPLE && options.heartbeat_timeout_seconds > 0 && size > 1) {
+    MPI_Comm beats = MPI_COMM_NULL;
+    if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &beats); rc != MPI_SUCCESS) return Internal("MPI_Comm_dup: " + MpiError(rc));
+    heartbeats = std::make_shared<Heartbeats>(rank, size, beats);
+    std::lock_guard<std::mutex> hb_lock(g_heartbeats_mu);
+    g_heartbeats = heartbeats;
+  }
+  auto c = std::make_shared<MpiWorld>(rank, size, options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, grads, std::move(names),
+                                      options.timeout_seconds > 0 ? options.timeout_seconds : 30,
+                                      options.heartbeat_timeout_seconds, std::move(heartbeats));
   existing = c;
   return std::shared_ptr<Collective>(c);
 }

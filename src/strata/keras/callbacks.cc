@@ -11,6 +11,7 @@
 #include "strata/core/file.h"
 #include "strata/core/log.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/keras/fault_point.h"
 #include "strata/record/event.h"
 
 namespace strata::keras {
@@ -309,12 +310,31 @@ Status BackupAndRestore::OnTrainBegin(const TrainInfo& info) {
   if (distribute::Strategy* s = model()->strategy(); s && s->num_workers() > 1)
     STRATA_RETURN_IF_ERROR(s->CheckWorkersAgree("BackupAndRestore in " + dir_ + " (a directory every worker must share)",
                                                 exists ? "a backup" : "no backup"));
+  distribute::Strategy* s = model()->strategy();
+  if (!s || s->worker_index() == 0) RemoveHalfWrittenBackups(info.verbose > 0);
   if (!exists) return Status::OK();
   STRATA_RETURN_IF_ERROR(model()->RestoreBackup(path()));
+  // Epochs count from 1 as in the progress lines; the step is the steps of that epoch already
+  // done, so training goes on with step S + 1.
   if (info.verbose > 0)
-    std::printf("BackupAndRestore: resuming from %s at epoch %d, global step %lld\n", path().c_str(),
-                model()->current_epoch() + 1, static_cast<long long>(model()->global_step()));
+    std::printf("BackupAndRestore: resuming from %s: resumed from epoch %d, step %lld (global step %lld)\n", path().c_str(),
+                model()->current_epoch() + 1, static_cast<long long>(model()->resumed_step_in_epoch()),
+                static_cast<long long>(model()->global_step()));
   return Status::OK();
+}
+
+// A backup write killed before its rename leaves its temporary ("backup.ckpt.tmp-PID-N") beside
+// the backup, which it never touched; the chief removes such leftovers when training starts.
+void BackupAndRestore::RemoveHalfWrittenBackups(bool verbose) const {
+  std::error_code ec;
+  const std::string prefix = std::filesystem::path(path()).filename().string() + ".tmp-";
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::error_code rm;
+    std::filesystem::remove(entry.path(), rm);
+    if (verbose && !rm) std::printf("BackupAndRestore: removed %s, a backup write that never finished\n", entry.path().c_str());
+  }
 }
 
 Status BackupAndRestore::Save(int64_t next_epoch, int64_t step_in_epoch) {
@@ -323,7 +343,12 @@ Status BackupAndRestore::Save(int64_t next_epoch, int64_t step_in_epoch) {
 }
 
 Status BackupAndRestore::OnTrainBatchEnd(int64_t batch, const Logs&) {
-  if (o_.save_freq > 0 && (model()->global_step() % o_.save_freq) == 0) return Save(model()->current_epoch(), batch + 1);
+  if (o_.save_freq > 0 && (model()->global_step() % o_.save_freq) == 0)
+    STRATA_RETURN_IF_ERROR(Save(model()->current_epoch(), batch + 1));
+  // The recovery tests' kill -9 at a chosen step lands here (keras/fault_point.h).
+  const distribute::Strategy* s = model()->strategy();
+  PauseAtFaultPoint(FaultPoint::kAfterStep, model()->global_step(), s ? s->worker_index() : 0,
+                    "after global step " + std::to_string(model()->global_step()));
   return Status::OK();
 }
 

@@ -162,8 +162,10 @@ class TerminateOnNaN final : public Callback {
 };
 
 // Resumes a killed run: on train begin, a backup in `backup_dir` restores weights, optimizer
-// state, epoch, step and the input iterator's position; a backup is written (atomically)
-// every `save_freq` steps and at each epoch end, and deleted when training finishes.
+// state, epoch, step and the input iterator's position ("resumed from epoch E, step S (global
+// step G)"); a backup is written (atomically) every `save_freq` steps and at each epoch end,
+// and deleted when training finishes. A write killed halfway leaves the previous backup whole;
+// its temporary is removed at the next start.
 class BackupAndRestore final : public Callback {
  public:
   struct Options {
@@ -180,6 +182,7 @@ class BackupAndRestore final : public Callback {
 
  private:
   Status Save(int64_t next_epoch, int64_t step_in_epoch);
+  void RemoveHalfWrittenBackups(bool verbose) const;
   std::string dir_;
   Options o_;
   int epoch_ = 0;

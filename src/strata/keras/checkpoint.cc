@@ -1,9 +1,11 @@
 #include "strata/keras/checkpoint.h"
 
 #include <cstring>
+#include <memory>
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "strata/core/file.h"
 #include "strata/record/record_reader.h"
 #include "strata/record/record_writer.h"
 
@@ -11,10 +13,28 @@ namespace strata::keras {
 
 namespace {
 std::string_view Bytes(const Tensor& t) { return {static_cast<const char*>(t.raw_data()), t.nbytes()}; }
+
+// The atomic writer with a call between the last byte and the publishing fsync + rename.
+class HookedFile final : public WritableFile {
+ public:
+  HookedFile(std::unique_ptr<WritableFile> file, const std::function<void()>& hook) : file_(std::move(file)), hook_(hook) {}
+  const std::string& name() const override { return file_->name(); }
+  Status Append(std::string_view data) override { return file_->Append(data); }
+  Status Flush() override { return file_->Flush(); }
+  Status Close() override {
+    STRATA_RETURN_IF_ERROR(file_->Flush());
+    hook_();
+    return file_->Close();
+  }
+
+ private:
+  std::unique_ptr<WritableFile> file_;
+  const std::function<void()>& hook_;
+};
 }  // namespace
 
 Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store_in, const Tensor& slots,
-                       const CheckpointState& state) {
+                       const CheckpointState& state, const std::function<void()>& before_publish) {
   auto& store = const_cast<backend::VariableStore&>(store_in);  // views only; nothing is changed
   nlohmann::json vars = nlohmann::json::array();
   for (const auto& e : store.entries()) {
@@ -27,7 +47,13 @@ Status WriteCheckpoint(const std::string& path, const backend::VariableStore& st
                            {"params", store.params().num_elements()}, {"slots", slots.num_elements()},
                            {"variables", vars},
                            {"extra", nlohmann::json::parse(state.extra_json, nullptr, false)}};
-  STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(path));
+  std::unique_ptr<record::RecordWriter> w;
+  if (before_publish) {
+    STRATA_ASSIGN_OR_RETURN(auto file, NewAtomicWritableFile(path));
+    STRATA_ASSIGN_OR_RETURN(w, record::RecordWriter::Open(std::make_unique<HookedFile>(std::move(file), before_publish)));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(w, record::RecordWriter::Open(path));
+  }
   STRATA_RETURN_IF_ERROR(w->WriteRecord(header.dump()));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(store.params())));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(Bytes(slots)));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "strata/backend/compile.h"
@@ -24,8 +25,12 @@ struct CheckpointState {
   std::string extra_json = "{}";  // callbacks' state (best metric so far, ...)
 };
 
+// Atomic: the bytes go to a temporary beside `path`, which is fsynced and renamed onto `path`;
+// a crash at any point leaves the previous file under `path` whole. `before_publish`, when
+// given, runs once every byte is handed to the OS and before the fsync and rename (the
+// backup's fault point, keras/fault_point.h).
 Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store, const Tensor& slots,
-                       const CheckpointState& state);
+                       const CheckpointState& state, const std::function<void()>& before_publish = nullptr);
 // Loads into `store` and `slots`: every variable must exist with the same shape and the
 // slot block must have the same size (errors name what differs).
 Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state);

@@ -5,6 +5,7 @@
 // copies its shard into its compiled program and runs forward + backward, the gradients are
 // reduce-scattered and each replica updates its slice of the weights; finally the logs go to
 // the callbacks.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "strata/core/file.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/keras/fault_point.h"
 #include "strata/keras/model.h"
 #include "strata/keras/optimizer_state.h"
 #include "strata/keras/step_observer.h"
@@ -219,7 +221,15 @@ Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t st
     if (strategy_->worker_index() != 0) return Status::OK();
     st.iterator_state = PackWorkerStates(states);
   }
-  return WriteCheckpoint(path, *store_, optimizer_->slots(), st);
+  // The recovery tests' kill -9 inside a backup write lands here (keras/fault_point.h).
+  static std::atomic<int64_t> backup_writes{0};
+  const int64_t nth = ++backup_writes;
+  const int worker = strategy_ ? strategy_->worker_index() : 0;
+  return WriteCheckpoint(path, *store_, optimizer_->slots(), st, [&] {
+    PauseAtFaultPoint(FaultPoint::kBackupWrite, nth, worker,
+                      "backup of global step " + std::to_string(global_step_) + " in its temporary beside " + path +
+                          ", not yet renamed onto it");
+  });
 }
 
 Status Model::RestoreBackup(const std::string& path) {

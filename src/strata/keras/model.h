@@ -192,6 +192,8 @@ class Model {
   // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);
   Status RestoreBackup(const std::string& path);
+  // After RestoreBackup: the steps of current_epoch() the backup had already done.
+  int64_t resumed_step_in_epoch() const { return resume_step_in_epoch_; }
 
   // Internals shared with Sequential().
   struct LayerEntry;

@@ -1,0 +1,166 @@
+// Fault injection for the recovery tests: jobs started in the background with their output in a
+// file, waited on for a line (a fault point's "paused" line), their workers found by MPI rank,
+// signalled, and the checkpoints they leave read back record by record.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strata/record/record_reader.h"
+
+namespace strata::testing {
+
+// A seeded RNG whose seed is printed, so a failure reproduces: STRATA_TEST_SEED=S reruns it.
+inline uint64_t TestSeed(const char* test) {
+  uint64_t seed = 0;
+  if (const char* s = std::getenv("STRATA_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
+  else seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::printf("[ seed     ] %s: STRATA_TEST_SEED=%llu reproduces this run\n", test, static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  return seed;
+}
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A command run by /bin/sh in the background, stdout and stderr into `log`.
+struct BackgroundJob {
+  pid_t pid = -1;
+  std::string log;
+  int status = 0;
+  bool ended = false;
+
+  static BackgroundJob Start(const std::string& command, const std::string& log) {
+    BackgroundJob job;
+    job.log = log;
+    job.pid = ::fork();
+    if (job.pid == 0) {
+      ::setpgid(0, 0);  // its own process group: the cleanup reaches every process it started
+      const std::string cmd = command + " >" + log + " 2>&1";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return job;
+  }
+  // Polls until the log holds `text` (true) or the job ends or `seconds` pass (false).
+  bool WaitForText(const std::string& text, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      if (Slurp(log).find(text) != std::string::npos) return true;
+      if (Poll()) return Slurp(log).find(text) != std::string::npos;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  bool Poll() {
+    if (!ended && ::waitpid(pid, &status, WNOHANG) == pid) ended = true;
+    return ended;
+  }
+  // Waits up to `seconds` for the job to end; false if it did not (then it is left running).
+  bool Wait(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!Poll() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return ended;
+  }
+  int exit_code() const { return ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+  std::string output() const { return Slurp(log); }
+  // Ends whatever is left of the job (a test that failed halfway).
+  void KillAll() {
+    if (!Poll()) {
+      ::kill(-pid, SIGCONT);
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ended = true;
+    }
+  }
+};
+
+// The number after `key` in `text` (e.g. the pid in a fault point's line), or -1.
+inline long NumberAfter(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtol(text.c_str() + at + key.size(), nullptr, 10);
+}
+
+// The processes whose command line holds `marker`, by MPI rank (OMPI_COMM_WORLD_RANK in their
+// environment); -1 where none was found.
+inline std::vector<pid_t> WorkersByRank(const std::string& marker, int ranks) {
+  std::vector<pid_t> pids(static_cast<size_t>(ranks), -1);
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::string cmdline = Slurp("/proc/" + std::string(e->d_name) + "/cmdline");
+    for (char& c : cmdline)
+      if (c == '\0') c = ' ';
+    // Not the launcher, nor a shell around a worker.
+    if (cmdline.find(marker) == std::string::npos || cmdline.rfind("/bin/sh ", 0) == 0 || cmdline.rfind("sh ", 0) == 0 ||
+        cmdline.find("mpirun") != std::string::npos)
+      continue;
+    std::string env = Slurp("/proc/" + std::string(e->d_name) + "/environ");
+    const std::string key = std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=";
+    env.insert(0, 1, '\0');
+    const size_t at = env.find(key);
+    if (at == std::string::npos) continue;
+    const int rank = std::atoi(env.c_str() + at + key.size());
+    if (rank >= 0 && rank < ranks) pids[static_cast<size_t>(rank)] = pid;
+  }
+  ::closedir(proc);
+  return pids;
+}
+
+// A checkpoint read back whole: every record present with its CRCs right, and its header.
+struct CheckpointRead {
+  bool ok = false;
+  std::string error, header, params, slots;
+  int64_t global_step = -1;
+};
+inline CheckpointRead ReadWholeCheckpoint(const std::string& path) {
+  CheckpointRead c;
+  auto r = record::RecordReader::Open(path);
+  if (!r.ok()) {
+    c.error = r.status().ToString();
+    return c;
+  }
+  std::string iterator;
+  for (std::string* rec : {&c.header, &c.params, &c.slots, &iterator}) {
+    Status s = (*r)->ReadRecord(rec);
+    if (!s.ok()) {
+      c.error = s.ToString();
+      return c;
+    }
+  }
+  c.global_step = NumberAfter(c.header, "\"global_step\":");
+  c.ok = true;
+  return c;
+}
+
+// Files in `dir` whose name starts with `prefix` (the atomic writer's "NAME.tmp-" leftovers).
+inline std::vector<std::string> FilesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(dir + "/" + e->d_name);
+    ::closedir(d);
+  }
+  return out;
+}
+
+}  // namespace strata::testing

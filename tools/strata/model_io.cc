@@ -267,7 +267,8 @@ std::vector<std::string> ClassNames(const ModelInfo& info, int64_t classes) {
   const bool flowers = info.preset == "flowers" || classes == datasets::kFlowersNumClasses;
   for (int64_t c = 0; c < classes; ++c) {
     if (flowers && c < datasets::kFlowersNumClasses) names.push_back(datasets::kFlowersClasses[c]);
-    else if (classes == 10 && info.label_key == "label") names.push_back(datasets::kFashionMnistClasses[c]);
+    else if (classes == 10 && info.label_key == "label" && info.channels == 1 && info.image_size == 28)
+      names.push_back(datasets::kFashionMnistClasses[c]);  // not for other 10-class data (CIFAR-10)
     else names.push_back("class " + std::to_string(c));
   }
   return names;

@@ -126,6 +126,11 @@ deb)
     dpkg-query -W "$pkg" >/dev/null 2>&1 || fail "Depends names $pkg, which dpkg does not know"
   done
   grep -q "strata (= $version)" <<<"$(dpkg-deb -f "$dev" Depends)" || fail "strata-dev does not depend on strata (= $version)"
+  # What `apt-get install ./strata_*.deb ./strata-dev_*.deb` would do, simulated (no root, no
+  # change): apt resolves every Depends against the archive it knows, or refuses.
+  apt-get install -s "$deb" "$dev" >"$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log"; fail "apt-get cannot install the packages"; }
+  grep -q "^Inst strata " "$tmp/apt.log" && grep -q "^Inst strata-dev " "$tmp/apt.log" ||
+    { cat "$tmp/apt.log"; fail "apt-get would not install strata and strata-dev"; }
   dpkg-deb -c "$dev" >"$tmp/dev.list"
   dpkg-deb -c "$deb" >"$tmp/deb.list"
   grep -q './usr/include/strata/keras/model.h' "$tmp/dev.list" || fail "strata-dev has no headers"

@@ -30,7 +30,8 @@ PACKAGES=(
   "libssl-dev           io: SHA-256 and HMAC for AWS Signature V4 (s3://)"
   "nginx-light          remote e2e tests and bench/remote_bench.sh: the reference HTTP server on loopback"
   "python3-boto3        tools/sigv4_oracle.py: botocore signs the same requests as io/s3.cc (unit test); s3 test uploads"
-  "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json)"
+  "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json); the npm TFRecord reader oracle"
+  "openssl              https:// e2e test: makes its CA and the nginx server certificate"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <set>
@@ -180,6 +181,63 @@ TEST_F(RemoteFaults, RetryBudgetSpentIsAClearErrorNamingUrlAndStatus) {
   EXPECT_NE(m.find("gave up after 3 attempts"), std::string::npos) << m;
 }
 
+// A server that sends half of a body and then nothing on an open connection: abandoned after
+// STRATA_IO_STALL_TIMEOUT_S below 1 KB/s, retried, and the records are the local ones.
+TEST_F(RemoteFaults, ServerStallingMidBodyIsRetriedNothingTwiceNothingSkipped) {
+  FakeServer server;
+  ASSERT_TRUE(server.Start(root_.path, {"--stall-mid-body", "2"})) << server.error;
+  ScopedEnv stall("STRATA_IO_STALL_TIMEOUT_S", "1");
+  const int64_t retries0 = io::Counters().retries.load();
+  auto remote = ReadAll(server.url() + "/" + name_);
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  EXPECT_EQ(*remote, local_);
+  EXPECT_EQ(io::Counters().retries.load() - retries0, 2);
+}
+
+// docs/remote.md's bound for a request whose every attempt stalls: (1 + STRATA_IO_MAX_RETRIES)
+// attempts, each ended after at most STRATA_IO_CONNECT_TIMEOUT_S + STRATA_IO_STALL_TIMEOUT_S
+// + 6 s (libcurl's speed window), plus the backoffs between them. Seconds.
+double DocumentedBound(int max_retries, int connect_timeout_s, int stall_timeout_s, int backoff_ms) {
+  double backoff = 0;
+  for (int k = 0; k < max_retries; ++k) backoff += std::min(backoff_ms * double(1 << k), 5000.0) / 1000;
+  return (1 + max_retries) * double(connect_timeout_s + stall_timeout_s + 6) + backoff;
+}
+
+TEST_F(RemoteFaults, ServerStallingEveryTimeFailsWithinTheDocumentedBoundNamingTheUrl) {
+  FakeServer server;
+  ASSERT_TRUE(server.Start(root_.path, {"--stall-mid-body", "1000"})) << server.error;
+  ScopedEnv stall("STRATA_IO_STALL_TIMEOUT_S", "1");
+  ScopedEnv retries("STRATA_IO_MAX_RETRIES", "2");
+  ScopedEnv connect("STRATA_IO_CONNECT_TIMEOUT_S", "5");
+  const std::string url = server.url() + "/" + name_;
+  const int64_t requests0 = io::Counters().requests.load();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto remote = ReadAll(url);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(remote.ok());
+  const std::string m = remote.status().ToString();
+  EXPECT_NE(m.find(url), std::string::npos) << m;
+  EXPECT_NE(m.find("Timeout was reached"), std::string::npos) << m;  // curl's words for the stall
+  EXPECT_NE(m.find("gave up after 3 attempts"), std::string::npos) << m;
+  EXPECT_EQ(io::Counters().requests.load() - requests0, 3);
+  // A generous upper limit, as the issue asks: the documented bound (36 s), not a speed.
+  EXPECT_LT(seconds, DocumentedBound(2, 5, 1, 1)) << m;
+}
+
+TEST_F(RemoteFaults, ServerClosingMidBodyEveryTimeFailsNamingTheUrl) {
+  FakeServer server;
+  ASSERT_TRUE(server.Start(root_.path, {"--drop-mid-body", "1000"})) << server.error;
+  ScopedEnv retries("STRATA_IO_MAX_RETRIES", "2");
+  const std::string url = server.url() + "/" + name_;
+  const int64_t requests0 = io::Counters().requests.load();
+  auto remote = ReadAll(url);
+  ASSERT_FALSE(remote.ok());
+  const std::string m = remote.status().ToString();
+  EXPECT_NE(m.find(url), std::string::npos) << m;
+  EXPECT_NE(m.find("gave up after 3 attempts"), std::string::npos) << m;
+  EXPECT_EQ(io::Counters().requests.load() - requests0, 3);
+}
+
 TEST_F(RemoteFaults, AServerThatIgnoresRangeStillGivesEveryRecordOnce) {
   FakeServer server;
   ASSERT_TRUE(server.Start(root_.path, {"--no-range"})) << server.error;
@@ -228,6 +286,62 @@ TEST_F(RemoteFaults, HttpHasNoListingButANamedUrlPassesThroughListFiles) {
   auto one = io::Glob(server.url() + "/" + name_);
   ASSERT_TRUE(one.ok()) << one.status().ToString();
   EXPECT_EQ(*one, std::vector<std::string>{server.url() + "/" + name_});
+}
+
+// https:// to nginx with TLS, its certificate signed by a CA made here (openssl): verified
+// against STRATA_CA_BUNDLE it reads every record equal to the local read; against another CA,
+// or the system's CAs, it is refused at open with an error naming the URL.
+TEST(RemoteTls, NginxWithATestCaIsVerifiedAndAWrongCaIsRefused) {
+  TempDir root, tls;
+  CopyReal(root.path);
+  testing::TestCa ca;
+  ASSERT_TRUE(ca.Make(tls.path)) << ca.error;
+  Nginx nginx;
+  ASSERT_TRUE(nginx.Start(root.path, ca.server_cert, ca.server_key)) << nginx.error;
+  const std::string base = "https://127.0.0.1:" + std::to_string(nginx.port) + "/";
+  {
+    ScopedEnv bundle("STRATA_CA_BUNDLE", ca.ca);
+    ScopedEnv block("STRATA_IO_BLOCK_BYTES", "65536");
+    for (const auto& n : RealRecordFiles()) {
+      auto remote = ReadAll(base + n);
+      ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+      EXPECT_EQ(*remote, *ReadAll(root.path + "/" + n)) << n;
+    }
+    // The command line takes the same variable.
+    auto r = testing::RunCommand("STRATA_CA_BUNDLE=" + ca.ca + " " + testing::Strata() + " records count --json " +
+                                     base + RealRecordFiles()[0],
+                                 true);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["total"].get<int64_t>(),
+              static_cast<int64_t>(ReadAll(root.path + "/" + RealRecordFiles()[0])->size()));
+  }
+  const std::string url = base + RealRecordFiles()[0];
+  {
+    // The wrong CA: refused at once (not retried), naming the URL and the bundle.
+    ScopedEnv bundle("STRATA_CA_BUNDLE", ca.other_ca);
+    const int64_t requests0 = io::Counters().requests.load();
+    auto r = record::RecordReader::Open(url);
+    ASSERT_FALSE(r.ok());
+    const std::string m = r.status().ToString();
+    EXPECT_NE(m.find(url), std::string::npos) << m;
+    EXPECT_NE(m.find("certificate"), std::string::npos) << m;
+    EXPECT_NE(m.find("checked against the CAs in " + ca.other_ca), std::string::npos) << m;
+    EXPECT_EQ(io::Counters().requests.load() - requests0, 1);
+    auto cli = testing::RunCommand("STRATA_CA_BUNDLE=" + ca.other_ca + " " + testing::Strata() + " records count " + url,
+                                   true);
+    EXPECT_NE(cli.exit_code, 0);
+    EXPECT_NE(cli.output.find(url), std::string::npos) << cli.output;
+    EXPECT_NE(cli.output.find("certificate"), std::string::npos) << cli.output;
+  }
+  {
+    // No bundle named: the system's CAs, which do not hold the test CA; the error says what to set.
+    ScopedEnv none("STRATA_CA_BUNDLE", ""), none_either("CURL_CA_BUNDLE", "");  // empty = not set
+    auto r = record::RecordReader::Open(url);
+    ASSERT_FALSE(r.ok());
+    const std::string m = r.status().ToString();
+    EXPECT_NE(m.find(url), std::string::npos) << m;
+    EXPECT_NE(m.find("set STRATA_CA_BUNDLE"), std::string::npos) << m;
+  }
 }
 
 }  // namespace

@@ -162,7 +162,8 @@ struct Nginx {
 
   std::string access_log() const { return dir.path + "/access.log"; }
 
-  bool Start(const std::string& root) {
+  // With `cert` and `key` (PEM files) the port speaks TLS (https://).
+  bool Start(const std::string& root, const std::string& cert = "", const std::string& key = "") {
     if (!OnPath("nginx")) {
       error = "nginx is not installed (scripts/deps.sh installs nginx-light): the HTTP tests need it";
       return false;
@@ -179,7 +180,10 @@ struct Nginx {
            << "  client_body_temp_path " << dir.path << "/tmp;\n"
            << "  keepalive_timeout 60s;\n  keepalive_requests 100000;\n  sendfile on;\n"
            << "  default_type application/octet-stream;\n"
-           << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << root << ";\n  }\n}\n";
+           << "  server {\n    listen 127.0.0.1:" << port << (cert.empty() ? "" : " ssl") << ";\n    root " << root
+           << ";\n";
+      if (!cert.empty()) conf << "    ssl_certificate " << cert << ";\n    ssl_certificate_key " << key << ";\n";
+      conf << "  }\n}\n";
       conf.close();
       if (!child.Start({"nginx", "-e", dir.path + "/error.log", "-p", dir.path, "-c", dir.path + "/nginx.conf"},
                        dir.path + "/nginx.out")) {
@@ -214,6 +218,87 @@ struct FakeServer {
     return WaitForPort(port, 10);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+// A certificate authority and a server certificate it signed for 127.0.0.1 (subjectAltName
+// IP), made with the openssl command in `dir`; `other_ca` is a second CA that signed nothing
+// here, for the refusal. P-256 keys: fast to make.
+struct TestCa {
+  std::string ca, other_ca, server_cert, server_key;
+  std::string error;
+
+  bool Make(const std::string& dir) {
+    if (!OnPath("openssl")) {
+      error = "openssl is not installed: the https:// test makes its CA with it";
+      return false;
+    }
+    ca = dir + "/ca.pem", other_ca = dir + "/other-ca.pem";
+    server_cert = dir + "/server.pem", server_key = dir + "/server.key";
+    std::ofstream(dir + "/san.cnf") << "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n";
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+    const std::vector<std::string> steps = {
+        "openssl req -x509 " + key + " -keyout " + dir + "/ca.key -out " + ca + " -days 2 -subj /CN=strata-test-ca",
+        "openssl req -x509 " + key + " -keyout " + dir + "/other-ca.key -out " + other_ca +
+            " -days 2 -subj /CN=strata-other-ca",
+        "openssl req -new " + key + " -keyout " + server_key + " -out " + dir + "/server.csr -subj /CN=127.0.0.1",
+        "openssl x509 -req -in " + dir + "/server.csr -CA " + ca + " -CAkey " + dir + "/ca.key -CAcreateserial -out " +
+            server_cert + " -days 2 -extfile " + dir + "/san.cnf",
+    };
+    for (const auto& step : steps) {
+      const std::string cmd = step + " > " + dir + "/openssl.log 2>&1";
+      if (std::system(cmd.c_str()) != 0) {
+        error = "failed: " + step + ": " + ReadText(dir + "/openssl.log");
+        return false;
+      }
+    }
+    ::chmod(server_key.c_str(), 0644);  // nginx reads it as the user it runs as
+    return true;
+  }
+};
+
+// s3rver (npm, pinned by remote/s3rver/package-lock.json, installed into the build tree by
+// remote/install_s3rver.sh) on a free loopback port with bucket `bucket`; objects under `dir`.
+struct S3rver {
+  TempDir dir;
+  Child child;
+  int port = 0;
+  std::string error;
+
+  bool Start(const std::string& bucket) {
+    const std::string install_cmd = std::string(STRATA_SOURCE_DIR) + "/tests/e2e/remote/install_s3rver.sh " +
+                                    std::string(STRATA_EXAMPLES_DIR) + "/../npm-test-servers 2>" + dir.path +
+                                    "/npm.log";
+    FILE* p = ::popen(install_cmd.c_str(), "r");
+    std::string entry;
+    if (p) {
+      char buf[4096];
+      while (fgets(buf, sizeof buf, p)) entry += buf;
+      if (::pclose(p) != 0) entry.clear();
+    }
+    if (entry.empty()) {
+      error = "npm ci of s3rver failed (needs node/npm and the npm registry): " + ReadText(dir.path + "/npm.log");
+      return false;
+    }
+    entry = entry.substr(0, entry.find('\n'));
+    if (!OnPath("node")) {
+      error = "node is not installed: the s3:// tests run s3rver on it";
+      return false;
+    }
+    port = FreePort();
+    fs::create_directories(dir.path + "/data");
+    // --openssl-legacy-provider: s3rver encrypts its ListObjectsV2 continuation tokens with DES,
+    // which OpenSSL 3 only offers from its legacy provider; without it a listing of more than
+    // 1,000 keys (the page size) fails with InternalError.
+    if (!child.Start({"node", "--openssl-legacy-provider", entry, "-d", dir.path + "/data", "-a", "127.0.0.1", "-p", std::to_string(port), "-s",
+                      "--configure-bucket", bucket},
+                     dir.path + "/s3rver.log") ||
+        !WaitForPort(port, 20)) {
+      error = "s3rver did not start: " + ReadText(dir.path + "/s3rver.log");
+      return false;
+    }
+    return true;
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port); }
 };
 
 // Sets an environment variable for one scope.

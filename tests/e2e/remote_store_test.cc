@@ -12,12 +12,12 @@
 #include "strata/data/dataset.h"
 #include "strata/data/sources.h"
 #include "strata/io/file_system.h"
+#include "strata/io/http.h"
 #include "strata/record/record_reader.h"
 
 namespace strata {
 namespace {
 
-using testing::Child;
 using testing::FakeServer;
 using testing::ReadAll;
 using testing::RealRecordFiles;
@@ -38,21 +38,9 @@ std::vector<std::string> Names(const data::Dataset& ds) {
 std::string Real(const std::string& n) { return std::string(STRATA_TESTDATA) + "/real/" + n; }
 
 TEST(RemoteS3, S3rverListReadAndSignedRequests) {
-  TempDir dir;
-  // s3rver, installed from npm into the build tree as pinned by remote/s3rver/package-lock.json.
-  auto install = testing::RunCommand(std::string(STRATA_SOURCE_DIR) + "/tests/e2e/remote/install_s3rver.sh " +
-                                     std::string(STRATA_EXAMPLES_DIR) + "/../npm-test-servers");
-  ASSERT_EQ(install.exit_code, 0) << "npm ci of s3rver failed (needs node/npm and the npm registry)";
-  const std::string entry = install.output.substr(0, install.output.find('\n'));
-  ASSERT_TRUE(testing::OnPath("node")) << "node is not installed: the s3:// test runs s3rver on it";
-  const int port = testing::FreePort();
-  Child s3rver;
-  fs::create_directories(dir.path + "/data");
-  ASSERT_TRUE(s3rver.Start({"node", entry, "-d", dir.path + "/data", "-a", "127.0.0.1", "-p", std::to_string(port),
-                            "-s", "--configure-bucket", "bkt"},
-                           dir.path + "/s3rver.log"));
-  ASSERT_TRUE(testing::WaitForPort(port, 20)) << testing::ReadText(dir.path + "/s3rver.log");
-  const std::string endpoint = "http://127.0.0.1:" + std::to_string(port);
+  testing::S3rver s3rver;
+  ASSERT_TRUE(s3rver.Start("bkt")) << s3rver.error;
+  const std::string endpoint = s3rver.endpoint();
 
   // Upload with boto3, an independent client.
   TempDir src;
@@ -103,6 +91,45 @@ TEST(RemoteS3, S3rverListReadAndSignedRequests) {
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(missing.status().code() == StatusCode::kNotFound) << missing.status().ToString();
   EXPECT_NE(missing.status().ToString().find("s3://bkt/data/real/nope.tfrecord"), std::string::npos);
+}
+
+// s3rver answers ListObjectsV2 in pages of 1,000 keys (its default max-keys, as S3's), so
+// 1,010 objects take two pages: the second is asked for with the continuation token.
+TEST(RemoteS3, ListingPastAThousandKeysFollowsTheContinuationToken) {
+  testing::S3rver s3rver;
+  ASSERT_TRUE(s3rver.Start("bkt")) << s3rver.error;
+  auto up = testing::RunCommand("python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/remote/s3_upload.py " +
+                                    s3rver.endpoint() + " bkt many --many 1010",
+                                true);
+  ASSERT_EQ(up.exit_code, 0) << up.output;
+  ASSERT_EQ(up.output, "1010 21\n");  // 1,010 .tfrecord keys and 21 .txt keys between them
+  ScopedEnv ep("STRATA_S3_ENDPOINT", s3rver.endpoint());
+  ScopedEnv key("AWS_ACCESS_KEY_ID", "S3RVER");
+  ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "S3RVER");
+  ScopedEnv region("AWS_REGION", "us-east-1");
+
+  const int64_t requests0 = io::Counters().requests.load(), retries0 = io::Counters().retries.load();
+  auto listed = io::Glob("s3://bkt/many/part-*.tfrecord");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  // Two ListObjectsV2 pages (1,031 keys under the prefix "many/part-"), no retries.
+  EXPECT_EQ(io::Counters().requests.load() - requests0, 2);
+  EXPECT_EQ(io::Counters().retries.load() - retries0, 0);
+  std::vector<std::string> want;
+  for (int i = 0; i < 1010; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "s3://bkt/many/part-%05d.tfrecord", i);
+    want.push_back(name);
+  }
+  EXPECT_EQ(*listed, want);  // every key once, sorted; the .txt keys of both pages left out
+
+  // Through list_files: the keys past the first thousand.
+  auto ds = data::list_files("s3://bkt/many/part-01*.tfrecord");
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ(Names(*ds), std::vector<std::string>(want.begin() + 1000, want.end()));
+  auto txt = io::Glob("s3://bkt/many/*.txt");
+  ASSERT_TRUE(txt.ok()) << txt.status().ToString();
+  EXPECT_EQ(txt->size(), 21u);
+  EXPECT_EQ(txt->back(), "s3://bkt/many/part-01000.txt");
 }
 
 TEST(RemoteGcs, JsonListingPagesAndBearerTokenReads) {

@@ -32,10 +32,21 @@ class HandlePool {
   static HandlePool& Get() {
     static HandlePool* pool = [] {
       curl_global_init(CURL_GLOBAL_DEFAULT);
-      return new HandlePool;
+      auto* p = new HandlePool;
+      // libcurl's built-in CA file and folder, so a handle that was given STRATA_CA_BUNDLE
+      // can be set back to them (handles are reused, never reset).
+      if (CURL* h = curl_easy_init()) {
+        char* v = nullptr;
+        if (curl_easy_getinfo(h, CURLINFO_CAINFO, &v) == CURLE_OK && v) p->default_ca_file = v;
+        v = nullptr;
+        if (curl_easy_getinfo(h, CURLINFO_CAPATH, &v) == CURLE_OK && v) p->default_ca_path = v;
+        curl_easy_cleanup(h);
+      }
+      return p;
     }();
     return *pool;
   }
+  std::string default_ca_file, default_ca_path;
   CURL* Acquire() {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -124,10 +135,21 @@ bool Retryable(CURLcode code) {
   }
 }
 
-// One attempt. Returns the curl code; fills `response`.
-CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic<bool>* cancel, HttpResponse* response) {
-  CURL* h = HandlePool::Get().Acquire();
+// One attempt. Returns the curl code; fills `response` and, on a failure, `detail` (libcurl's
+// own words, e.g. "SSL certificate problem: unable to get local issuer certificate").
+CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic<bool>* cancel, HttpResponse* response,
+                 std::string* detail) {
+  HandlePool& pool = HandlePool::Get();
+  CURL* h = pool.Acquire();
   if (!h) return CURLE_FAILED_INIT;
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  // Certificate verification stays on (libcurl's default); only the CAs change. libcurl does
+  // not reuse a connection verified under another CA setting.
+  const bool own_ca = !o.ca_bundle.empty();
+  curl_easy_setopt(h, CURLOPT_CAINFO, own_ca ? o.ca_bundle.c_str()
+                                             : (pool.default_ca_file.empty() ? nullptr : pool.default_ca_file.c_str()));
+  curl_easy_setopt(h, CURLOPT_CAPATH, own_ca || pool.default_ca_path.empty() ? nullptr : pool.default_ca_path.c_str());
   Transfer t{response, cancel, req.sink, req.sink_capacity};
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : req.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
@@ -156,11 +178,26 @@ CURLcode Perform(const HttpRequest& req, const HttpOptions& o, const std::atomic
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   const CURLcode code = curl_easy_perform(h);
+  if (code != CURLE_OK) *detail = error;
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);  // `error` goes out of scope
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response->status);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);  // the list is freed next
   curl_slist_free_all(headers);
   HandlePool::Get().Release(h);
   return code;
+}
+
+// curl's name for the failure, its detail when that says more, and for a TLS verification
+// failure which CAs were used and how to change them.
+std::string CurlProblem(CURLcode code, const std::string& detail, const HttpOptions& o) {
+  std::string s = curl_easy_strerror(code);
+  if (!detail.empty() && detail != s) s += " (" + detail + ")";
+  if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CERTPROBLEM)
+    s += o.ca_bundle.empty() ? "; the server's certificate was checked against the system's CAs: set STRATA_CA_BUNDLE "
+                               "to a PEM file of the CA that signed it"
+                             : "; the server's certificate was checked against the CAs in " + o.ca_bundle +
+                                   " (named by STRATA_CA_BUNDLE, else CURL_CA_BUNDLE)";
+  return s;
 }
 
 std::string Describe(const HttpRequest& req, std::string_view display_name) {
@@ -187,6 +224,11 @@ HttpOptions HttpOptions::FromEnv() {
   o.backoff_initial_ms = static_cast<int>(EnvInt("STRATA_IO_BACKOFF_MS", o.backoff_initial_ms));
   o.connect_timeout_s = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_CONNECT_TIMEOUT_S", o.connect_timeout_s), 1));
   o.stall_timeout_s = static_cast<int>(std::max<int64_t>(EnvInt("STRATA_IO_STALL_TIMEOUT_S", o.stall_timeout_s), 1));
+  for (const char* name : {"STRATA_CA_BUNDLE", "CURL_CA_BUNDLE"})
+    if (const char* v = std::getenv(name); v && *v) {
+      o.ca_bundle = v;
+      break;
+    }
   return o;
 }
 
@@ -211,7 +253,8 @@ Result<HttpResponse> Fetch(HttpRequest request, const HttpOptions& options, cons
     if (auth) STRATA_RETURN_IF_ERROR(auth(&request));
     HttpResponse response;
     Counters().requests.fetch_add(1, std::memory_order_relaxed);
-    const CURLcode code = Perform(request, options, cancel, &response);
+    std::string detail;
+    const CURLcode code = Perform(request, options, cancel, &response, &detail);
     if ((response.status < 200 || response.status >= 300) && response.sink_bytes > 0) {
       response.body.assign(request.sink, response.sink_bytes);  // an error page, not data
       response.sink_bytes = 0;
@@ -227,10 +270,9 @@ Result<HttpResponse> Fetch(HttpRequest request, const HttpOptions& options, cons
       last_problem = short_body ? "body cut short (" + std::to_string(got) + " of " + length + " bytes)"
                                 : "HTTP " + std::to_string(response.status);
     } else if (Retryable(code)) {
-      last_problem = std::string(curl_easy_strerror(code)) + " after " + std::to_string(got) +
-                     " body bytes";
+      last_problem = CurlProblem(code, detail, options) + " after " + std::to_string(got) + " body bytes";
     } else {
-      return IOError(Describe(base, {}) + ": " + curl_easy_strerror(code));
+      return IOError(Describe(base, {}) + ": " + CurlProblem(code, detail, options));
     }
     if (attempt >= options.max_retries)
       return IOError(Describe(base, {}) + ": " + last_problem + " (gave up after " + std::to_string(attempt + 1) +

@@ -11,7 +11,10 @@
 // stall_timeout_s), 429 and 5xx are retried after a backoff that doubles from
 // backoff_initial_ms (capped at 5 s), at most max_retries times; a block is kept only when
 // it is whole, so a retry never returns a byte twice or skips one. Any other 4xx is an
-// error at once, naming the URL and status.
+// error at once, naming the URL and status. So a request that stalls every time fails after
+// at most (1 + max_retries) x (connect_timeout_s + stall_timeout_s + 6 s: libcurl's speed
+// window) plus the backoffs (docs/remote.md works the defaults out). A TLS certificate that does not verify is an
+// error at once (not retried), naming the URL and the CA bundle used.
 #pragma once
 
 #include <atomic>
@@ -44,6 +47,9 @@ struct HttpOptions {
   int connect_timeout_s = 10;    // STRATA_IO_CONNECT_TIMEOUT_S
   // A transfer slower than 1 KB/s for this long is abandoned (and retried).
   int stall_timeout_s = 30;  // STRATA_IO_STALL_TIMEOUT_S
+  // PEM file of the certificate authorities that https:// servers are verified against, in
+  // place of the system's (a private CA, a test CA). Verification itself is always on.
+  std::string ca_bundle;  // STRATA_CA_BUNDLE, else CURL_CA_BUNDLE (the curl tool's variable)
 
   // Defaults overridden by the STRATA_IO_* environment variables above.
   static HttpOptions FromEnv();

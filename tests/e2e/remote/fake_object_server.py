@@ -7,6 +7,8 @@ HTTP reference and s3rver the S3 one (tests/e2e/remote_*_test.cc).
   --root DIR            serve DIR's files: GET/HEAD with Range (206 + Content-Range), keep-alive
   --fail-503 N          answer the first N GETs with 503 Service Unavailable
   --drop-mid-body N     for the first N GETs send the headers and half the body, then close
+  --stall-mid-body N    for the first N GETs send the headers and half the body, then send
+                        nothing more while keeping the connection open (a stalled server)
   --no-range            ignore Range headers: 200 and the whole file (servers that do)
   --gcs BUCKET          also answer GET /storage/v1/b/BUCKET/o?prefix=&pageToken= (JSON, two
                         items a page, so paging is exercised) and GET /BUCKET/OBJECT (media)
@@ -17,12 +19,14 @@ import argparse
 import json
 import os
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 args = None
+STALL_SECONDS = 600  # far longer than any client's stall timeout in the tests
 lock = threading.Lock()
-faults = {"503": 0, "drop": 0}
+faults = {"503": 0, "drop": 0, "stall": 0}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -61,6 +65,9 @@ class Handler(BaseHTTPRequestHandler):
             drop = faults["drop"] < args.drop_mid_body
             if drop:
                 faults["drop"] += 1
+            stall = not drop and faults["stall"] < args.stall_mid_body
+            if stall:
+                faults["stall"] += 1
         full = os.path.realpath(os.path.join(args.root, path.lstrip("/")))
         if not full.startswith(os.path.realpath(args.root) + os.sep) or not os.path.isfile(full):
             return self.send_plain(404, b"Not Found: " + path.encode())
@@ -90,6 +97,12 @@ class Handler(BaseHTTPRequestHandler):
         with open(full, "rb") as f:
             f.seek(begin)
             body = f.read(length)
+        if stall:  # half the promised body, then silence on an open connection
+            self.wfile.write(body[: length // 2])
+            self.wfile.flush()
+            time.sleep(STALL_SECONDS)
+            self.close_connection = True
+            return
         if drop:  # half the promised body, then the connection goes away
             self.wfile.write(body[: length // 2])
             self.wfile.flush()
@@ -121,6 +134,7 @@ def main():
     p.add_argument("--root", required=True)
     p.add_argument("--fail-503", type=int, default=0)
     p.add_argument("--drop-mid-body", type=int, default=0)
+    p.add_argument("--stall-mid-body", type=int, default=0)
     p.add_argument("--no-range", action="store_true")
     p.add_argument("--gcs", default="")
     p.add_argument("--token", default="")

@@ -6,6 +6,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:?usage: install_s3rver.sh DEST}
 mkdir -p "$dest"
+# Tests run in parallel (ctest -j) may call this at once: one npm ci at a time per DEST.
+exec 9>"$dest.lock"
+flock 9
 if ! cmp -s "$here/s3rver/package-lock.json" "$dest/package-lock.json" || [ ! -f "$dest/node_modules/s3rver/bin/s3rver.js" ]; then
   cp "$here/s3rver/package.json" "$here/s3rver/package-lock.json" "$dest/"
   (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >&2)

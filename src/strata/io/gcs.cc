@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 
 #include "strata/io/http.h"
+#include "strata/io/responses.h"
 #include "strata/io/s3.h"  // UriEncode
 
 namespace strata::io {
@@ -50,17 +50,13 @@ class GcsFileSystem : public FileSystem {
       HttpRequest req{.url = url};
       STRATA_ASSIGN_OR_RETURN(HttpResponse r, Fetch(req, o, auth));
       if (r.status != 200) return HttpError(req, r, "listing " + pattern);
-      const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.is_object())
-        return Corruption("GCS listing of " + pattern + " (" + url + ") is not a JSON object: " + r.body.substr(0, 200));
-      if (auto items = j.find("items"); items != j.end() && items->is_array())
-        for (const auto& item : *items)
-          if (item.contains("name") && item["name"].is_string()) {
-            const std::string name = item["name"].get<std::string>();
-            if (GlobMatch(key_pattern, name)) names.push_back("gs://" + bucket + "/" + name);
-          }
-      auto next = j.find("nextPageToken");
-      token = (next != j.end() && next->is_string()) ? next->get<std::string>() : "";
+      STRATA_ASSIGN_OR_RETURN(ListingPage page, ParseGcsListing(r.body, "of " + pattern + " (" + url + ")"));
+      for (const std::string& name : page.names)
+        if (GlobMatch(key_pattern, name)) names.push_back("gs://" + bucket + "/" + name);
+      // A server that hands back the token it was given would be listed forever.
+      if (!page.next_token.empty() && page.next_token == token)
+        return Corruption("listing " + pattern + ": the server returned page token '" + token + "' twice (" + url + ")");
+      token = std::move(page.next_token);
     } while (!token.empty());
     std::sort(names.begin(), names.end());
     return names;

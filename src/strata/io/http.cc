@@ -12,7 +12,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+
+#include "strata/io/responses.h"
 
 namespace strata::io {
 namespace {
@@ -95,20 +98,7 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 }
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string_view line(data, size * n);
-  if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100-continue)
-    t->response->headers.clear();
-    return size * n;
-  }
-  const size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return size * n;
-  std::string name(line.substr(0, colon));
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string_view value = line.substr(colon + 1);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
-  t->response->headers.emplace_back(std::move(name), std::string(value));
+  ParseHeaderLine(std::string_view(data, size * n), &static_cast<Transfer*>(user)->response->headers);
   return size * n;
 }
 
@@ -264,8 +254,9 @@ Result<HttpResponse> Fetch(HttpRequest request, const HttpOptions& options, cons
     if (cancel && cancel->load()) return IOError("cancelled: " + Describe(base, {}));
     if (code == CURLE_OK) {
       const std::string length = response.Header("content-length");
-      const bool short_body = request.method != "HEAD" && !length.empty() &&
-                              std::strtoull(length.c_str(), nullptr, 10) != got;
+      // A length that is not a plain number cannot vouch for the body: treated as cut short.
+      const std::optional<uint64_t> want = ParseContentLength(length);
+      const bool short_body = request.method != "HEAD" && !length.empty() && (!want || *want != got);
       if (!short_body && response.status != 429 && response.status < 500) return response;
       last_problem = short_body ? "body cut short (" + std::to_string(got) + " of " + length + " bytes)"
                                 : "HTTP " + std::to_string(response.status);
@@ -397,10 +388,10 @@ class HttpFile : public RandomAccessFile {
       first->size = 0;
     } else if (r.status == 206) {
       const std::string cr = r.Header("content-range");  // bytes 0-N/TOTAL
-      const size_t slash = cr.rfind('/');
-      if (slash == std::string::npos || cr.compare(slash + 1, std::string::npos, "*") == 0)
+      const std::optional<uint64_t> total = ParseContentRangeTotal(cr);
+      if (!total)
         return IOError("HTTP 206 without a total size in Content-Range ('" + cr + "') for " + url_ + " (" + name_ + ")");
-      size_ = std::strtoull(cr.c_str() + slash + 1, nullptr, 10);
+      size_ = *total;
       if (first->size != std::min<uint64_t>(o_.block_bytes, size_))
         return IOError("HTTP 206 for " + url_ + " (" + name_ + "): " + std::to_string(first->size) +
                        " bytes for the first block of a " + std::to_string(size_) + "-byte object");

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "strata/io/http.h"
+#include "strata/io/responses.h"
 
 namespace strata::io {
 namespace {
@@ -77,28 +78,6 @@ std::string AmzDateNow() {
   return buf;
 }
 
-std::string XmlUnescape(std::string s) {
-  static const std::pair<const char*, const char*> kEntities[] = {
-      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}};
-  for (const auto& [from, to] : kEntities)
-    for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += std::strlen(to)) s.replace(p, std::strlen(from), to);
-  return s;
-}
-
-// Every <tag>value</tag> in order.
-std::vector<std::string> XmlValues(const std::string& xml, const std::string& tag) {
-  std::vector<std::string> out;
-  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  for (size_t p = 0; (p = xml.find(open, p)) != std::string::npos;) {
-    p += open.size();
-    const size_t e = xml.find(close, p);
-    if (e == std::string::npos) break;
-    out.push_back(XmlUnescape(xml.substr(p, e - p)));
-    p = e + close.size();
-  }
-  return out;
-}
-
 struct S3Location {
   std::string bucket, key;
 };
@@ -136,11 +115,14 @@ class S3FileSystem : public FileSystem {
       HttpRequest req{.url = t.url};
       STRATA_ASSIGN_OR_RETURN(HttpResponse r, Fetch(req, o, Signer(c, t)));
       if (r.status != 200) return HttpError(req, r, "listing " + pattern);
-      for (const std::string& key : XmlValues(r.body, "Key"))
+      ListingPage page = ParseS3ListObjectsV2(r.body);
+      for (const std::string& key : page.names)
         if (GlobMatch(loc.key, key)) names.push_back("s3://" + loc.bucket + "/" + key);
-      const auto truncated = XmlValues(r.body, "IsTruncated");
-      const auto next = XmlValues(r.body, "NextContinuationToken");
-      token = (!truncated.empty() && truncated[0] == "true" && !next.empty()) ? next[0] : "";
+      // A server that hands back the token it was given would be listed forever.
+      if (!page.next_token.empty() && page.next_token == token)
+        return Corruption("listing " + pattern + ": the server returned continuation token '" + token +
+                          "' twice (" + t.url + ")");
+      token = std::move(page.next_token);
     } while (!token.empty());
     std::sort(names.begin(), names.end());
     return names;

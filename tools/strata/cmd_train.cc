@@ -237,7 +237,8 @@ int RunTrain(const std::vector<std::string>& args) {
             "reference-cnn, 104 for the flowers models)");
   flags.String("preset", &f.preset, "flowers: the Kaggle flowers recipe (see docs/flowers.md); flags after it override it");
   flags.String("model", &f.model,
-               "model spec: a JSON file or a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception)");
+               "a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception), built for the input's "
+               "size, channels and --classes; or a spec JSON file, kept as written");
   flags.Int("epochs", &f.epochs, "epochs (default 10)");
   flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");
   flags.Int("batch-per-replica", &f.batch_per_replica, "batch per replica (default 128); global = this x replicas");

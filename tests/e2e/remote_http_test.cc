@@ -181,7 +181,7 @@ TEST_F(RemoteFaults, RetryBudgetSpentIsAClearErrorNamingUrlAndStatus) {
   EXPECT_NE(m.find("gave up after 3 attempts"), std::string::npos) << m;
 }
 
-// A server that sends half of a body and then nothing on an open connection: abandoned after
+// A server that sends part of a body and then nothing on an open connection: abandoned after
 // STRATA_IO_STALL_TIMEOUT_S below 1 KB/s, retried, and the records are the local ones.
 TEST_F(RemoteFaults, ServerStallingMidBodyIsRetriedNothingTwiceNothingSkipped) {
   FakeServer server;

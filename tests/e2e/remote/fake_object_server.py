@@ -7,8 +7,9 @@ HTTP reference and s3rver the S3 one (tests/e2e/remote_*_test.cc).
   --root DIR            serve DIR's files: GET/HEAD with Range (206 + Content-Range), keep-alive
   --fail-503 N          answer the first N GETs with 503 Service Unavailable
   --drop-mid-body N     for the first N GETs send the headers and half the body, then close
-  --stall-mid-body N    for the first N GETs send the headers and half the body, then send
-                        nothing more while keeping the connection open (a stalled server)
+  --stall-mid-body N    for the first N GETs send the headers and the first 1,000 bytes of the
+                        body, then nothing more while keeping the connection open (a stalled
+                        server; little enough that the client's speed check fires at once)
   --no-range            ignore Range headers: 200 and the whole file (servers that do)
   --gcs BUCKET          also answer GET /storage/v1/b/BUCKET/o?prefix=&pageToken= (JSON, two
                         items a page, so paging is exercised) and GET /BUCKET/OBJECT (media)
@@ -97,8 +98,8 @@ class Handler(BaseHTTPRequestHandler):
         with open(full, "rb") as f:
             f.seek(begin)
             body = f.read(length)
-        if stall:  # half the promised body, then silence on an open connection
-            self.wfile.write(body[: length // 2])
+        if stall:  # part of the promised body, then silence on an open connection
+            self.wfile.write(body[: min(1000, length // 2)])
             self.wfile.flush()
             time.sleep(STALL_SECONDS)
             self.close_connection = True

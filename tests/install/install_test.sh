@@ -96,6 +96,10 @@ cmake)
   grep -q "^Strata_DIR:PATH=$p/" "$tmp/consumer/CMakeCache.txt" || fail "Strata was not found under $p"
   cmake --build "$tmp/consumer" -j 2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "consumer build"; }
   run_consumer "$tmp/consumer/strata_consumer"
+  if [ "$linkage" = shared ]; then
+    ldd "$tmp/consumer/strata_consumer" | grep -q "libstrata.so.${version%.*} => $p/" ||
+      fail "the consumer does not load libstrata.so.${version%.*} from $p"
+  fi
   # A version outside 0.1.x is refused.
   mkdir -p "$tmp/wrong"
   printf 'cmake_minimum_required(VERSION 3.25)\nproject(w CXX)\nfind_package(Strata 0.2 REQUIRED)\n' >"$tmp/wrong/CMakeLists.txt"

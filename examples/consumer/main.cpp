@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   if (expected >= 0 && records != expected)
     return std::fprintf(stderr, "%s: %ld records, expected %ld\n", path.c_str(), records, expected), 1;
 
-  // 2. The pipeline: parse, shuffle, batch, repeat, prefetch.
+  // 2. The pipeline: parse, shuffle, repeat, batch, prefetch.
   auto strategy = Check(distribute::MirroredStrategy());  // one replica per usable core
   const int replicas = strategy->num_replicas_in_sync();
   const int64_t per_replica = 32;
@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
                               return data::Element({image, label});  // (x, y) for fit
                             })
                             .shuffle(256, {.seed = 1})
+                            .repeat()  // before batch: with many cores one global batch outgrows the file
                             .batch(datasets::GlobalBatch(per_replica, replicas), {.drop_remainder = true})
-                            .repeat()
                             .prefetch(data::AUTOTUNE);
 
   // 3. The trainer: a small Sequential model, compiled in the strategy's scope, a few steps.

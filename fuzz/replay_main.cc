@@ -1,4 +1,4 @@
-// Runs a fuzz target over every file of its seed folder (or the files named), without
+// Runs a fuzz target over every file of its corpus folder (or the files named), without
 // libFuzzer: the corpus-replay test of the normal builds.
 #include <cstdint>
 #include <cstdio>

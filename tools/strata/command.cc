@@ -1,5 +1,7 @@
 #include "command.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -55,14 +57,20 @@ int FlagParser::Parse(const std::vector<std::string>& args, std::vector<std::str
     switch (flag->kind) {
       case Kind::kString: *static_cast<std::string*>(flag->out) = value; break;
       case Kind::kInt: {
+        // errno: strtoll saturates at INT64_MIN/MAX on overflow; a value that does not fit
+        // is an error, not the nearest int64 (fuzz/cli_flags_fuzz.cc checks it).
+        errno = 0;
         long long v = std::strtoll(value.c_str(), &end, 10);
         if (value.empty() || *end) return Fail(command_, "--" + name + " wants an integer, got '" + value + "'", kExitUsage);
+        if (errno == ERANGE) return Fail(command_, "--" + name + " is beyond a 64-bit integer: '" + value + "'", kExitUsage);
         *static_cast<int64_t*>(flag->out) = v;
         break;
       }
       case Kind::kDouble: {
         double v = std::strtod(value.c_str(), &end);
         if (value.empty() || *end) return Fail(command_, "--" + name + " wants a number, got '" + value + "'", kExitUsage);
+        // strtod also reads "inf", "nan" and 1e999 (as inf): no flag means any of them.
+        if (!std::isfinite(v)) return Fail(command_, "--" + name + " wants a finite number, got '" + value + "'", kExitUsage);
         *static_cast<double*>(flag->out) = v;
         break;
       }

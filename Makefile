@@ -1,13 +1,15 @@
 # The two commands of the README:
 #   make demo   install deps, build, run the main job
-#   make test   install deps, build, run every test (release, then the unit tests under ASan+UBSan)
+#   make test   install deps, build, run every test (release, then the unit tests under ASan+UBSan,
+#               then the data/distribute/monitor/io unit tests under ThreadSanitizer)
 # Long runs live behind their own targets: make bench, make fuzz.
 JOBS  ?= $(shell nproc)
 BUILD ?= build
 SAN   ?= build-sanitize
+TSAN  ?= build-tsan
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build demo test test-release test-sanitize bench fuzz clean
+.PHONY: deps configure build demo test test-release test-sanitize test-thread bench fuzz clean
 
 deps:
 	@scripts/deps.sh
@@ -24,7 +26,7 @@ demo: configure
 	$(BUILD)/tools/strata/strata devices
 	$(BUILD)/tools/strata/strata train
 
-test: test-release test-sanitize
+test: test-release test-sanitize test-thread
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -33,6 +35,14 @@ test-sanitize: deps
 	@cmake -S . -B $(SAN) -DCMAKE_BUILD_TYPE=Sanitize $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(SAN) -j $(JOBS) --target unit_tests
 	ctest --test-dir $(SAN) --output-on-failure -j $(JOBS) -L '^unit$$'
+
+# ThreadSanitizer over the layers with threads of their own (tests labelled "thread", target
+# thread_tests; docs/testing.md). The suppressions name only third-party runtimes' internals.
+test-thread: deps
+	@cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=Thread $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(TSAN) -j $(JOBS) --target thread_tests
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	  ctest --test-dir $(TSAN) --output-on-failure -j $(JOBS) -L '^thread$$'
 
 bench:
 	@scripts/deps.sh --bench
@@ -49,12 +59,16 @@ package: configure
 	cd $(BUILD) && cpack -G DEB
 	@ls $(BUILD)/strata*.deb
 
-# libFuzzer targets under ASan+UBSan; FUZZ_SECONDS per target.
+# libFuzzer targets under ASan+UBSan, FUZZ_SECONDS each (default 10 minutes), one after
+# another over a copy of fuzz/corpus/<target>/; FUZZ_TARGETS="a_fuzz b_fuzz" picks some;
+# FUZZ_MERGE=1 merges what adds coverage back into fuzz/corpus/ (minimized). `make test`
+# replays every corpus (fuzz_replay.* tests); docs/testing.md has the figures of the last runs.
 FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
-	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
-	rm -rf $(BUILD) $(SAN) build-fuzz
+	rm -rf $(BUILD) $(SAN) $(TSAN) build-fuzz

@@ -45,6 +45,9 @@ struct WorkerName {
 // because the thread needs a few microseconds of CPU a second; a worker that is stopped
 // (SIGSTOP, a hung host, a network partition) or dead goes silent. Needs MPI_THREAD_MULTIPLE
 // (this thread calls MPI while replica 0 or the main thread waits in a collective).
+// Each heartbeat carries the sender's state: how many collectives it has entered and whether
+// it waits in one now, so a peer can tell a worker still computing (slow) from a job where
+// every worker waits in a collective that never completes (a deadlock).
 class Heartbeats {
  public:
   static constexpr int kTag = 7;
@@ -52,9 +55,13 @@ class Heartbeats {
 
   Heartbeats(int rank, int size, MPI_Comm comm)
       : rank_(rank), size_(size), comm_(comm), last_heard_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(size))),
-        out_(static_cast<size_t>(size), 0), sends_(static_cast<size_t>(size), MPI_REQUEST_NULL) {
+        state_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(size))), out_(static_cast<size_t>(size), 0),
+        sends_(static_cast<size_t>(size), MPI_REQUEST_NULL) {
     const int64_t now = Clock::now().time_since_epoch().count();
-    for (int p = 0; p < size; ++p) last_heard_[p].store(now, std::memory_order_relaxed);
+    for (int p = 0; p < size; ++p) {
+      last_heard_[p].store(now, std::memory_order_relaxed);
+      state_[p].store(0, std::memory_order_relaxed);
+    }
     thread_ = std::thread([this] { Loop(); });
   }
   ~Heartbeats() { Stop(); }
@@ -69,6 +76,16 @@ class Heartbeats {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
+
+  // This worker's state, sent with every heartbeat: collectives entered, and waiting in one now.
+  void SetState(int64_t collectives, bool waiting) { mine_.store(collectives * 2 + (waiting ? 1 : 0), std::memory_order_relaxed); }
+  // Whether `peer` said, in a heartbeat that arrived after `since`, that it waits in a
+  // collective (an older one may tell of the collective before), and in its how-manieth.
+  bool PeerWaitsSince(int peer, Clock::time_point since) const {
+    const Clock::time_point last{Clock::duration(last_heard_[peer].load(std::memory_order_relaxed))};
+    return last > since && (state_[peer].load(std::memory_order_relaxed) & 1) != 0;
+  }
+  int64_t PeerCollectives(int peer) const { return state_[peer].load(std::memory_order_relaxed) / 2; }
 
   // Seconds since `peer` was last heard from.
   double Silence(int peer) const {
@@ -87,7 +104,7 @@ class Heartbeats {
         // A send still pending (a peer that reads nothing) is not repeated: one in flight each.
         if (sends_[static_cast<size_t>(p)] != MPI_REQUEST_NULL) MPI_Test(&sends_[static_cast<size_t>(p)], &done, MPI_STATUS_IGNORE);
         if (!done) continue;
-        ++out_[static_cast<size_t>(p)];
+        out_[static_cast<size_t>(p)] = mine_.load(std::memory_order_relaxed);
         MPI_Isend(&out_[static_cast<size_t>(p)], 1, MPI_LONG_LONG, p, kTag, comm_, &sends_[static_cast<size_t>(p)]);
       }
       for (;;) {  // everything that arrived since the last round
@@ -96,8 +113,10 @@ class Heartbeats {
         if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_, &flag, &st) != MPI_SUCCESS || !flag) break;
         long long beat = 0;
         if (MPI_Recv(&beat, 1, MPI_LONG_LONG, st.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_)
+        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_) {
+          state_[st.MPI_SOURCE].store(beat, std::memory_order_relaxed);
           last_heard_[st.MPI_SOURCE].store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+        }
       }
       lock.lock();
       cv_.wait_for(lock, std::chrono::duration<double>(kPeriodSeconds), [this] { return stop_; });
@@ -111,6 +130,8 @@ class Heartbeats {
   int rank_, size_;
   MPI_Comm comm_;
   std::unique_ptr<std::atomic<int64_t>[]> last_heard_;  // steady_clock ticks
+  std::unique_ptr<std::atomic<int64_t>[]> state_;       // each peer's last state (SetState's encoding)
+  std::atomic<int64_t> mine_{0};
   std::vector<long long> out_;                           // each peer's send buffer
   std::vector<MPI_Request> sends_;
   std::mutex mu_;
@@ -124,8 +145,9 @@ std::mutex g_heartbeats_mu;
 std::shared_ptr<Heartbeats> g_heartbeats;
 
 // Ends the job when a collective cannot finish: a peer went silent (no heartbeat for
-// `heartbeat_timeout` seconds), or, every peer answering, the collective outlived its deadline
-// (a deadlock, or workers that called different collectives). The deadline scales with the
+// `heartbeat_timeout` seconds), or the collective outlived its deadline while every peer,
+// answering, says it waits in a collective too (a deadlock, or workers that called different
+// collectives); a peer that answers and computes is slow, and is waited for. The deadline scales with the
 // job's own pace: max(floor, kPaceFactor x the longest interval between consecutive collective
 // returns over the last kPaceWindow collectives, the current one's lead-in included), so a job
 // whose steps are ten times slower than usual (a loaded machine) gets a ten times longer
@@ -156,11 +178,13 @@ class Watchdog {
     pace_ = pace;
     deadline_seconds_ = std::max(floor_, kPaceFactor * pace);
     armed_ = true;
+    if (heartbeats_) heartbeats_->SetState(calls_, true);
     cv_.notify_all();
   }
   void Disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
+    if (heartbeats_) heartbeats_->SetState(calls_, false);
     const Clock::time_point now = Clock::now();
     const double waited = Seconds(now - armed_at_);
     longest_wait_ = std::max(longest_wait_, waited);
@@ -201,7 +225,7 @@ class Watchdog {
         continue;
       }
       // Heartbeats are checked a few times a second; without them only the deadline counts.
-      const auto wake = heartbeats_ ? std::min(Clock::now() + std::chrono::milliseconds(250), Deadline()) : Deadline();
+      const auto wake = heartbeats_ ? Clock::now() + std::chrono::milliseconds(250) : Deadline();
       cv_.wait_until(lock, wake);
       if (!armed_ || stop_) continue;
       const Clock::time_point now = Clock::now();
@@ -222,16 +246,26 @@ class Watchdog {
         }
       }
       if (now >= Deadline()) {
+        // A peer that answers and has not said, since this collective began, that it waits in
+        // one is still computing: slow, not hung. Wait on; the deadline is for when every worker
+        // waits (a deadlock; checked again each wake).
+        bool someone_computes = false;
+        if (heartbeats_)
+          for (int p = 0; p < static_cast<int>(names_.size()); ++p)
+            if (p != rank_ && !heartbeats_->PeerWaitsSince(p, armed_at_)) someone_computes = true;
+        if (someone_computes) continue;
         std::string peers;
         for (int p = 0; p < static_cast<int>(names_.size()); ++p)
-          if (p != rank_) peers += (peers.empty() ? "" : ", ") + Name(p);
+          if (p != rank_)
+            peers += (peers.empty() ? "" : ", ") + Name(p) +
+                     (heartbeats_ ? " in its collective call " + std::to_string(heartbeats_->PeerCollectives(p)) : "");
         char buf[768];
         std::snprintf(buf, sizeof(buf),
-                      "%s: %s did not complete within %.0f s (max of STRATA_COLLECTIVE_TIMEOUT %.0f s and %.0f x this job's "
+                      "%s: %s did not complete within %.3g s (max of STRATA_COLLECTIVE_TIMEOUT %.3g s and %.0f x this job's "
                       "%.2f s pace between collectives); %s; waiting on %s; stopping the job",
                       Name(rank_).c_str(), what, deadline_seconds_, floor_, kPaceFactor, pace_,
-                      heartbeats_ ? "every worker still answers heartbeats: a worker hangs inside the job or the workers "
-                                    "called different collectives"
+                      heartbeats_ ? "every worker answers heartbeats and waits in a collective: a deadlock, or the "
+                                    "workers called different collectives"
                                   : "a peer worker died or hangs (no heartbeats: MPI gives no MPI_THREAD_MULTIPLE)",
                       peers.c_str());
         Abort(buf);

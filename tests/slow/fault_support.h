@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,13 +12,16 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../e2e/cli_support.h"
 #include "strata/record/record_reader.h"
 
 namespace strata::testing {
@@ -161,6 +165,38 @@ inline std::vector<std::string> FilesStartingWith(const std::string& dir, const 
     ::closedir(d);
   }
   return out;
+}
+
+// The uninterrupted run a killed-and-resumed run is compared with, made once per build of the
+// strata binary: ctest runs each test in a process of its own, so the checkpoint is kept in
+// `dir` under a name stamped with the binary's size and modification time. `command(backup_dir,
+// out)` is the run. It writes under a name of its own and is renamed into place, so two tests
+// that make it at once both work (one rename wins; both hold the same bits).
+inline CheckpointRead ReferenceRun(const std::string& dir, const std::function<std::string(const std::string&, const std::string&)>& command) {
+  struct stat st {};
+  ::stat(STRATA_BINARY, &st);
+  const std::string ref = dir + "/reference-" + std::to_string(st.st_size) + "-" + std::to_string(st.st_mtim.tv_sec) + "." +
+                          std::to_string(st.st_mtim.tv_nsec) + ".ckpt";
+  CheckpointRead made = ReadWholeCheckpoint(ref);
+  if (made.ok) return made;
+  std::filesystem::create_directories(dir);
+  const std::string mine = dir + "/reference-by-" + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::remove_all(mine, ec);
+  auto r = RunCommand(command(mine, mine + ".ckpt"), true);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::rename(mine + ".ckpt", ref, ec);
+  std::filesystem::remove_all(mine, ec);
+  return ReadWholeCheckpoint(ref);
+}
+
+// A directory of this test's own under `parent`, emptied.
+inline std::string FreshDir(const std::string& parent, const std::string& name) {
+  const std::string d = parent + "/" + name;
+  std::error_code ec;
+  std::filesystem::remove_all(d, ec);
+  std::filesystem::create_directories(d);
+  return d;
 }
 
 }  // namespace strata::testing

@@ -30,7 +30,12 @@ namespace fs = std::filesystem;
 std::string Env() {
   std::string cache = ::testing::TempDir() + "/strata-train-cache";
   fs::create_directories(cache);
-  return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
+  // A session directory per test process: two mpiruns started at the same moment (ctest -j)
+  // race to create Open MPI's shared /tmp/ompi.HOST.UID ("mkdir ... File exists").
+  const std::string session = ::testing::TempDir() + "/strata-ompi-" + std::to_string(::getpid());
+  fs::create_directories(session);
+  return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_tmpdir_base=" +
+         session + " ";
 }
 // Loopback only; MPMD tests append their own "-np 1 A : -np 1 B".
 const std::string kMpirunFlags = "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_tcp_if_include lo ";
@@ -174,29 +179,20 @@ TEST(MpiTrain, AllReduceOverlapOnAndOffGiveTheSameBits) {
 
 // MultiWorker BackupAndRestore: 2 epochs of 25 steps, backups at global steps 20, 25 (epoch
 // end), 40 (and 50, deleted at the end). Every run is the same command (with --resume).
+const std::string kBackupArgs =
+    " train --epochs 2 --steps-per-epoch 25 --deterministic --seed 4242 --replicas 1 --batch-per-replica 16 "
+    "--lr 0.01 --no-monitor --resume --checkpoint-dir ";
 std::string BackupCommand(const std::string& dir, const std::string& run) {
-  return kMpirun + Strata() +
-         " train --epochs 2 --steps-per-epoch 25 --deterministic --seed 4242 --replicas 1 --batch-per-replica 16 "
-         "--lr 0.01 --no-monitor --resume --checkpoint-dir " +
-         dir + "/" + run + " --out " + dir + "/" + run + ".ckpt";
+  return kMpirun + Strata() + kBackupArgs + dir + "/" + run + " --out " + dir + "/" + run + ".ckpt";
 }
 
-std::string BackupDir() {
-  static const std::string dir = [] {
-    const std::string d = ::testing::TempDir() + "/strata-mpi-backup";
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+std::string BackupDir() { return ::testing::TempDir() + "/strata-mpi-backup"; }
 
+// The uninterrupted run's final checkpoint (made once per build of strata, shared by the tests).
 const CheckpointRead& UninterruptedMpiRun() {
-  static const CheckpointRead straight = [] {
-    auto r = RunCommand(Env() + BackupCommand(BackupDir(), "a"), true);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return ReadWholeCheckpoint(BackupDir() + "/a.ckpt");
-  }();
+  static const CheckpointRead straight = ReferenceRun(BackupDir(), [](const std::string& backup_dir, const std::string& out) {
+    return Env() + kMpirun + Strata() + kBackupArgs + backup_dir + " --out " + out;
+  });
   return straight;
 }
 
@@ -236,7 +232,7 @@ void ExpectSameBitsAsUninterruptedMpiRun(const std::string& path) {
 // that was never interrupted.
 TEST(MpiTrain, KillOneRankAtARandomStepThenTheSameCommandResumesFromTheBackup) {
   ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
-  const std::string dir = BackupDir();
+  const std::string dir = FreshDir(BackupDir(), "random-step");
   std::mt19937_64 rng(TestSeed("MpiTrain.KillOneRankAtARandomStepThenTheSameCommandResumesFromTheBackup"));
   const int kill_step = std::uniform_int_distribution<int>(21, 49)(rng);
   const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
@@ -265,7 +261,7 @@ TEST(MpiTrain, KillOneRankAtARandomStepThenTheSameCommandResumesFromTheBackup) {
 // from it.
 TEST(MpiTrain, KillTheChiefInsideABackupWriteThenResumeFromThePreviousBackup) {
   ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
-  const std::string dir = BackupDir();
+  const std::string dir = FreshDir(BackupDir(), "backup-write");
   ASSERT_TRUE(UninterruptedMpiRun().ok);
   const std::string killed = RunMpiAndKillAt("backup-write:2@0", dir, "c");
   EXPECT_NE(killed.find("backup of global step 25 in its temporary"), std::string::npos) << killed;

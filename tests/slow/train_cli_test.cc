@@ -59,24 +59,13 @@ TEST(TrainCli, DefaultJobPrintsTestAccuracyAndSavesTheModel) {
 // (and 60, deleted when the run ends). The run that is never interrupted is made once.
 const std::string kResumeArgs = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
 
-std::string ResumeDir() {
-  static const std::string dir = [] {
-    const std::string d = ::testing::TempDir() + "/strata-train-resume";
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+std::string ResumeDir() { return ::testing::TempDir() + "/strata-train-resume"; }
 
-// The uninterrupted run's final checkpoint (made on first use).
+// The uninterrupted run's final checkpoint (made once per build of strata, shared by the tests).
 const CheckpointRead& Uninterrupted() {
-  static const CheckpointRead straight = [] {
-    const std::string dir = ResumeDir();
-    auto r = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + dir + "/a --out " + dir + "/a.ckpt", true);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return ReadWholeCheckpoint(dir + "/a.ckpt");
-  }();
+  static const CheckpointRead straight = ReferenceRun(ResumeDir(), [](const std::string& backup_dir, const std::string& out) {
+    return Env() + Strata() + kResumeArgs + " --checkpoint-dir " + backup_dir + " --out " + out;
+  });
   return straight;
 }
 
@@ -116,7 +105,7 @@ std::string RunAndKillAt(const std::string& fault, const std::string& dir, const
 // last one written before K, the resumed run says it resumed from exactly there (not from 0)
 // and ends with the uninterrupted run's weights, bit for bit.
 TEST(TrainCli, KillNineAtARandomStepThenResumeFromTheLastBackup) {
-  const std::string dir = ResumeDir();
+  const std::string dir = FreshDir(ResumeDir(), "random-step");
   std::mt19937_64 rng(TestSeed("TrainCli.KillNineAtARandomStepThenResumeFromTheLastBackup"));
   const int kill_step = std::uniform_int_distribution<int>(21, 59)(rng);
   // The backups before the kill: step 20, the epoch end (30) once step 31 ran, step 40.
@@ -144,7 +133,7 @@ TEST(TrainCli, KillNineAtARandomStepThenResumeFromTheLastBackup) {
 // kill -9 inside a backup write (fault point: every byte in the temporary, before the fsync and
 // rename): the previous backup (step 20) is untouched and whole, and the run resumes from it.
 TEST(TrainCli, KillNineInsideABackupWriteLeavesThePreviousBackupToResumeFrom) {
-  const std::string dir = ResumeDir();
+  const std::string dir = FreshDir(ResumeDir(), "backup-write");
   ASSERT_TRUE(Uninterrupted().ok);
   // The second backup write is the epoch end's, global step 30; the first was step 20's.
   const std::string killed = RunAndKillAt("backup-write:2", dir, "c");

@@ -266,7 +266,8 @@ class Watchdog {
                       Name(rank_).c_str(), what, deadline_seconds_, floor_, kPaceFactor, pace_,
                       heartbeats_ ? "every worker answers heartbeats and waits in a collective: a deadlock, or the "
                                     "workers called different collectives"
-                                  : "a peer worker died or hangs (no heartbeats: MPI gives no MPI_THREAD_MULTIPLE)",
+                                  : "a peer worker died or hangs (no heartbeats: STRATA_HEARTBEAT_TIMEOUT=0, or MPI gives no "
+                                  "MPI_THREAD_MULTIPLE)",
                       peers.c_str());
         Abort(buf);
       }

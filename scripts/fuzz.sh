@@ -3,7 +3,8 @@
 # given number of seconds over a scratch copy of its corpus (fuzz/corpus/<target>/ is never
 # modified unless FUZZ_MERGE=1). Work corpora, logs and any crash-*/timeout-*/oom-* inputs
 # land in BUILD_DIR/fuzz-work/<target>/. With FUZZ_MERGE=1 the inputs that add coverage are
-# merged, minimized (-merge=1), into fuzz/corpus/<target>/ afterwards, to be committed.
+# merged into fuzz/corpus/<target>/ afterwards, minimized to edge coverage (-merge=1
+# -use_counters=0: the fewest inputs that reach every edge reached), to be committed.
 # Each target's last line: seconds, executions, exec/s, coverage (cov/ft), corpus size, peak RSS.
 # usage: scripts/fuzz.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]   (default: every target)
 set -euo pipefail
@@ -47,7 +48,7 @@ for bin in "${TARGETS[@]}"; do
   fi
   if [ "${FUZZ_MERGE:-0}" = 1 ]; then
     mkdir -p "$ROOT/fuzz/corpus/$name"
-    "$bin" -merge=1 -close_fd_mask=3 "$ROOT/fuzz/corpus/$name" "$work/corpus" >"$work/merge.log" 2>&1 ||
+    "$bin" -merge=1 -use_counters=0 -close_fd_mask=3 "$ROOT/fuzz/corpus/$name" "$work/corpus" >"$work/merge.log" 2>&1 ||
       { echo "fuzz.sh: merge of $name failed, see $work/merge.log" >&2; status=1; }
   fi
 done

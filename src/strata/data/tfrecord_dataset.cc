@@ -144,7 +144,9 @@ class TFRecordFileIterator : public StageIterator {
     if (restoring_) return;
     if (o_->skip_corrupt_records) {
       const int64_t n = stats_->errors_ignored.fetch_add(1, std::memory_order_relaxed);
-      if (n < 5) STRATA_LOG(kWarn) << "TFRecordDataset: skipped a corrupt record: " << problem.ToString();
+      if (n < 5) {
+        STRATA_LOG(kWarn) << "TFRecordDataset: skipped a corrupt record: " << problem.ToString();
+      }
       return;
     }
     if (drop_reports_ > 0) {  // handed out before the state this iterator was restored from

@@ -54,6 +54,13 @@ headers)
                  -o -path 'strata/backend/reference' -o -name '*_internal.h' -o -name 'builtin_specs.h')
   [ -z "$internal" ] || fail "internal headers installed: $internal"
   grep -qx "#define STRATA_VERSION \"$version\"" strata/core/version.h || fail "version.h does not say $version"
+  # Each installed header marks its declarations as the shared library's exports (the rest of
+  # the library is compiled -fvisibility=hidden): push at the top, pop at the end.
+  for h in "${headers[@]}"; do
+    [ "$h" = strata/core/version.h ] && continue
+    grep -qx '#pragma GCC visibility push(default).*' "$h" && [ "$(tail -n 1 "$h")" = '#pragma GCC visibility pop' ] ||
+      fail "$h does not wrap its declarations in #pragma GCC visibility push(default) ... pop"
+  done
   for h in "${headers[@]}"; do
     # -H lists every header the compiler opens: a Strata one must come from this prefix.
     if ! echo "#include \"$h\"" | "$cxx" -std=c++20 -fsyntax-only -H -I "$p/include" -x c++ - 2>"$tmp/h.log"; then
@@ -74,12 +81,24 @@ cmake)
     so=$(ls "$p"/lib*/libstrata.so.*.* | head -n 1)
     readelf -d "$so" | grep -q "SONAME.*libstrata.so.${version%.*}" || fail "$so has no SONAME libstrata.so.${version%.*}"
     readelf -d "$so" | grep SONAME
-    # Hidden: the functions defined in the folders with no installed header (strong text
-    # symbols; inline functions the public layers instantiate are weak copies, not the API).
+    # Hidden: everything not declared in an installed header (strong text symbols; inline
+    # functions are weak copies, not the API). Strata names namespaces in lower case and
+    # classes and functions in CamelCase, so the first CamelCase part of an exported name is
+    # the namespace-scope class or function it belongs to; that name must be declared in an
+    # installed header. An internal class (data::WorkerPool, keras::OptimizerState, a graph
+    # pass) or a folder with no installed header (image/, monitor/, backend/cpu/) fails this.
     nm -D --defined-only "$so" | awk '$2 == "T" {print $3}' | c++filt >"$tmp/exported.txt"
     echo "$(wc -l <"$tmp/exported.txt") functions exported by $(basename "$so")"
-    leaked=$(grep -E '^strata::(image|monitor|backend::cpu)::' "$tmp/exported.txt" | head -n 5 || true)
-    [ -z "$leaked" ] || fail "internal functions exported by $so: $leaked"
+    grep -c '^strata::' "$tmp/exported.txt" >/dev/null || fail "$so exports no strata:: function"
+    grep -rhoE '\b[A-Z][A-Za-z0-9_]*\b' "$p/include/strata" | sort -u >"$tmp/public_names.txt"
+    sed -nE 's/^strata::(([a-z_][a-z0-9_]*::)*)([A-Z][A-Za-z0-9_]*).*/\3/p' "$tmp/exported.txt" | sort -u >"$tmp/exported_names.txt"
+    leaked=$(comm -23 "$tmp/exported_names.txt" "$tmp/public_names.txt" | head -n 10 | tr '\n' ' ')
+    [ -z "$leaked" ] || fail "$so exports names no installed header declares: $leaked"
+    for internal in 'strata::data::WorkerPool::' 'strata::keras::OptimizerState::' 'strata::image::' \
+                    'strata::monitor::' 'strata::backend::cpu::'; do
+      ! grep -q "^$internal" "$tmp/exported.txt" || fail "$so exports $internal: $(grep -m1 "^$internal" "$tmp/exported.txt")"
+    done
+    echo "$(wc -l <"$tmp/exported_names.txt") exported names, each declared in an installed header"
     grep -q '^strata::keras::Model::fit(' "$tmp/exported.txt" || fail "$so does not export keras::Model::fit"
     grep -q '^strata::data::TFRecordDataset(' "$tmp/exported.txt" || fail "$so does not export data::TFRecordDataset"
   else

@@ -18,6 +18,7 @@
 //   STRATA_RETURN_IF_ERROR(program->Run());
 //   float l = *program->fetch(loss).data<float>();
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -191,3 +192,5 @@ Status PrecisionSupported(Precision precision, const std::string& backend = "cpu
 std::vector<std::string> TrainablePrecisions(const std::string& backend = "cpu");
 
 }  // namespace strata::backend
+
+#pragma GCC visibility pop

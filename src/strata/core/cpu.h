@@ -3,6 +3,7 @@
 // "Usable" honours the process's CPU affinity mask (taskset, Slurm, MPI binding) and the
 // cgroup CPU quota (containers), not only the number of cores the kernel reports.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <optional>
@@ -63,3 +64,5 @@ int64_t UsableMemoryBytes();
 std::optional<double> ParseCgroupCpuMax(std::string_view text);
 
 }  // namespace strata
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Element types of tensors, and bf16 <-> f32 conversion.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <cstring>
@@ -52,3 +53,5 @@ template <> constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
 template <> constexpr DType DTypeOf<uint8_t>() { return DType::kU8; }
 
 }  // namespace strata
+
+#pragma GCC visibility pop

@@ -8,6 +8,7 @@
 // (or a crash) leaves no file under the final name. Event files, which TensorBoard reads
 // while they grow, use the appending writer instead.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -51,3 +52,5 @@ Result<std::string> ReadFileToString(const std::string& path);
 Status WriteFileAtomic(const std::string& path, std::string_view contents);
 
 }  // namespace strata
+
+#pragma GCC visibility pop

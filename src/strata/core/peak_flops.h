@@ -6,6 +6,7 @@
 // repeats. The result is cached per machine under the user's cache directory, keyed by CPU
 // model and ISA, because the monitor's utilization % divides by it on every report.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <string>
 
@@ -35,3 +36,5 @@ std::string UserCacheDir();
 std::string MachineKey();
 
 }  // namespace strata
+
+#pragma GCC visibility pop

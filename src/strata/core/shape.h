@@ -1,5 +1,6 @@
 // Shape: the extents of a tensor's dimensions, outermost first ([B, H, W, C]).
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <initializer_list>
@@ -35,3 +36,5 @@ class Shape {
 };
 
 }  // namespace strata
+
+#pragma GCC visibility pop

@@ -5,6 +5,7 @@
 // Exceptions never cross the public API: code that calls something that throws converts
 // at that one place with STRATA_CATCH_TO_STATUS or an explicit try/catch.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cassert>
 #include <memory>
@@ -109,3 +110,5 @@ class [[nodiscard]] Result {
   auto tmp = (expr);                                 \
   if (!tmp.ok()) return tmp.status();                \
   lhs = std::move(tmp).value()
+
+#pragma GCC visibility pop

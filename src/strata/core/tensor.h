@@ -4,6 +4,7 @@
 // strides (in elements) and byte offset, so Slice/Transpose-like views never copy.
 // Dimension names ("B", "H", "W", "C") are optional and only appear in debug output.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstddef>
 #include <cstdint>
@@ -88,3 +89,5 @@ class Tensor {
 };
 
 }  // namespace strata
+
+#pragma GCC visibility pop

@@ -20,6 +20,7 @@
 // when the iterator is destroyed. Every buffer has a bound. See docs/pipeline.md for the
 // threading model, determinism rules and the AUTOTUNE algorithm.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -204,3 +205,5 @@ class Iterator {
 };
 
 }  // namespace strata::data
+
+#pragma GCC visibility pop

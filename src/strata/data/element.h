@@ -5,6 +5,7 @@
 // serialized records, encoded JPEGs) travel as u8 tensors of rank 1: StringTensor() makes
 // one, TensorToString() reads one back.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <string>
 #include <string_view>
@@ -47,3 +48,5 @@ template <typename T> Tensor Scalar(T v) {
 }
 
 }  // namespace strata::data
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // buffer's generator is saved with the iterator in 8 bytes, and seeds derived with
 // MixSeed() make every per-element generator independent of thread scheduling.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 
@@ -39,3 +40,5 @@ class Rng {
 };
 
 }  // namespace strata::data
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 //
 // A file name travels as a u8 string tensor; a record as a u8[n] tensor of its bytes.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <string>
 #include <vector>
@@ -58,3 +59,5 @@ Dataset TFRecordDataset(std::vector<std::string> files, TFRecordOptions options 
 Result<MapFn> ParseExampleFn(std::vector<record::FeatureSpec> spec);
 
 }  // namespace strata::data
+
+#pragma GCC visibility pop

@@ -13,6 +13,7 @@
 //   blocked_downstream_ns  time a producer thread of this stage waited for buffer space
 //                          (the consumer is slower: this stage is ahead)
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <atomic>
 #include <cstdint>
@@ -62,3 +63,5 @@ struct StageStatsSnapshot {
 std::string FormatStatsTable(const std::vector<StageStatsSnapshot>& stages, double wall_seconds);
 
 }  // namespace strata::data
+
+#pragma GCC visibility pop

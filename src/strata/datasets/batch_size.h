@@ -5,6 +5,7 @@
 //
 //   data::Dataset ds = ...batch(datasets::GlobalBatch(16, 8));  // 128 rows a step, 16 a replica
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 
@@ -14,3 +15,5 @@ namespace strata::datasets {
 constexpr int64_t GlobalBatch(int64_t per_replica, int64_t replicas) { return per_replica * replicas; }
 
 }  // namespace strata::datasets
+
+#pragma GCC visibility pop

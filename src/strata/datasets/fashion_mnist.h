@@ -5,6 +5,7 @@
 //                                                                           {.batch_size = 64, .replicas = 2}));
 //   // elements: (image f32 [128, 28, 28, 1] in [0, 1], label i64 [128])
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <optional>
@@ -32,3 +33,5 @@ struct FashionMnistOptions {
 Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions options = {});
 
 }  // namespace strata::datasets
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 //                                                                         {.image_size = 192, .batch_size = 64, .replicas = 2}));
 //   // elements: (image f32 [128, 192, 192, 3] in [0, 1], label i64 [128])
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <optional>
@@ -53,3 +54,5 @@ inline constexpr int kFlowersNumClasses = 104;
 extern const char* const kFlowersClasses[kFlowersNumClasses];
 
 }  // namespace strata::datasets
+
+#pragma GCC visibility pop

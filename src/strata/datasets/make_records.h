@@ -23,6 +23,7 @@
 // A file that cannot be read or decoded stops the run with an error naming it, unless
 // skip_bad is set; then it is counted and listed in the report.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -115,3 +116,5 @@ Result<IdxImages> ReadIdxImages(const std::string& path);
 Result<std::vector<uint8_t>> ReadIdxLabels(const std::string& path);
 
 }  // namespace strata::datasets
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // a label-dependent pattern, so JPEG/PNG sizes and decode costs resemble photos, not flat
 // colour.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <string>
@@ -30,3 +31,5 @@ Result<std::vector<std::string>> WriteSyntheticFlowers(const std::string& dir, S
 Result<std::vector<std::string>> WriteSyntheticFashionMnist(const std::string& dir, int files, int records_per_file);
 
 }  // namespace strata::datasets
+
+#pragma GCC visibility pop

@@ -19,6 +19,7 @@
 //   STRATA_RETURN_IF_ERROR(resolver->initialize());  // workers agree on replicas per host
 //   auto strategy = distribute::MultiWorkerMirroredStrategy(*resolver);
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -107,3 +108,5 @@ std::string HostInfoJson(const HostInfo& h);
 Result<HostInfo> HostInfoFromJson(const std::string& json);
 
 }  // namespace strata::distribute
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // 10 x the job's pace between collectives) while every peer answers (a deadlock) ends the job
 // too. Either way the worker calls MPI_Abort with error code 3.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -83,3 +84,5 @@ struct MpiOptions {
 Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options = {});
 
 }  // namespace strata::distribute
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // k+1's partial while another still reads call k's, but never call k+2's (call k+1's barrier
 // lies between).
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <string>
@@ -44,3 +45,5 @@ class CrossReplicaSum {
 };
 
 }  // namespace strata::distribute
+
+#pragma GCC visibility pop

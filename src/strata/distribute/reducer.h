@@ -16,6 +16,7 @@
 //   backward pass still runs (AfterKernel, called from the program's kernel hook).
 // Both give the same bits: the in-host sums are the same sums in the same order.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <atomic>
 #include <cstdint>
@@ -85,3 +86,5 @@ Status MeanOverWorkers(Strategy& strategy, float* data, int64_t n);
 void DivideByWorkers(const Strategy& strategy, float* data, int64_t n);
 
 }  // namespace strata::distribute
+
+#pragma GCC visibility pop

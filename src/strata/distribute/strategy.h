@@ -14,6 +14,7 @@
 //   }
 //   model->fit(train, {.epochs = 10});   // global batch = per-replica batch x replicas
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <barrier>
 #include <condition_variable>
@@ -141,3 +142,5 @@ Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(int replicas_per_w
 Result<std::unique_ptr<Strategy>> MultiWorkerMirroredStrategy(ClusterResolver& resolver);
 
 }  // namespace strata::distribute
+
+#pragma GCC visibility pop

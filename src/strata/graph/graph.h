@@ -20,6 +20,7 @@
 //   auto w = g.Variable("conv1/kernel", {3, 3, 1, 32}, {.init = Init::kGlorotUniform});
 //   STRATA_ASSIGN_OR_RETURN(auto y, g.Conv2D(*x, *w, {.padding = Padding::kSame}, "conv1"));
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <string>
@@ -233,3 +234,5 @@ WindowDim ComputeWindow(int64_t in, int64_t window, int stride, int dilation, Pa
 std::string OpLabel(const std::string& name, OpKind kind);
 
 }  // namespace strata::graph
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // request and reads ahead on a background thread, so the record reader, TFRecordDataset,
 // list_files and `strata records` take any of these paths unchanged. Knobs: docs/knobs.md.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <memory>
 #include <string>
@@ -46,3 +47,5 @@ std::string LiteralPrefix(std::string_view pattern);
 bool GlobMatch(const std::string& pattern, const std::string& name);
 
 }  // namespace strata::io
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // A hook returns a Status: an error stops fit() and is returned from it. Callbacks reach the
 // model through model() (stop_training, learning-rate scale, weights).
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cmath>
 #include <cstdint>
@@ -215,3 +216,5 @@ class TensorBoard final : public Callback {
 Mode ResolveMode(Mode m, const std::string& monitor);
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

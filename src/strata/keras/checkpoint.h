@@ -7,6 +7,7 @@
 //   2  optimizer slots: m little-endian f32 (blocks parallel to the trainable parameters)
 //   3  iterator state: opaque bytes from data::Iterator::Save (may be empty)
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -36,3 +37,5 @@ Status WriteCheckpoint(const std::string& path, const backend::VariableStore& st
 Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state);
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

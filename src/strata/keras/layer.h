@@ -5,6 +5,7 @@
 // the evaluation graph, the summary probe); its variables are named "<layer>/<var>" so every
 // graph of a model addresses the same weights in one VariableStore.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -67,3 +68,5 @@ class Layer {
 using LayerPtr = std::shared_ptr<Layer>;
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

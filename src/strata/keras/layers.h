@@ -4,6 +4,7 @@
 //   Conv2D(32, 3, {.padding = "same", .use_bias = false}), BatchNormalization(), ReLU(),
 //   MaxPooling2D(), Flatten(), Dense(128, {.activation = "relu"}), Dropout(0.3), Dense(10)
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <string>
 #include <vector>
@@ -96,3 +97,5 @@ LayerPtr Rescaling(float scale, float offset = 0, const std::string& name = "");
 LayerPtr Reshape(std::vector<int64_t> target_shape, const std::string& name = "");
 
 }  // namespace strata::keras::layers
+
+#pragma GCC visibility pop

@@ -8,6 +8,7 @@
 //   be masked exactly;
 // - what the metrics see of a batch (ForMetrics).
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <string>
@@ -92,3 +93,5 @@ Status HostLoss(const Loss& loss, const float* outputs, int64_t n, int64_t k, co
                 const float* dense_labels, float* per_example);
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

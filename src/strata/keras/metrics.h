@@ -1,6 +1,7 @@
 // Keras metrics, accumulated on the host from each step's fetched outputs and labels.
 // Streaming (Update per batch, Result at any time, Reset per epoch) as Keras's are.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -39,3 +40,5 @@ class Mean {
 };
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

@@ -15,6 +15,7 @@
 // applies the optimizer's sharded update (keras/optimizer_state.h). The evaluation/predict
 // graph is a second program over the same variables.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <map>
@@ -277,3 +278,5 @@ class Model {
 Result<std::unique_ptr<Model>> Sequential(std::vector<LayerPtr> layers, std::string name = "sequential");
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

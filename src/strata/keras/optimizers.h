@@ -1,6 +1,7 @@
 // Keras optimizers: what compile() is given. The update itself runs outside the compiled
 // graph, sharded over the replicas (keras/optimizer_state.h), at the scheduled learning rate.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <string>
 
@@ -114,3 +115,5 @@ inline Optimizer RMSprop(double lr = 0.001, RMSpropOptions o = {}) { return RMSp
 }  // namespace optimizers
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

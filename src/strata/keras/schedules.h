@@ -4,6 +4,7 @@
 // forces a recompile. Per-epoch schedules (the flowers recipe, LearningRateScheduler) are
 // step schedules that read epoch = step / steps_per_epoch.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -56,3 +57,5 @@ Schedule PerEpoch(std::function<double(int64_t epoch)> fn, int64_t steps_per_epo
 
 }  // namespace schedules
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

@@ -13,6 +13,7 @@
 // {"class_name": "GlorotUniform"}. Unknown layer classes and arguments are errors that
 // name the layer.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <memory>
 #include <string>
@@ -30,3 +31,5 @@ Result<std::unique_ptr<Model>> LoadModelSpec(const std::string& path_or_name);
 Result<std::string> BuiltinSpec(const std::string& name);
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

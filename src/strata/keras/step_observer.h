@@ -4,6 +4,7 @@
 // Threads: InputWait* and OnTrainBegin/Pause/Resume/OnTrainEnd come from the thread that
 // called fit; StepBegin/StepEnd from each replica's own thread, concurrently.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -43,3 +44,5 @@ class StepObserver {
 };
 
 }  // namespace strata::keras
+
+#pragma GCC visibility pop

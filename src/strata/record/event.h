@@ -18,6 +18,7 @@
 // them. TensorBoard reads the file while it grows, so the writer appends (not atomic) and
 // Flush() makes whole records visible. docs/formats/event.md has a worked example.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -126,3 +127,5 @@ class EventReader {
 };
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

@@ -20,6 +20,7 @@
 // writing. The training input path uses ExampleParser (example_parser.h), which parses
 // straight into preallocated typed buffers.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <map>
@@ -93,3 +94,5 @@ class ExampleBuilder {
 };
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

@@ -21,6 +21,7 @@
 // counts as missing: a fixed feature takes its default (or fails without one); a var-len
 // feature has zero values.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <string>
@@ -104,3 +105,5 @@ class ExampleParser {
 };
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

@@ -25,6 +25,7 @@
 // checked against the file size (uncompressed) or which has actually been decompressed,
 // so a corrupt length never causes a large allocation.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <functional>
@@ -122,3 +123,5 @@ class RecordReader {
 };
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // Event files, which TensorBoard reads while they grow, use atomic = false: the file is
 // created at once and Flush() makes every whole record written so far visible.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstdint>
 #include <memory>
@@ -63,3 +64,5 @@ class RecordWriter {
 };
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

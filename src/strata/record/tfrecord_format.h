@@ -15,6 +15,7 @@
 // the end of the last whole record. A file that ends inside a record is truncated (a
 // writer may still be appending). docs/formats/tfrecord.md has a worked byte example.
 #pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
 #include <cstddef>
 #include <cstdint>
@@ -64,3 +65,5 @@ inline void EncodeFixed64(uint64_t v, char* p) {
 }
 
 }  // namespace strata::record
+
+#pragma GCC visibility pop

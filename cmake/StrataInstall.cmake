@@ -23,7 +23,8 @@ set(STRATA_PUBLIC_HEADERS
   datasets/batch_size.h datasets/fashion_mnist.h datasets/flowers.h datasets/synthetic.h
   datasets/make_records.h
   keras/model.h keras/layer.h keras/layers.h keras/losses.h keras/metrics.h keras/optimizers.h
-  keras/schedules.h keras/callbacks.h keras/checkpoint.h keras/spec.h keras/step_observer.h)
+  keras/schedules.h keras/callbacks.h keras/checkpoint.h keras/spec.h keras/step_observer.h
+  keras/applications/applications.h)
 foreach(header ${STRATA_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${CMAKE_SOURCE_DIR}/src/strata/${header}

@@ -32,11 +32,13 @@ PACKAGES=(
   "python3-boto3        tools/sigv4_oracle.py: botocore signs the same requests as io/s3.cc (unit test); s3 test uploads"
   "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json); the npm TFRecord reader oracle"
   "openssl              https:// e2e test: makes its CA and the nginx server certificate"
+  "python3-keras-applications  applications structure test: Keras's own model source, traced layer by layer"
+  "python3-torch        applications oracle test: an independent PyTorch forward of the same weights"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(
-    "python3-torch        bench/step_vs_torch.sh, torch_*.py: PyTorch 1.13, the Python peer of the training step"
+    "python3-torchvision  bench/applications_vs_torch.sh: torchvision 0.14's resnet50, mobilenet_v2, efficientnet_b0, densenet121"
     "libtorch-dev         bench/libtorch_step.cc: LibTorch 1.13, the C++ peer of the training step"
   )
 fi

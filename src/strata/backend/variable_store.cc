@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -25,6 +26,10 @@ void InitializeValues(const VariableStore::Entry& e, float* out) {
   std::mt19937_64 rng(o.seed != 0 ? o.seed : std::hash<std::string>{}(e.name));
   double fan_in, fan_out;
   Fans(e.shape, &fan_in, &fan_out);
+  if (!o.values.empty()) {  // Graph::Variable checked the count
+    std::copy(o.values.begin(), o.values.end(), out);
+    return;
+  }
   switch (o.init) {
     case Init::kZeros: std::fill(out, out + e.size, 0.0f); break;
     case Init::kOnes: std::fill(out, out + e.size, 1.0f); break;

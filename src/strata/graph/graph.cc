@@ -149,6 +149,10 @@ Result<Value> Graph::Variable(const std::string& name, Shape shape, VariableOpti
   if (FindVariable(name).valid()) return InvalidArgument(OpLabel(name, OpKind::kVariable) + "duplicate variable name");
   for (int64_t d : shape.dims())
     if (d <= 0) return InvalidArgument(OpLabel(name, OpKind::kVariable) + "non-positive extent in " + S(shape));
+  if (!options.values.empty() && static_cast<int64_t>(options.values.size()) != shape.num_elements())
+    return InvalidArgument(OpLabel(name, OpKind::kVariable) + std::to_string(options.values.size()) +
+                           " initial values for " + S(shape) + " (" + std::to_string(shape.num_elements()) +
+                           " elements)");
   Node n{OpKind::kVariable, name, {}, {shape}, {DType::kF32}, {}, false};
   n.attrs.var = options;
   n.attrs.role = role;

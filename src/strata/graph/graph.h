@@ -74,6 +74,9 @@ struct VariableOptions {
   float value = 0;         // kConstant: the value; kUniform: half-width; kNormal: stddev
   bool trainable = true;   // false: batch-norm moving statistics and other state
   uint64_t seed = 0;       // initializers are deterministic given the seed
+  // Non-empty: the exact initial values, one per element in row-major order (any init);
+  // Keras layers built with known weights (Normalization's mean and variance).
+  std::vector<float> values;
 };
 
 // What a variable is for: a parameter (trainable or not) or state (batch norm's moving

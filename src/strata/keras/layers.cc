@@ -1,5 +1,7 @@
 #include "strata/keras/layers.h"
 
+#include <algorithm>
+
 namespace strata::keras {
 
 using graph::Value;
@@ -39,7 +41,8 @@ Result<graph::Activation> ParseActivation(const std::string& name) {
   if (name == "swish" || name == "silu") return Activation::kSwish;
   if (name == "sigmoid") return Activation::kSigmoid;
   if (name == "tanh") return Activation::kTanh;
-  return InvalidArgument("unknown activation '" + name + "' (linear, relu, relu6, gelu, swish, sigmoid, tanh, softmax)");
+  return InvalidArgument("unknown activation '" + name +
+                         "' (linear, relu, relu6, gelu, swish, silu, sigmoid, tanh, hard_sigmoid, softmax)");
 }
 
 Status Layer::ExpectInputs(const std::vector<Value>& inputs) const {
@@ -60,9 +63,25 @@ Result<graph::Padding> ParsePadding(const std::string& p, const std::string& lab
   return InvalidArgument(label + ": padding must be \"valid\" or \"same\", got \"" + p + "\"");
 }
 
-// Applies a Keras activation by name ("softmax" included).
+// x + value on every element, as a bias add of a per-channel constant (no full-size buffer).
+Result<Value> AddScalar(graph::Graph& g, Value x, float value, const std::string& name) {
+  Value b = g.Constant(value, Shape{x.shape()[-1]}, name + "/value");
+  return g.BiasAdd(x, b, name);
+}
+
+// tf.keras 2.x's hard_sigmoid: clip(0.2 x + 0.5, 0, 1) = relu6(1.2 x + 3) / 6.
+Result<Value> HardSigmoid(graph::Graph& g, Value x, const std::string& name) {
+  if (x.shape().rank() < 1) return InvalidArgument(name + " (Activation): hard_sigmoid expects rank >= 1, got a scalar");
+  STRATA_ASSIGN_OR_RETURN(Value a, g.Scale(x, 1.2f, name + "/scale"));
+  STRATA_ASSIGN_OR_RETURN(Value b, AddScalar(g, a, 3.0f, name + "/shift"));
+  STRATA_ASSIGN_OR_RETURN(Value c, g.Act(graph::Activation::kRelu6, b, name + "/relu6"));
+  return g.Scale(c, 1.0f / 6.0f, name);
+}
+
+// Applies a Keras activation by name ("softmax" and "hard_sigmoid" included).
 Result<Value> ApplyActivation(graph::Graph& g, const std::string& activation, Value x, const std::string& name) {
   if (activation == "softmax") return g.Softmax(x, name + "/softmax");
+  if (activation == "hard_sigmoid") return HardSigmoid(g, x, name);
   STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(activation));
   if (a == graph::Activation::kLinear) return x;
   return g.Act(a, x, name);
@@ -244,6 +263,7 @@ class ActivationLayer final : public Layer {
   Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_RETURN_IF_ERROR(ExpectInputs(in));
     if (a_ == "softmax") return ctx.graph->Softmax(in[0], name());
+    if (a_ == "hard_sigmoid") return HardSigmoid(*ctx.graph, in[0], name());
     STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(a_));
     if (a == graph::Activation::kLinear) return ctx.graph->Identity(in[0], name());
     return ctx.graph->Act(a, in[0], name());
@@ -382,6 +402,238 @@ class ReshapeLayer final : public Layer {
   std::vector<int64_t> target_;
 };
 
+// ---- layers the Keras applications need (issue 18), composed from graph ops ----------------
+
+// A constant of `shape` in `like`'s dtype (constants are f32; bf16 paths cast them).
+Result<Value> ConstantLike(graph::Graph& g, float value, Shape shape, Value like, const std::string& name) {
+  Value c = g.Constant(value, std::move(shape), name);
+  if (like.dtype() == DType::kF32) return c;
+  return g.Cast(c, like.dtype(), name + "/cast");
+}
+
+// Zeros before and after `x` along `axis`, as a concatenation with zero constants.
+Result<Value> PadAxis(graph::Graph& g, Value x, int axis, int64_t before, int64_t after, const std::string& name) {
+  if (before == 0 && after == 0) return x;
+  std::vector<Value> parts;
+  auto zeros = [&](int64_t extent, const char* where) -> Result<Value> {
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[axis] = extent;
+    return ConstantLike(g, 0.0f, Shape(std::move(dims)), x, name + "/" + where);
+  };
+  if (before > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(before, "zeros_before")); parts.push_back(z); }
+  parts.push_back(x);
+  if (after > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(after, "zeros_after")); parts.push_back(z); }
+  return g.Concat(parts, axis, name);
+}
+
+class ZeroPadding2DLayer final : public Layer {
+ public:
+  explicit ZeroPadding2DLayer(ZeroPadding2DOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "ZeroPadding2D"; }
+  std::string default_name() const override { return "zero_padding2d"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value x = in[0];
+    if (x.shape().rank() != 4)
+      return InvalidArgument(Label() + ": expects [batch, height, width, channels], got " + x.shape().ToString());
+    if (o_.top < 0 || o_.bottom < 0 || o_.left < 0 || o_.right < 0)
+      return InvalidArgument(Label() + ": padding must be >= 0, got ((" + std::to_string(o_.top) + ", " +
+                             std::to_string(o_.bottom) + "), (" + std::to_string(o_.left) + ", " +
+                             std::to_string(o_.right) + "))");
+    const bool pad_w = o_.left > 0 || o_.right > 0;
+    if (o_.top == 0 && o_.bottom == 0 && !pad_w) return ctx.graph->Identity(x, name());
+    STRATA_ASSIGN_OR_RETURN(Value h, PadAxis(*ctx.graph, x, 1, o_.top, o_.bottom, pad_w ? name() + "/rows" : name()));
+    return PadAxis(*ctx.graph, h, 2, o_.left, o_.right, name());
+  }
+
+ private:
+  ZeroPadding2DOptions o_;
+};
+
+class ReLULayer final : public Layer {
+ public:
+  explicit ReLULayer(ReLUOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "ReLU"; }
+  std::string default_name() const override { return "re_lu"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    Value x = in[0];
+    const bool has_max = o_.max_value >= 0;
+    if (o_.negative_slope < 0) return InvalidArgument(Label() + ": negative_slope must be >= 0");
+    if (o_.threshold != 0)
+      return InvalidArgument(Label() + ": threshold " + std::to_string(o_.threshold) +
+                             " is not supported (only threshold 0)");
+    if (x.shape().rank() < 1) return InvalidArgument(Label() + ": expects a tensor of rank >= 1, got a scalar");
+    if (o_.negative_slope == 0 && !has_max) return g.Relu(x, name());
+    if (o_.negative_slope == 0 && o_.max_value == 6) return g.Act(graph::Activation::kRelu6, x, name());
+    const std::string n = name();
+    // min(relu(x), m) = relu(x) - relu(x - m); leaky: relu(x) - s * relu(-x).
+    STRATA_ASSIGN_OR_RETURN(Value y, g.Relu(x, n + "/relu"));
+    if (has_max) {
+      STRATA_ASSIGN_OR_RETURN(Value shifted, AddScalar(g, x, -o_.max_value, n + "/minus_max"));
+      STRATA_ASSIGN_OR_RETURN(Value over, g.Relu(shifted, n + "/over_max"));
+      STRATA_ASSIGN_OR_RETURN(y, g.Sub(y, over, o_.negative_slope == 0 ? n : n + "/clipped"));
+    }
+    if (o_.negative_slope > 0) {
+      STRATA_ASSIGN_OR_RETURN(Value neg, g.Scale(x, -1.0f, n + "/negate"));
+      STRATA_ASSIGN_OR_RETURN(Value below, g.Relu(neg, n + "/below"));
+      STRATA_ASSIGN_OR_RETURN(Value slope, g.Scale(below, o_.negative_slope, n + "/slope"));
+      STRATA_ASSIGN_OR_RETURN(y, g.Sub(y, slope, n));
+    }
+    return y;
+  }
+
+ private:
+  ReLUOptions o_;
+};
+
+// `v` broadcast to `shape` along its size-1 dimensions (same rank), through graph Broadcast (f32).
+Result<Value> BroadcastTo(graph::Graph& g, Value v, const Shape& shape, const std::string& name) {
+  if (v.shape() == shape) return v;
+  std::vector<int> axes;
+  std::vector<int64_t> kept;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (v.shape()[i] == shape[i]) kept.push_back(shape[i]);
+    else axes.push_back(i);
+  }
+  const DType dtype = v.dtype();
+  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(v, g.Cast(v, DType::kF32, name + "/to_f32")); }
+  STRATA_ASSIGN_OR_RETURN(Value r, g.Reshape(v, Shape(kept), name + "/squeeze"));
+  STRATA_ASSIGN_OR_RETURN(Value b, g.Broadcast(r, shape, axes, name + "/broadcast"));
+  if (dtype == DType::kF32) return b;
+  return g.Cast(b, dtype, name + "/cast");
+}
+
+class MultiplyLayer final : public Layer {
+ public:
+  std::string class_name() const override { return "Multiply"; }
+  std::string default_name() const override { return "multiply"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    // The output shape: per dimension the largest extent; every input has it or 1.
+    const int rank = in[0].shape().rank();
+    std::vector<int64_t> out = in[0].shape().dims();
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (in[i].shape().rank() != rank)
+        return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " + in[i].shape().ToString() +
+                               ", rank differs from " + in[0].shape().ToString());
+      for (int d = 0; d < rank; ++d) out[d] = std::max(out[d], in[i].shape()[d]);
+    }
+    for (size_t i = 0; i < in.size(); ++i)
+      for (int d = 0; d < rank; ++d)
+        if (in[i].shape()[d] != out[d] && in[i].shape()[d] != 1)
+          return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " +
+                                 in[i].shape().ToString() + ", which does not broadcast to " +
+                                 Shape(out).ToString() + " (each dimension must match or be 1)");
+    const Shape shape(out);
+    STRATA_ASSIGN_OR_RETURN(Value y, BroadcastTo(g, in[0], shape, name() + "/in0"));
+    for (size_t i = 1; i < in.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(Value b, BroadcastTo(g, in[i], shape, name() + "/in" + std::to_string(i)));
+      STRATA_ASSIGN_OR_RETURN(y, g.Multiply(y, b, i + 1 == in.size() ? name() : name() + "/" + std::to_string(i)));
+    }
+    return y;
+  }
+};
+
+uint64_t DropoutSeed(const BuildContext& ctx, const std::string& name, uint64_t seed) {
+  if (seed == 0) seed = ctx.seed;
+  seed = (seed + static_cast<uint64_t>(ctx.replica) * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;
+  for (unsigned char c : name) seed = (seed ^ c) * 1099511628211ull;
+  return seed;
+}
+
+class NoiseShapeDropoutLayer final : public Layer {
+ public:
+  NoiseShapeDropoutLayer(float rate, DropoutOptions o) : rate_(rate), o_(std::move(o)) {}
+  std::string class_name() const override { return "Dropout"; }
+  std::string default_name() const override { return "dropout"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    Value x = in[0];
+    if (!(rate_ >= 0 && rate_ < 1)) return InvalidArgument(Label() + ": rate must be in [0, 1), got " + std::to_string(rate_));
+    const Shape& xs = x.shape();
+    std::vector<int64_t> mask = xs.dims();
+    if (!o_.noise_shape.empty()) {
+      if (static_cast<int>(o_.noise_shape.size()) != xs.rank())
+        return InvalidArgument(Label() + ": noise_shape has " + std::to_string(o_.noise_shape.size()) +
+                               " entries, the input " + xs.ToString() + " has rank " + std::to_string(xs.rank()));
+      for (int d = 0; d < xs.rank(); ++d) {
+        const int64_t s = o_.noise_shape[d];
+        if (s != 0 && s != 1 && s != xs[d])
+          return InvalidArgument(Label() + ": noise_shape entry " + std::to_string(d) + " is " + std::to_string(s) +
+                                 "; expected 0 (None), 1 or the input's extent " + std::to_string(xs[d]));
+        if (s != 0) mask[d] = s;
+      }
+    }
+    if (!ctx.training || rate_ == 0) return g.Identity(x, name());
+    const uint64_t seed = DropoutSeed(ctx, name(), o_.seed);
+    if (Shape(mask) == xs) return g.Dropout(x, rate_, seed, name());
+    // One draw per mask element, shared along the broadcast dimensions: dropout of ones gives
+    // the scaled mask, which multiplies x.
+    Value ones = g.Constant(1.0f, Shape(mask), name() + "/ones");
+    STRATA_ASSIGN_OR_RETURN(Value m, g.Dropout(ones, rate_, seed, name() + "/mask"));
+    STRATA_ASSIGN_OR_RETURN(Value mb, BroadcastTo(g, m, xs, name() + "/mask"));
+    return g.Multiply(x, mb, name());
+  }
+
+ private:
+  float rate_;
+  DropoutOptions o_;
+};
+
+class NormalizationLayer final : public Layer {
+ public:
+  explicit NormalizationLayer(NormalizationOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "Normalization"; }
+  std::string default_name() const override { return "normalization"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    Value x = in[0];
+    const int rank = x.shape().rank();
+    if (rank < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + x.shape().ToString());
+    if (o_.axis != -1 && o_.axis != rank - 1)
+      return InvalidArgument(Label() + ": only axis -1 (the channels) is supported, got " + std::to_string(o_.axis));
+    const int64_t c = x.shape()[-1];
+    auto init = [&](const std::vector<float>& v, float dflt, const char* what) -> Result<graph::VariableOptions> {
+      graph::VariableOptions o;
+      if (v.empty()) {
+        o.init = graph::Init::kConstant;
+        o.value = dflt;
+      } else if (static_cast<int64_t>(v.size()) != c) {
+        return InvalidArgument(Label() + ": " + what + " has " + std::to_string(v.size()) + " values, the input " +
+                               x.shape().ToString() + " has " + std::to_string(c) + " channels");
+      } else {
+        o.init = graph::Init::kConstant;
+        o.values = v;
+      }
+      return o;
+    };
+    STRATA_ASSIGN_OR_RETURN(auto mean_init, init(o_.mean, 0.0f, "mean"));
+    STRATA_ASSIGN_OR_RETURN(auto var_init, init(o_.variance, 1.0f, "variance"));
+    for (float v : o_.variance)
+      if (!(v >= 0)) return InvalidArgument(Label() + ": variance values must be >= 0");
+    STRATA_ASSIGN_OR_RETURN(Value mean, ctx.Variable(name(), "mean", {c}, mean_init, false));
+    STRATA_ASSIGN_OR_RETURN(Value var, ctx.Variable(name(), "variance", {c}, var_init, false));
+    STRATA_ASSIGN_OR_RETURN(Value count, ctx.Variable(name(), "count", Shape{}, {}, false));
+    (void)count;  // Keras's adapt() state: saved and counted, unused by the forward pass
+    // (x - mean) / sqrt(variance + 1e-14): Keras's max(sqrt(variance), 1e-7) wherever the
+    // variance is 0 or above 1e-12, as a batch-norm inference with gamma 1 and beta 0.
+    Value gamma = g.Constant(1.0f, Shape{c}, name() + "/gamma");
+    Value beta = g.Constant(0.0f, Shape{c}, name() + "/beta");
+    graph::BatchNormOptions bo;
+    bo.epsilon = 1e-14f;
+    return g.BatchNormInference(x, gamma, beta, mean, var, bo, name());
+  }
+
+ private:
+  NormalizationOptions o_;
+};
+
 template <typename T, typename... Args>
 LayerPtr Named(const std::string& name, Args&&... args) {
   auto l = std::make_shared<T>(std::forward<Args>(args)...);
@@ -408,6 +660,14 @@ LayerPtr Add(const std::string& name) { return Named<AddLayer>(name); }
 LayerPtr Concatenate(int axis, const std::string& name) { return Named<ConcatenateLayer>(name, axis); }
 LayerPtr Rescaling(float scale, float offset, const std::string& name) { return Named<RescalingLayer>(name, scale, offset); }
 LayerPtr Reshape(std::vector<int64_t> target, const std::string& name) { return Named<ReshapeLayer>(name, std::move(target)); }
+LayerPtr ZeroPadding2D(ZeroPadding2DOptions o) { std::string n = o.name; return Named<ZeroPadding2DLayer>(n, std::move(o)); }
+LayerPtr ZeroPadding2D(int padding, const std::string& name) {
+  return ZeroPadding2D({.top = padding, .bottom = padding, .left = padding, .right = padding, .name = name});
+}
+LayerPtr ReLU(ReLUOptions o) { std::string n = o.name; return Named<ReLULayer>(n, std::move(o)); }
+LayerPtr Multiply(const std::string& name) { return Named<MultiplyLayer>(name); }
+LayerPtr Dropout(float rate, DropoutOptions o) { std::string n = o.name; return Named<NoiseShapeDropoutLayer>(n, rate, std::move(o)); }
+LayerPtr Normalization(NormalizationOptions o) { std::string n = o.name; return Named<NormalizationLayer>(n, std::move(o)); }
 
 }  // namespace layers
 }  // namespace strata::keras

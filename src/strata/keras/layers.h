@@ -6,6 +6,7 @@
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,18 @@ LayerPtr BatchNormalization(BatchNormalizationOptions o = {});
 
 LayerPtr Activation(const std::string& activation, const std::string& name = "");  // incl. "softmax"
 LayerPtr ReLU(const std::string& name = "");
+// Keras ReLU(max_value, negative_slope, threshold); max_value < 0: none. ReLU(6.) is relu6:
+//   y = max_value          where x >= max_value
+//   y = x                  where threshold <= x < max_value
+//   y = negative_slope * (x - threshold) otherwise.
+// threshold must be 0 where negative_slope != 0 (the other cases compose from relu ops).
+struct ReLUOptions {
+  float max_value = -1;
+  float negative_slope = 0;
+  float threshold = 0;
+  std::string name;
+};
+LayerPtr ReLU(ReLUOptions o);
 
 struct Pool2DOptions {
   int pool_size = 2;
@@ -89,12 +102,42 @@ LayerPtr GlobalAveragePooling2D(const std::string& name = "");
 LayerPtr GlobalMaxPooling2D(const std::string& name = "");
 LayerPtr Flatten(const std::string& name = "");
 LayerPtr Dropout(float rate, const std::string& name = "");
+// Dropout with Keras's noise_shape: one entry per dimension incl. batch; 0 = None (that dim of the
+// input), 1 = the mask is shared (broadcast) along it. EfficientNet's drop-connect: {0, 1, 1, 1}.
+// seed 0: derived from the model's seed and the layer's name, as Dropout(rate).
+struct DropoutOptions {
+  std::vector<int64_t> noise_shape;
+  uint64_t seed = 0;
+  std::string name;
+};
+LayerPtr Dropout(float rate, DropoutOptions o);
 LayerPtr Add(const std::string& name = "");
+// Element-wise product of 2+ inputs; size-1 dimensions broadcast (squeeze-and-excitation:
+// [N, H, W, C] * [N, 1, 1, C]), as Keras's Multiply.
+LayerPtr Multiply(const std::string& name = "");
 LayerPtr Concatenate(int axis = -1, const std::string& name = "");
 // y = x * scale + offset (Keras's Rescaling(1/255.)).
 LayerPtr Rescaling(float scale, float offset = 0, const std::string& name = "");
 // target_shape excludes the batch dimension; one entry may be -1.
 LayerPtr Reshape(std::vector<int64_t> target_shape, const std::string& name = "");
+
+// ((top, bottom), (left, right)) zeros, as Keras's ZeroPadding2D(padding=((t, b), (l, r))).
+struct ZeroPadding2DOptions {
+  int top = 1, bottom = 1, left = 1, right = 1;
+  std::string name;
+};
+LayerPtr ZeroPadding2D(ZeroPadding2DOptions o = {});
+LayerPtr ZeroPadding2D(int padding, const std::string& name = "");  // symmetric
+
+// Keras's Normalization(axis=-1): y = (x - mean) / max(sqrt(variance), 1e-7); weights "mean" [C],
+// "variance" [C] and "count" [] (non-trainable state; Keras counts all three: 2C + 1 params).
+// Empty mean/variance: 0 and 1 (what an un-adapted Keras layer holds). Only the last axis.
+struct NormalizationOptions {
+  int axis = -1;
+  std::vector<float> mean, variance;
+  std::string name;
+};
+LayerPtr Normalization(NormalizationOptions o = {});
 
 }  // namespace strata::keras::layers
 

@@ -71,6 +71,12 @@ class Config {
     if (v.is_object() && v.contains("config") && v["config"].contains("l2")) return v["config"]["l2"].get<float>();
     return InvalidArgument(label_ + ": " + key + ": only L2 regularizers are supported, got " + v.dump());
   }
+  // The raw JSON of `key` (nullptr: absent or null), marked used; the caller checks its form.
+  const Json* Raw(const std::string& key) {
+    used_.insert(key);
+    if (!j_.contains(key) || j_[key].is_null()) return nullptr;
+    return &j_[key];
+  }
   Status CheckAllUsed() const {
     // Keys Keras writes that carry no meaning here.
     static const std::set<std::string> kIgnored = {"name", "trainable", "dtype", "data_format", "batch_input_shape",
@@ -79,8 +85,7 @@ class Config {
                                                    "beta_initializer", "gamma_initializer",
                                                    "moving_mean_initializer", "moving_variance_initializer",
                                                    "beta_regularizer", "gamma_regularizer", "beta_constraint",
-                                                   "gamma_constraint", "noise_shape", "seed", "max_value",
-                                                   "negative_slope", "threshold", "synchronized", "keepdims"};
+                                                   "gamma_constraint", "synchronized", "keepdims"};
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       if (!used_.count(it.key()) && !kIgnored.count(it.key()))
         return InvalidArgument(label_ + ": unknown argument \"" + it.key() + "\"");
@@ -170,7 +175,65 @@ Result<LayerPtr> MakeLayer(const std::string& cls, const Json& config_json, cons
     SPEC_ASSIGN(std::string a, c.String("activation", "linear"));
     layer = layers::Activation(a, name);
   } else if (cls == "ReLU") {
-    layer = layers::ReLU(name);
+    layers::ReLUOptions o;
+    SPEC_ASSIGN(double max_value, c.Number("max_value", -1));
+    SPEC_ASSIGN(double slope, c.Number("negative_slope", 0));
+    SPEC_ASSIGN(double threshold, c.Number("threshold", 0));
+    o.max_value = static_cast<float>(max_value);
+    o.negative_slope = static_cast<float>(slope);
+    o.threshold = static_cast<float>(threshold);
+    o.name = name;
+    layer = layers::ReLU(o);
+  } else if (cls == "ZeroPadding2D") {
+    // padding: int, [a, b] (rows a, columns b, both sides) or [[top, bottom], [left, right]].
+    layers::ZeroPadding2DOptions o;
+    o.name = name;
+    const Json* p = c.Raw("padding");
+    auto bad = [&] {
+      return InvalidArgument(c.label() + ": padding must be an integer, [rows, cols] or [[top, bottom], [left, right]]"
+                             " of non-negative integers, got " + (p ? p->dump() : std::string("null")));
+    };
+    auto is_int = [](const Json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < (1 << 30); };
+    if (p == nullptr) {
+    } else if (is_int(*p)) {
+      o.top = o.bottom = o.left = o.right = p->get<int>();
+    } else if (p->is_array() && p->size() == 2 && is_int((*p)[0]) && is_int((*p)[1])) {
+      o.top = o.bottom = (*p)[0].get<int>();
+      o.left = o.right = (*p)[1].get<int>();
+    } else if (p->is_array() && p->size() == 2 && (*p)[0].is_array() && (*p)[1].is_array() && (*p)[0].size() == 2 &&
+               (*p)[1].size() == 2 && is_int((*p)[0][0]) && is_int((*p)[0][1]) && is_int((*p)[1][0]) &&
+               is_int((*p)[1][1])) {
+      o.top = (*p)[0][0].get<int>();
+      o.bottom = (*p)[0][1].get<int>();
+      o.left = (*p)[1][0].get<int>();
+      o.right = (*p)[1][1].get<int>();
+    } else {
+      return bad();
+    }
+    layer = layers::ZeroPadding2D(o);
+  } else if (cls == "Multiply") {
+    layer = layers::Multiply(name);
+  } else if (cls == "Normalization") {
+    layers::NormalizationOptions o;
+    o.name = name;
+    const Json* axis = c.Raw("axis");
+    if (axis != nullptr && !(axis->is_number_integer() && axis->get<int>() == -1) &&
+        !(axis->is_array() && axis->size() == 1 && (*axis)[0].is_number_integer() && (*axis)[0].get<int>() == -1))
+      return Unimplemented(c.label() + ": only axis -1 (the channels) is supported, got " + axis->dump());
+    for (const char* key : {"mean", "variance"}) {
+      const Json* v = c.Raw(key);
+      if (v == nullptr) continue;
+      if (!v->is_array()) return InvalidArgument(c.label() + ": " + key + " must be a list of numbers, got " + v->dump());
+      std::vector<float>& out = std::string(key) == "mean" ? o.mean : o.variance;
+      for (const Json& x : *v) {
+        if (!x.is_number()) return InvalidArgument(c.label() + ": " + key + " must be a list of numbers, got " + v->dump());
+        out.push_back(x.get<float>());
+      }
+    }
+    (void)c.Raw("invert");
+    if (config_json.contains("invert") && config_json["invert"].is_boolean() && config_json["invert"].get<bool>())
+      return Unimplemented(c.label() + ": invert=true is not supported");
+    layer = layers::Normalization(o);
   } else if (cls == "MaxPooling2D" || cls == "AveragePooling2D" || cls == "MaxPool2D" || cls == "AvgPool2D") {
     layers::Pool2DOptions o;
     SPEC_ASSIGN(o.pool_size, c.Size("pool_size", 2));
@@ -186,7 +249,22 @@ Result<LayerPtr> MakeLayer(const std::string& cls, const Json& config_json, cons
     layer = layers::Flatten(name);
   } else if (cls == "Dropout") {
     SPEC_ASSIGN(double rate, c.Number("rate", 0.5));
-    layer = layers::Dropout(static_cast<float>(rate), name);
+    layers::DropoutOptions o;
+    o.name = name;
+    SPEC_ASSIGN(double seed, c.Number("seed", 0));
+    if (seed < 0) return InvalidArgument(c.label() + ": seed must be >= 0");
+    o.seed = static_cast<uint64_t>(seed);
+    if (const Json* ns = c.Raw("noise_shape")) {
+      if (!ns->is_array())
+        return InvalidArgument(c.label() + ": noise_shape must be a list of integers or nulls, got " + ns->dump());
+      for (const Json& d : *ns) {
+        if (d.is_null()) o.noise_shape.push_back(0);
+        else if (d.is_number_integer() && d.get<int64_t>() > 0) o.noise_shape.push_back(d.get<int64_t>());
+        else return InvalidArgument(c.label() + ": noise_shape must be a list of positive integers or nulls, got " +
+                                    ns->dump());
+      }
+    }
+    layer = layers::Dropout(static_cast<float>(rate), o);
   } else if (cls == "Add") {
     layer = layers::Add(name);
   } else if (cls == "Concatenate") {

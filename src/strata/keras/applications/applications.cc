@@ -1,0 +1,129 @@
+// The applications' table (command-line names, default and minimum sizes) and what every
+// model shares: Keras's option checks, the classifier / pooling top, automatic names.
+#include "strata/keras/applications/applications.h"
+
+#include "strata/keras/applications/applications_internal.h"
+
+namespace strata::keras::applications {
+namespace {
+
+struct Entry {
+  const char* name;  // the command-line name
+  Result<std::unique_ptr<Model>> (*build)(Options);
+  int default_size, min_size;  // Keras's obtain_input_shape(default_size=, min_size=)
+};
+
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry> table = {
+      {"resnet50", ResNet50, 224, 32},
+      {"mobilenet_v2", MobileNetV2, 224, 32},
+      {"efficientnet_b0", EfficientNetB0, 224, 32},
+      {"xception", Xception, 299, 71},
+      {"densenet121", DenseNet121, 224, 32},
+  };
+  return table;
+}
+
+const Entry* Find(const std::string& name) {
+  for (const Entry& e : Table())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+std::string NameList() {
+  std::string s;
+  for (const Entry& e : Table()) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& Names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Entry& e : Table()) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
+bool IsApplication(const std::string& name) { return Find(name) != nullptr; }
+
+Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o) {
+  const Entry* e = Find(name);
+  if (!e) return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  return e->build(std::move(o));
+}
+
+int DefaultSize(const std::string& name) {
+  const Entry* e = Find(name);
+  return e ? e->default_size : 0;
+}
+
+int MinimumSize(const std::string& name) {
+  const Entry* e = Find(name);
+  return e ? e->min_size : 0;
+}
+
+namespace internal {
+
+Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
+  const std::string label = m.function + ": ";
+  if (o.include_top && o.classes < 1)
+    return InvalidArgument(label + "classes must be at least 1 with include_top, got " + std::to_string(o.classes));
+  // Keras ignores pooling when include_top is set (the top pools itself); an unknown value is
+  // an error either way, so a typo does not silently return 4-D features.
+  if (!o.pooling.empty() && o.pooling != "avg" && o.pooling != "max")
+    return InvalidArgument(label + "pooling must be \"avg\", \"max\" or empty (none), got \"" + o.pooling + "\"");
+  if (o.include_top && o.classifier_activation != "softmax") {
+    auto a = ParseActivation(o.classifier_activation);
+    if (!a.ok()) return InvalidArgument(label + "classifier_activation: " + a.status().message());
+  }
+  if (o.input_shape.rank() == 0) return Shape{m.default_size, m.default_size, 3};
+  const Shape& s = o.input_shape;
+  if (s.rank() != 3)
+    return InvalidArgument(label + "input_shape must be [height, width, channels], got " + s.ToString());
+  if (s[2] < 1) return InvalidArgument(label + "input_shape " + s.ToString() + " has no channels");
+  if (s[0] < m.min_size || s[1] < m.min_size)
+    return InvalidArgument(label + "input_shape " + s.ToString() + " is too small: height and width must be at least " +
+                           std::to_string(m.min_size) + " (as Keras's " + m.function + ")");
+  return s;
+}
+
+KTensor Top(const KTensor& x, const Options& o, const TopNames& names) {
+  if (o.include_top) {
+    KTensor y = Call(layers::GlobalAveragePooling2D(names.top_pool), x);
+    if (names.dropout > 0) y = Call(layers::Dropout(names.dropout, names.dropout_name), y);
+    return Call(layers::Dense(o.classes, {.activation = o.classifier_activation.empty() ? "linear" : o.classifier_activation,
+                                          .name = "predictions"}),
+                y);
+  }
+  if (o.pooling == "avg") return Call(layers::GlobalAveragePooling2D(names.avg_pool), x);
+  if (o.pooling == "max") return Call(layers::GlobalMaxPooling2D(names.max_pool), x);
+  return x;
+}
+
+Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& output, const Options& o,
+                                      const std::string& keras_name) {
+  return Model::Functional({input}, {output}, o.name.empty() ? keras_name : o.name);
+}
+
+std::string AutoName(const std::string& prefix, int index) {
+  return index == 0 ? prefix : prefix + "_" + std::to_string(index);
+}
+
+layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name) {
+  const int correct = kernel_size / 2;
+  const int adjust_h = height % 2 == 0 ? 1 : 0, adjust_w = width % 2 == 0 ? 1 : 0;
+  return {.top = correct - adjust_h, .bottom = correct, .left = correct - adjust_w, .right = correct, .name = name};
+}
+
+}  // namespace internal
+
+// Not yet written: the remaining models land one file each (mobilenet_v2.cc, efficientnet.cc,
+// densenet.cc); until then they say so.
+Result<std::unique_ptr<Model>> MobileNetV2(Options) { return Unimplemented("MobileNetV2 is not built yet"); }
+Result<std::unique_ptr<Model>> EfficientNetB0(Options) { return Unimplemented("EfficientNetB0 is not built yet"); }
+Result<std::unique_ptr<Model>> DenseNet121(Options) { return Unimplemented("DenseNet121 is not built yet"); }
+
+}  // namespace strata::keras::applications

@@ -1,0 +1,49 @@
+// What the five applications share (not installed): Keras's option checks, its input-shape
+// rules, the classifier / pooling top and Keras's automatic layer names.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "strata/keras/applications/applications.h"
+#include "strata/keras/layers.h"
+#include "strata/keras/model.h"
+
+namespace strata::keras::applications::internal {
+
+// The per-model facts the shared parts need.
+struct ModelFacts {
+  std::string function;      // "ResNet50": prefixes errors
+  std::string keras_name;    // the model's name in Keras ("resnet50")
+  int default_size = 224;    // input side when Options::input_shape is empty
+  int min_size = 32;         // the smallest side Keras accepts
+};
+
+// Keras's names of the layers after the feature extractor ("" = Keras leaves it unnamed and
+// its automatic name applies: "global_average_pooling2d").
+struct TopNames {
+  std::string top_pool;          // the GlobalAveragePooling2D before the classifier
+  std::string avg_pool, max_pool;  // pooling = "avg" / "max" without the top
+  float dropout = 0;             // > 0: Dropout(rate) between the pool and the classifier
+  std::string dropout_name;
+};
+
+// Checks the options (classes, pooling, classifier_activation) and returns the per-example
+// input shape: Keras's default [S, S, 3] or the given [H, W, C] with H, W >= the minimum.
+Result<Shape> CheckOptions(const Options& o, const ModelFacts& m);
+
+// The classifier (include_top) or the pooling (pooling = "avg"/"max") on the features `x`.
+KTensor Top(const KTensor& x, const Options& o, const TopNames& names);
+
+// The functional model from `input` to `output`, named o.name or Keras's name.
+Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& output, const Options& o,
+                                      const std::string& keras_name);
+
+// Keras's automatic name of the index-th unnamed layer of a kind: "conv2d", "conv2d_1", ...
+std::string AutoName(const std::string& prefix, int index);
+
+// Keras's correct_pad(inputs, kernel_size): the ((top, bottom), (left, right)) zeros before a
+// stride-2 "valid" convolution so it samples as TensorFlow's "same" does for either parity.
+layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name);
+
+}  // namespace strata::keras::applications::internal

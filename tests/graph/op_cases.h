@@ -50,6 +50,15 @@ inline std::vector<OpCase> AllOpCases() {
                1e-5, 2LL * 2 * 5 * 5 * 6 * 3 * 3 * 2});
   c.push_back({"conv2d_depthwise", {{2, 5, 5, 3}, {3, 3, 1, 3}}, conv({.padding = Padding::kSame, .groups = 3}), 1e-6,
                1e-5, 2LL * 2 * 5 * 5 * 3 * 3 * 3 * 1});
+  // MobileNetV2's and EfficientNet's stride-2 depthwise convolutions, Xception's multipliers.
+  c.push_back({"conv2d_depthwise_stride2_multiplier2_same", {{2, 7, 7, 3}, {3, 3, 1, 6}},
+               conv({.stride_h = 2, .stride_w = 2, .padding = Padding::kSame, .groups = 3}), 1e-6, 1e-5,
+               2LL * 2 * 4 * 4 * 6 * 3 * 3 * 1});
+  c.push_back({"conv2d_depthwise_stride2_multiplier2_valid", {{2, 7, 7, 3}, {3, 3, 1, 6}},
+               conv({.stride_h = 2, .stride_w = 2, .groups = 3}), 1e-6, 1e-5, 2LL * 2 * 3 * 3 * 6 * 3 * 3 * 1});
+  c.push_back({"conv2d_depthwise_5x5_stride2_same_even", {{1, 6, 6, 2}, {5, 5, 1, 4}},
+               conv({.stride_h = 2, .stride_w = 2, .padding = Padding::kSame, .groups = 2}), 1e-6, 1e-5,
+               2LL * 1 * 3 * 3 * 4 * 5 * 5 * 1});
   c.push_back({"matmul", {{4, 5}, {5, 3}}, [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1]); },
                1e-6, 1e-5, 2LL * 4 * 3 * 5});
   c.push_back({"matmul_transpose_a", {{5, 4}, {5, 3}},
@@ -121,6 +130,33 @@ inline std::vector<OpCase> AllOpCases() {
   c.push_back({"sub", {{2, 3, 4}, {2, 3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Sub(x[0], x[1]); }});
   c.push_back({"multiply", {{2, 3, 2, 4}, {2, 3, 2, 4}},
                [](Graph& g, const std::vector<Value>& x) { return g.Multiply(x[0], x[1]); }});
+  // Composites (graph.h): emitted as the ops above, checked end to end the same way.
+  c.push_back({"multiply_broadcast_squeeze_excitation", {{2, 3, 3, 4}, {2, 1, 1, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Multiply(x[0], x[1]); }});
+  c.push_back({"multiply_broadcast_both_sides", {{2, 1, 3, 4}, {2, 3, 1, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Multiply(x[0], x[1]); }});
+  c.push_back({"zero_pad2d_asymmetric", {{2, 3, 4, 2}},
+               [](Graph& g, const std::vector<Value>& x) { return g.ZeroPad2D(x[0], 1, 0, 2, 1); }});
+  c.push_back({"clipped_relu_max_value", {{3, 4, 5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 8.0f));
+                 return g.ClippedRelu(s, 4.0f, 0.0f);
+               },
+               1e-6, 1e-6});
+  c.push_back({"clipped_relu_max_value_negative_slope", {{3, 4, 5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 8.0f));
+                 return g.ClippedRelu(s, 2.5f, 0.1f);
+               },
+               1e-6, 1e-6});
+  c.push_back({"hard_sigmoid", {{3, 4, 5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 4.0f));  // both kinks (+-2.5)
+                 return g.HardSigmoid(s);
+               },
+               1e-6, 1e-6});
+  c.push_back({"dropout_noise_shape_per_example", {{4, 3, 3, 2}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Dropout(x[0], 0.3f, 7, Shape{4, 1, 1, 1}); }});
   c.push_back({"concat_channels", {{2, 3, 3, 2}, {2, 3, 3, 3}},
                [](Graph& g, const std::vector<Value>& x) { return g.Concat({x[0], x[1]}, 3); }});
   c.push_back({"concat_rows", {{2, 3}, {4, 3}},

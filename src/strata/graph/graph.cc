@@ -372,8 +372,123 @@ static Result<Value> Binary(Graph* g, OpKind kind, Value a, Value b, const std::
 
 Result<Value> Graph::Add(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kAdd, a, b, UniqueName(n, OpKind::kAdd)); }
 Result<Value> Graph::Sub(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kSub, a, b, UniqueName(n, OpKind::kSub)); }
-Result<Value> Graph::Multiply(Value a, Value b, const std::string& n) {
-  return Binary(this, OpKind::kMultiply, a, b, UniqueName(n, OpKind::kMultiply));
+Result<Value> Graph::Multiply(Value a, Value b, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kMultiply);
+  if (a.valid() && b.valid() && a.graph == this && b.graph == this && a.shape() != b.shape() &&
+      a.shape().rank() == b.shape().rank()) {
+    std::vector<int64_t> out = a.shape().dims();
+    for (int d = 0; d < a.shape().rank(); ++d) {
+      const int64_t x = a.shape()[d], y = b.shape()[d];
+      if (x != y && x != 1 && y != 1)
+        return InvalidArgument(OpLabel(name, OpKind::kMultiply) + "shapes " + S(a.shape()) + " and " + S(b.shape()) +
+                               " do not broadcast (dimension " + std::to_string(d) + ": " + std::to_string(x) +
+                               " vs " + std::to_string(y) + "; each must match or be 1)");
+      out[d] = std::max(x, y);
+    }
+    STRATA_ASSIGN_OR_RETURN(a, BroadcastTo(a, Shape(out), name + "/broadcast_a"));
+    STRATA_ASSIGN_OR_RETURN(b, BroadcastTo(b, Shape(out), name + "/broadcast_b"));
+  }
+  return Binary(this, OpKind::kMultiply, a, b, name);
+}
+
+Result<Value> Graph::BroadcastTo(Value x, Shape shape, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
+  const std::string label = OpLabel(name, OpKind::kBroadcast);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape() == shape) return x;
+  if (x.shape().rank() != shape.rank())
+    return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (ranks differ)");
+  std::vector<int> axes;
+  std::vector<int64_t> kept;
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (x.shape()[d] == shape[d]) {
+      kept.push_back(shape[d]);
+    } else if (x.shape()[d] == 1) {
+      axes.push_back(d);
+    } else {
+      return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (dimension " +
+                             std::to_string(d) + " is neither equal nor 1)");
+    }
+  }
+  const DType dtype = x.dtype();
+  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(x, Cast(x, DType::kF32, name + "/to_f32")); }
+  STRATA_ASSIGN_OR_RETURN(Value r, Reshape(x, Shape(kept), name + "/squeeze"));
+  STRATA_ASSIGN_OR_RETURN(Value y, Broadcast(r, shape, axes, dtype == DType::kF32 ? name : name + "/f32"));
+  if (dtype == DType::kF32) return y;
+  return Cast(y, dtype, name);
+}
+
+Result<Value> Graph::ZeroPad2D(Value x, int top, int bottom, int left, int right, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kConcat);
+  const std::string label = OpLabel(name, OpKind::kConcat);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() != 4) return InvalidArgument(label + "expected input [N, H, W, C], found " + S(x.shape()));
+  if (top < 0 || bottom < 0 || left < 0 || right < 0)
+    return InvalidArgument(label + "padding must be >= 0, found ((" + std::to_string(top) + ", " +
+                           std::to_string(bottom) + "), (" + std::to_string(left) + ", " + std::to_string(right) + "))");
+  auto pad = [&](Value v, int axis, int before, int after, const std::string& n) -> Result<Value> {
+    std::vector<Value> parts;
+    auto zeros = [&](int extent, const char* where) -> Result<Value> {
+      std::vector<int64_t> dims = v.shape().dims();
+      dims[axis] = extent;
+      Value z = Constant(0.0f, Shape(std::move(dims)), n + "/" + where);
+      if (v.dtype() == DType::kF32) return z;
+      return Cast(z, v.dtype(), n + "/" + where + "_cast");
+    };
+    if (before > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(before, "zeros_before")); parts.push_back(z); }
+    parts.push_back(v);
+    if (after > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(after, "zeros_after")); parts.push_back(z); }
+    return Concat(parts, axis, n);
+  };
+  const bool rows = top > 0 || bottom > 0, cols = left > 0 || right > 0;
+  if (!rows && !cols) return Identity(x, name);
+  Value y = x;
+  if (rows) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 1, top, bottom, cols ? name + "/rows" : name)); }
+  if (cols) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 2, left, right, name)); }
+  return y;
+}
+
+Result<Value> Graph::ClippedRelu(Value x, float max_value, float slope, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (!(slope >= 0)) return InvalidArgument(label + "negative_slope must be >= 0");
+  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
+  const bool has_max = max_value >= 0;
+  if (slope == 0 && !has_max) return Act(Activation::kRelu, x, name);
+  if (slope == 0 && max_value == 6) return Act(Activation::kRelu6, x, name);
+  STRATA_ASSIGN_OR_RETURN(Value y, Act(Activation::kRelu, x, name + "/relu"));
+  if (has_max) {
+    Value m = Constant(-max_value, Shape{x.shape()[-1]}, name + "/minus_max");
+    if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(m, Cast(m, x.dtype(), name + "/minus_max_cast")); }
+    STRATA_ASSIGN_OR_RETURN(Value shifted, BiasAdd(x, m, name + "/shifted"));
+    STRATA_ASSIGN_OR_RETURN(Value over, Act(Activation::kRelu, shifted, name + "/over_max"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, over, slope == 0 ? name : name + "/clipped"));
+  }
+  if (slope > 0) {
+    STRATA_ASSIGN_OR_RETURN(Value neg, Scale(x, -1.0f, name + "/negate"));
+    STRATA_ASSIGN_OR_RETURN(Value below, Act(Activation::kRelu, neg, name + "/below"));
+    STRATA_ASSIGN_OR_RETURN(Value leak, Scale(below, slope, name + "/leak"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, leak, name));
+  }
+  return y;
+}
+
+Result<Value> Graph::HardSigmoid(Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() < 1) return InvalidArgument(label + "hard_sigmoid expects rank >= 1, found a scalar");
+  STRATA_ASSIGN_OR_RETURN(Value a, Scale(x, 1.2f, name + "/scale"));
+  Value three = Constant(3.0f, Shape{x.shape()[-1]}, name + "/three");
+  if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(three, Cast(three, x.dtype(), name + "/three_cast")); }
+  STRATA_ASSIGN_OR_RETURN(Value b, BiasAdd(a, three, name + "/shift"));
+  STRATA_ASSIGN_OR_RETURN(Value c, Act(Activation::kRelu6, b, name + "/relu6"));
+  return Scale(c, 1.0f / 6.0f, name);
 }
 
 Result<Value> Graph::Scale(Value x, float factor, const std::string& name_in) {
@@ -474,6 +589,24 @@ Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, const std::stri
   n.attrs.scalar = rate;
   n.attrs.seed = seed;
   return Finish(std::move(n));
+}
+
+Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, Shape noise_shape, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kDropout);
+  const std::string label = OpLabel(name, OpKind::kDropout);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  if (noise_shape == x.shape()) return Dropout(x, rate, seed, name);
+  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
+  if (!(rate >= 0 && rate < 1)) return InvalidArgument(label + "rate must be in [0, 1), found " + std::to_string(rate));
+  bool ok = noise_shape.rank() == x.shape().rank();
+  for (int d = 0; ok && d < noise_shape.rank(); ++d) ok = noise_shape[d] == 1 || noise_shape[d] == x.shape()[d];
+  if (!ok)
+    return InvalidArgument(label + "noise shape " + S(noise_shape) + " does not fit input " + S(x.shape()) +
+                           " (each extent the input's or 1)");
+  Value ones = Constant(1.0f, noise_shape, name + "/ones");
+  STRATA_ASSIGN_OR_RETURN(Value mask, Dropout(ones, rate, seed, name + "/mask"));
+  STRATA_ASSIGN_OR_RETURN(Value wide, BroadcastTo(mask, x.shape(), name + "/mask_broadcast"));
+  return Binary(this, OpKind::kMultiply, x, wide, name);
 }
 
 Result<Value> Graph::Cast(Value x, DType to, const std::string& name_in) {

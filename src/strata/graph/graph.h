@@ -172,7 +172,9 @@ class Graph {
   Result<Value> GlobalMaxPool(Value x, const std::string& name = "");  // [N,H,W,C] -> [N,C]
   Result<Value> Add(Value a, Value b, const std::string& name = "");       // same shapes
   Result<Value> Sub(Value a, Value b, const std::string& name = "");       // same shapes
-  Result<Value> Multiply(Value a, Value b, const std::string& name = "");  // same shapes
+  // Same shapes, or the same rank with size-1 dimensions of either broadcast (squeeze-and-
+  // excitation's [N, H, W, C] * [N, 1, 1, C]): the broadcast is a Broadcast node (BroadcastTo).
+  Result<Value> Multiply(Value a, Value b, const std::string& name = "");
   Result<Value> Scale(Value x, float factor, const std::string& name = "");
   Result<Value> Concat(const std::vector<Value>& xs, int axis, const std::string& name = "");
   Result<Value> Slice(Value x, int axis, int64_t begin, int64_t end, const std::string& name = "");
@@ -186,6 +188,24 @@ class Graph {
   // y = x broadcast from the reduced shape back to `shape` along `axes` (reduction's gradient).
   Result<Value> Broadcast(Value x, Shape shape, std::vector<int> axes, const std::string& name = "");
   Result<Value> Identity(Value x, const std::string& name = "");
+
+  // ---- composites: emitted as the ops above (their kernels and gradient rules), no OpKind ----
+  // x broadcast along its size-1 dimensions to `shape` (same rank; each extent equal or 1):
+  // Reshape + Broadcast (+ Casts around it for bf16, Broadcast being f32); x when equal.
+  Result<Value> BroadcastTo(Value x, Shape shape, const std::string& name = "");
+  // Zeros around the rows and columns of x [N, H, W, C] (Keras's ZeroPadding2D), as a
+  // concatenation with zero constants along H, then W: the gradient is the concat's slices.
+  Result<Value> ZeroPad2D(Value x, int top, int bottom, int left, int right, const std::string& name = "");
+  // Keras's ReLU(max_value, negative_slope) with threshold 0: min(relu(x), max) - slope * relu(-x),
+  // composed as relu(x) - relu(x - max) - slope * relu(-x); max_value < 0: no upper bound.
+  // (0, 0) is one Relu node and (6, 0) one Relu6 node.
+  Result<Value> ClippedRelu(Value x, float max_value, float negative_slope, const std::string& name = "");
+  // tf.keras 2.x's hard_sigmoid: clip(0.2 x + 0.5, 0, 1) = relu6(1.2 x + 3) / 6.
+  Result<Value> HardSigmoid(Value x, const std::string& name = "");
+  // Dropout with one draw per element of `noise_shape` (Keras's noise_shape, resolved: each
+  // extent the input's or 1), the mask shared along its size-1 dimensions: a Dropout of ones
+  // of that shape, broadcast and multiplied in. noise_shape == x's shape: Dropout(x).
+  Result<Value> Dropout(Value x, float rate, uint64_t seed, Shape noise_shape, const std::string& name = "");
 
   // ---- losses (scalar f32 mean over the batch) ------------------------------------------
   // logits [N, K] f32, labels i32 [N] in [0, K). Outputs: loss [], probabilities [N, K].

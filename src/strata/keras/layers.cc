@@ -63,25 +63,10 @@ Result<graph::Padding> ParsePadding(const std::string& p, const std::string& lab
   return InvalidArgument(label + ": padding must be \"valid\" or \"same\", got \"" + p + "\"");
 }
 
-// x + value on every element, as a bias add of a per-channel constant (no full-size buffer).
-Result<Value> AddScalar(graph::Graph& g, Value x, float value, const std::string& name) {
-  Value b = g.Constant(value, Shape{x.shape()[-1]}, name + "/value");
-  return g.BiasAdd(x, b, name);
-}
-
-// tf.keras 2.x's hard_sigmoid: clip(0.2 x + 0.5, 0, 1) = relu6(1.2 x + 3) / 6.
-Result<Value> HardSigmoid(graph::Graph& g, Value x, const std::string& name) {
-  if (x.shape().rank() < 1) return InvalidArgument(name + " (Activation): hard_sigmoid expects rank >= 1, got a scalar");
-  STRATA_ASSIGN_OR_RETURN(Value a, g.Scale(x, 1.2f, name + "/scale"));
-  STRATA_ASSIGN_OR_RETURN(Value b, AddScalar(g, a, 3.0f, name + "/shift"));
-  STRATA_ASSIGN_OR_RETURN(Value c, g.Act(graph::Activation::kRelu6, b, name + "/relu6"));
-  return g.Scale(c, 1.0f / 6.0f, name);
-}
-
 // Applies a Keras activation by name ("softmax" and "hard_sigmoid" included).
 Result<Value> ApplyActivation(graph::Graph& g, const std::string& activation, Value x, const std::string& name) {
   if (activation == "softmax") return g.Softmax(x, name + "/softmax");
-  if (activation == "hard_sigmoid") return HardSigmoid(g, x, name);
+  if (activation == "hard_sigmoid") return g.HardSigmoid(x, name);
   STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(activation));
   if (a == graph::Activation::kLinear) return x;
   return g.Act(a, x, name);
@@ -263,7 +248,7 @@ class ActivationLayer final : public Layer {
   Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_RETURN_IF_ERROR(ExpectInputs(in));
     if (a_ == "softmax") return ctx.graph->Softmax(in[0], name());
-    if (a_ == "hard_sigmoid") return HardSigmoid(*ctx.graph, in[0], name());
+    if (a_ == "hard_sigmoid") return ctx.graph->HardSigmoid(in[0], name());
     STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(a_));
     if (a == graph::Activation::kLinear) return ctx.graph->Identity(in[0], name());
     return ctx.graph->Act(a, in[0], name());
@@ -404,28 +389,6 @@ class ReshapeLayer final : public Layer {
 
 // ---- layers the Keras applications need (issue 18), composed from graph ops ----------------
 
-// A constant of `shape` in `like`'s dtype (constants are f32; bf16 paths cast them).
-Result<Value> ConstantLike(graph::Graph& g, float value, Shape shape, Value like, const std::string& name) {
-  Value c = g.Constant(value, std::move(shape), name);
-  if (like.dtype() == DType::kF32) return c;
-  return g.Cast(c, like.dtype(), name + "/cast");
-}
-
-// Zeros before and after `x` along `axis`, as a concatenation with zero constants.
-Result<Value> PadAxis(graph::Graph& g, Value x, int axis, int64_t before, int64_t after, const std::string& name) {
-  if (before == 0 && after == 0) return x;
-  std::vector<Value> parts;
-  auto zeros = [&](int64_t extent, const char* where) -> Result<Value> {
-    std::vector<int64_t> dims = x.shape().dims();
-    dims[axis] = extent;
-    return ConstantLike(g, 0.0f, Shape(std::move(dims)), x, name + "/" + where);
-  };
-  if (before > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(before, "zeros_before")); parts.push_back(z); }
-  parts.push_back(x);
-  if (after > 0) { STRATA_ASSIGN_OR_RETURN(Value z, zeros(after, "zeros_after")); parts.push_back(z); }
-  return g.Concat(parts, axis, name);
-}
-
 class ZeroPadding2DLayer final : public Layer {
  public:
   explicit ZeroPadding2DLayer(ZeroPadding2DOptions o) : o_(std::move(o)) {}
@@ -440,10 +403,7 @@ class ZeroPadding2DLayer final : public Layer {
       return InvalidArgument(Label() + ": padding must be >= 0, got ((" + std::to_string(o_.top) + ", " +
                              std::to_string(o_.bottom) + "), (" + std::to_string(o_.left) + ", " +
                              std::to_string(o_.right) + "))");
-    const bool pad_w = o_.left > 0 || o_.right > 0;
-    if (o_.top == 0 && o_.bottom == 0 && !pad_w) return ctx.graph->Identity(x, name());
-    STRATA_ASSIGN_OR_RETURN(Value h, PadAxis(*ctx.graph, x, 1, o_.top, o_.bottom, pad_w ? name() + "/rows" : name()));
-    return PadAxis(*ctx.graph, h, 2, o_.left, o_.right, name());
+    return ctx.graph->ZeroPad2D(x, o_.top, o_.bottom, o_.left, o_.right, name());
   }
 
  private:
@@ -465,45 +425,12 @@ class ReLULayer final : public Layer {
       return InvalidArgument(Label() + ": threshold " + std::to_string(o_.threshold) +
                              " is not supported (only threshold 0)");
     if (x.shape().rank() < 1) return InvalidArgument(Label() + ": expects a tensor of rank >= 1, got a scalar");
-    if (o_.negative_slope == 0 && !has_max) return g.Relu(x, name());
-    if (o_.negative_slope == 0 && o_.max_value == 6) return g.Act(graph::Activation::kRelu6, x, name());
-    const std::string n = name();
-    // min(relu(x), m) = relu(x) - relu(x - m); leaky: relu(x) - s * relu(-x).
-    STRATA_ASSIGN_OR_RETURN(Value y, g.Relu(x, n + "/relu"));
-    if (has_max) {
-      STRATA_ASSIGN_OR_RETURN(Value shifted, AddScalar(g, x, -o_.max_value, n + "/minus_max"));
-      STRATA_ASSIGN_OR_RETURN(Value over, g.Relu(shifted, n + "/over_max"));
-      STRATA_ASSIGN_OR_RETURN(y, g.Sub(y, over, o_.negative_slope == 0 ? n : n + "/clipped"));
-    }
-    if (o_.negative_slope > 0) {
-      STRATA_ASSIGN_OR_RETURN(Value neg, g.Scale(x, -1.0f, n + "/negate"));
-      STRATA_ASSIGN_OR_RETURN(Value below, g.Relu(neg, n + "/below"));
-      STRATA_ASSIGN_OR_RETURN(Value slope, g.Scale(below, o_.negative_slope, n + "/slope"));
-      STRATA_ASSIGN_OR_RETURN(y, g.Sub(y, slope, n));
-    }
-    return y;
+    return g.ClippedRelu(x, has_max ? o_.max_value : -1.0f, o_.negative_slope, name());
   }
 
  private:
   ReLUOptions o_;
 };
-
-// `v` broadcast to `shape` along its size-1 dimensions (same rank), through graph Broadcast (f32).
-Result<Value> BroadcastTo(graph::Graph& g, Value v, const Shape& shape, const std::string& name) {
-  if (v.shape() == shape) return v;
-  std::vector<int> axes;
-  std::vector<int64_t> kept;
-  for (int i = 0; i < shape.rank(); ++i) {
-    if (v.shape()[i] == shape[i]) kept.push_back(shape[i]);
-    else axes.push_back(i);
-  }
-  const DType dtype = v.dtype();
-  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(v, g.Cast(v, DType::kF32, name + "/to_f32")); }
-  STRATA_ASSIGN_OR_RETURN(Value r, g.Reshape(v, Shape(kept), name + "/squeeze"));
-  STRATA_ASSIGN_OR_RETURN(Value b, g.Broadcast(r, shape, axes, name + "/broadcast"));
-  if (dtype == DType::kF32) return b;
-  return g.Cast(b, dtype, name + "/cast");
-}
 
 class MultiplyLayer final : public Layer {
  public:
@@ -529,9 +456,9 @@ class MultiplyLayer final : public Layer {
                                  in[i].shape().ToString() + ", which does not broadcast to " +
                                  Shape(out).ToString() + " (each dimension must match or be 1)");
     const Shape shape(out);
-    STRATA_ASSIGN_OR_RETURN(Value y, BroadcastTo(g, in[0], shape, name() + "/in0"));
+    STRATA_ASSIGN_OR_RETURN(Value y, g.BroadcastTo(in[0], shape, name() + "/in0"));
     for (size_t i = 1; i < in.size(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(Value b, BroadcastTo(g, in[i], shape, name() + "/in" + std::to_string(i)));
+      STRATA_ASSIGN_OR_RETURN(Value b, g.BroadcastTo(in[i], shape, name() + "/in" + std::to_string(i)));
       STRATA_ASSIGN_OR_RETURN(y, g.Multiply(y, b, i + 1 == in.size() ? name() : name() + "/" + std::to_string(i)));
     }
     return y;
@@ -571,13 +498,7 @@ class NoiseShapeDropoutLayer final : public Layer {
     }
     if (!ctx.training || rate_ == 0) return g.Identity(x, name());
     const uint64_t seed = DropoutSeed(ctx, name(), o_.seed);
-    if (Shape(mask) == xs) return g.Dropout(x, rate_, seed, name());
-    // One draw per mask element, shared along the broadcast dimensions: dropout of ones gives
-    // the scaled mask, which multiplies x.
-    Value ones = g.Constant(1.0f, Shape(mask), name() + "/ones");
-    STRATA_ASSIGN_OR_RETURN(Value m, g.Dropout(ones, rate_, seed, name() + "/mask"));
-    STRATA_ASSIGN_OR_RETURN(Value mb, BroadcastTo(g, m, xs, name() + "/mask"));
-    return g.Multiply(x, mb, name());
+    return g.Dropout(x, rate_, seed, Shape(mask), name());
   }
 
  private:

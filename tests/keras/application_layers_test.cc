@@ -1,0 +1,333 @@
+// The layers the Keras applications need (issue 18): ZeroPadding2D, ReLU(max_value,
+// negative_slope), Multiply with size-1 broadcast, Normalization, Dropout(noise_shape),
+// hard_sigmoid/swish names, stride-2 depthwise convolutions with a depth multiplier; their
+// values on the compiled cpu engine, their parameter counts and their JSON classes. The
+// gradients of the graph composites they emit are in the op table (tests/graph/op_cases.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "strata/backend/compile.h"
+#include "strata/backend/reference/evaluator.h"
+#include "strata/keras/model.h"
+#include "strata/keras/spec.h"
+
+namespace strata::keras {
+namespace {
+
+using namespace layers;  // NOLINT
+using graph::Value;
+
+// x [n, ...] with x[i] = f(i) over the flat index.
+Tensor Filled(Shape shape, const std::function<float(int64_t)>& f) {
+  Tensor t(DType::kF32, shape);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = f(i);
+  return t;
+}
+
+// The model's inference output on x (one batch); compiles it (predict needs a compiled model).
+Tensor Predict(Model& m, const Tensor& x) {
+  Status st = m.compile({.optimizer = optimizers::SGD(0.01), .loss = losses::MeanSquaredError()});
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto p = m.predict(data::Dataset::from_tensor_slices(data::Element({x})).batch(x.shape()[0]));
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? *p : Tensor();
+}
+
+std::unique_ptr<Model> Build(Shape input, std::vector<LayerPtr> ls, const std::string& name = "m") {
+  ls.insert(ls.begin(), InputLayer(input));
+  auto m = Sequential(ls, name);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+TEST(ApplicationLayers, ZeroPadding2DPadsEachSideAndKeepsTheValues) {
+  // MobileNetV2's correct_pad for an even input: ((0, 1), (0, 1)); here all four differ.
+  auto m = Build({3, 4, 2}, {ZeroPadding2D(ZeroPadding2DOptions{.top = 1, .bottom = 0, .left = 2, .right = 1})});
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(m->Summary().find("zero_padding2d (ZeroPadding"), std::string::npos) << m->Summary();
+  EXPECT_NE(m->Summary().find("(None, 4, 7, 2)"), std::string::npos) << m->Summary();
+  Tensor x = Filled({2, 3, 4, 2}, [](int64_t i) { return 1.0f + static_cast<float>(i); });
+  Tensor y = Predict(*m, x);
+  ASSERT_EQ(y.shape(), Shape({2, 4, 7, 2}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t w = 0; w < 7; ++w)
+        for (int64_t c = 0; c < 2; ++c) {
+          const bool inside = h >= 1 && w >= 2 && w < 6;
+          const float want = inside ? x.data<float>()[((n * 3 + h - 1) * 4 + w - 2) * 2 + c] : 0.0f;
+          EXPECT_EQ(y.data<float>()[((n * 4 + h) * 7 + w) * 2 + c], want) << n << " " << h << " " << w << " " << c;
+        }
+  auto sym = Build({2, 2, 1}, {ZeroPadding2D(3)});
+  ASSERT_NE(sym, nullptr);
+  EXPECT_NE(sym->Summary().find("(None, 8, 8, 1)"), std::string::npos) << sym->Summary();
+  auto bad = Sequential({InputLayer({3, 3, 1}), ZeroPadding2D(ZeroPadding2DOptions{.top = -1, .name = "pad"})}, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("pad (ZeroPadding2D)"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(ApplicationLayers, ReLUMaxValueAndNegativeSlopeAreKeras) {
+  Tensor x = Filled({1, 24}, [](int64_t i) { return -6.0f + 0.5f * static_cast<float>(i); });  // -6 .. 5.5
+  auto relu6 = Build({24}, {ReLU(ReLUOptions{.max_value = 6})});
+  auto leaky = Build({24}, {ReLU(ReLUOptions{.max_value = 2.5f, .negative_slope = 0.1f})});
+  auto plain = Build({24}, {ReLU(ReLUOptions{.negative_slope = 0.2f})});
+  ASSERT_TRUE(relu6 && leaky && plain);
+  Tensor a = Predict(*relu6, x), b = Predict(*leaky, x), c = Predict(*plain, x);
+  for (int64_t i = 0; i < 24; ++i) {
+    const float v = x.data<float>()[i];
+    EXPECT_FLOAT_EQ(a.data<float>()[i], std::min(std::max(v, 0.0f), 6.0f)) << v;
+    EXPECT_NEAR(b.data<float>()[i], v >= 2.5f ? 2.5f : v >= 0 ? v : 0.1f * v, 1e-6) << v;
+    EXPECT_NEAR(c.data<float>()[i], v >= 0 ? v : 0.2f * v, 1e-6) << v;
+  }
+  auto threshold = Sequential({InputLayer({4}), ReLU(ReLUOptions{.threshold = 1, .name = "thr"})}, "t");
+  ASSERT_FALSE(threshold.ok());
+  EXPECT_NE(threshold.status().message().find("thr (ReLU)"), std::string::npos) << threshold.status().ToString();
+}
+
+TEST(ApplicationLayers, ActivationNamesSwishSiluAndHardSigmoid) {
+  ASSERT_TRUE(ParseActivation("swish").ok());
+  ASSERT_TRUE(ParseActivation("silu").ok());
+  EXPECT_EQ(*ParseActivation("swish"), graph::Activation::kSwish);
+  EXPECT_EQ(*ParseActivation("silu"), graph::Activation::kSwish);
+  EXPECT_EQ(*ParseActivation("relu6"), graph::Activation::kRelu6);
+  Tensor x = Filled({1, 16}, [](int64_t i) { return -4.0f + 0.5f * static_cast<float>(i); });  // -4 .. 3.5
+  auto hs = Build({16}, {Activation("hard_sigmoid")});
+  auto dense = Build({16}, {Dense(16, {.activation = "hard_sigmoid", .kernel_initializer = "zeros",
+                                       .bias_initializer = "ones"})});
+  auto sw = Build({16}, {Activation("silu")});
+  ASSERT_TRUE(hs && dense && sw);
+  Tensor y = Predict(*hs, x), d = Predict(*dense, x), s = Predict(*sw, x);
+  for (int64_t i = 0; i < 16; ++i) {
+    const float v = x.data<float>()[i];
+    EXPECT_NEAR(y.data<float>()[i], std::min(std::max(0.2f * v + 0.5f, 0.0f), 1.0f), 1e-6) << v;
+    EXPECT_NEAR(d.data<float>()[i], 0.7f, 1e-6);  // hard_sigmoid(0 . x + 1)
+    EXPECT_NEAR(s.data<float>()[i], v / (1 + std::exp(-v)), 1e-5) << v;
+  }
+}
+
+TEST(ApplicationLayers, MultiplyBroadcastsSqueezeAndExcitation) {
+  // EfficientNet's block: x * reshape(global_average_pool(x), [1, 1, C]).
+  KTensor in = Input({3, 2, 4});
+  KTensor se = Call(Reshape({1, 1, 4}), Call(GlobalAveragePooling2D(), in));
+  auto m = Model::Functional({in}, {Call(Multiply(), {in, se})}, "se");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_NE((*m)->Summary().find("multiply (Multiply)"), std::string::npos) << (*m)->Summary();
+  Tensor x = Filled({2, 3, 2, 4}, [](int64_t i) { return std::sin(0.7f * static_cast<float>(i)); });
+  Tensor y = Predict(**m, x);
+  ASSERT_EQ(y.shape(), Shape({2, 3, 2, 4}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 4; ++c) {
+      double mean = 0;
+      for (int64_t p = 0; p < 6; ++p) mean += x.data<float>()[(n * 6 + p) * 4 + c] / 6.0;
+      for (int64_t p = 0; p < 6; ++p) {
+        const int64_t e = (n * 6 + p) * 4 + c;
+        EXPECT_NEAR(y.data<float>()[e], x.data<float>()[e] * mean, 1e-5) << n << " " << p << " " << c;
+      }
+    }
+  KTensor a = Input({3, 2, 4}), b = Input({2, 2, 4});
+  auto bad = Model::Functional({a, b}, {Call(Multiply("mul"), {a, b})}, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("mul (Multiply)"), std::string::npos) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("broadcast"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(ApplicationLayers, NormalizationStandardizesAndCountsTwoCPlusOne) {
+  auto m = Build({2, 2, 3}, {Normalization({.mean = {1, 2, 3}, .variance = {4, 1, 0.25f}})});
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->count_params(), 2 * 3 + 1);  // mean, variance and Keras's "count"
+  const std::string s = m->Summary();
+  EXPECT_NE(s.find("normalization (Normalizatio"), std::string::npos) << s;
+  EXPECT_NE(s.find("Non-trainable params: 7"), std::string::npos) << s;
+  Tensor x = Filled({2, 2, 2, 3}, [](int64_t i) { return static_cast<float>(i % 7) - 2.0f; });
+  Tensor y = Predict(*m, x);
+  const float mean[] = {1, 2, 3}, sd[] = {2, 1, 0.5f};
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    EXPECT_NEAR(y.data<float>()[i], (x.data<float>()[i] - mean[i % 3]) / sd[i % 3], 1e-5) << i;
+  // Un-adapted: mean 0, variance 1, the identity.
+  auto id = Build({2, 2, 3}, {Normalization()});
+  ASSERT_NE(id, nullptr);
+  Tensor z = Predict(*id, x);
+  for (int64_t i = 0; i < x.num_elements(); ++i) EXPECT_NEAR(z.data<float>()[i], x.data<float>()[i], 1e-6);
+  auto bad = Sequential({InputLayer({3}), Normalization({.mean = {1, 2}, .name = "norm"})}, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("norm (Normalization): mean has 2 values"), std::string::npos)
+      << bad.status().ToString();
+}
+
+TEST(ApplicationLayers, DropoutNoiseShapeSharesOneDrawPerExample) {
+  // EfficientNet's drop-connect, noise_shape (None, 1, 1, 1): each example kept or dropped whole.
+  graph::Graph g;
+  Value x = g.Input("x", DType::kF32, {64, 3, 2, 4});
+  BuildContext ctx{.graph = &g, .training = true, .seed = 5};
+  LayerPtr drop = Dropout(0.5f, DropoutOptions{.noise_shape = {0, 1, 1, 1}, .name = "drop"});
+  auto y = drop->Call(ctx, {x});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  backend::reference::Evaluator ev(g, {*y});
+  std::map<int, std::vector<double>> leaves;
+  leaves[x.node] = std::vector<double>(64 * 24, 1.0);
+  ASSERT_TRUE(ev.Run(leaves, 3).ok());
+  const std::vector<double>& out = ev.value(*y);
+  int kept = 0;
+  for (int n = 0; n < 64; ++n) {
+    const double v = out[n * 24];
+    EXPECT_TRUE(v == 0 || std::fabs(v - 2.0) < 1e-9) << v;  // 1 / (1 - rate)
+    for (int e = 1; e < 24; ++e) EXPECT_EQ(out[n * 24 + e], v) << "example " << n << " element " << e;
+    kept += v != 0;
+  }
+  EXPECT_GT(kept, 8);   // P(<= 8 of 64 at p = 0.5) < 1e-9
+  EXPECT_LT(kept, 56);
+  // Inference: the identity.
+  graph::Graph g2;
+  Value x2 = g2.Input("x", DType::kF32, {4, 3, 2, 4});
+  BuildContext infer{.graph = &g2, .training = false};
+  auto y2 = drop->Call(infer, {x2});
+  ASSERT_TRUE(y2.ok());
+  EXPECT_EQ(g2.node(y2->node).kind, graph::OpKind::kIdentity);
+  // A noise shape that fits nothing is an error naming the layer.
+  LayerPtr wrong = Dropout(0.5f, DropoutOptions{.noise_shape = {0, 2, 1, 1}, .name = "wrong"});
+  auto e = wrong->Call(ctx, {x});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("wrong (Dropout): noise_shape entry 1 is 2"), std::string::npos)
+      << e.status().ToString();
+}
+
+// The building blocks of MobileNetV2 / EfficientNet / Xception in one small net: correct_pad,
+// a stride-2 depthwise convolution with a multiplier (valid, then same), relu6, swish,
+// squeeze-and-excitation, drop-connect.
+std::unique_ptr<Model> Blocks() {
+  KTensor in = Input({9, 9, 3});
+  KTensor x = Call(ZeroPadding2D(ZeroPadding2DOptions{.top = 0, .bottom = 1, .left = 0, .right = 1}), in);
+  x = Call(DepthwiseConv2D(3, {.strides = 2, .padding = "valid", .depth_multiplier = 2, .use_bias = false}), x);
+  x = Call(BatchNormalization({.epsilon = 1.001e-5f}), x);
+  x = Call(ReLU(ReLUOptions{.max_value = 6}), x);
+  x = Call(DepthwiseConv2D(3, {.strides = 2, .padding = "same", .depth_multiplier = 2}), x);
+  x = Call(Activation("swish"), x);
+  KTensor se = Call(Reshape({1, 1, 12}), Call(GlobalAveragePooling2D(), x));
+  se = Call(Conv2D(12, 1, {.activation = "sigmoid"}), se);
+  x = Call(Multiply(), {x, se});
+  x = Call(Dropout(0.2f, DropoutOptions{.noise_shape = {0, 1, 1, 1}}), x);
+  auto m = Model::Functional({in}, {Call(Dense(3), Call(GlobalAveragePooling2D(), x))}, "blocks");
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// Class c: channel c brighter.
+data::Dataset BlocksData() {
+  const int64_t n = 96;
+  Tensor x(DType::kF32, {n, 9, 9, 3}), y(DType::kI64, {n});
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> noise(0, 0.3f);
+  for (int64_t i = 0; i < n; ++i) {
+    y.data<int64_t>()[i] = i % 3;
+    for (int64_t p = 0; p < 81 * 3; ++p) x.data<float>()[i * 243 + p] = (p % 3 == i % 3 ? 1.0f : 0.0f) + noise(rng);
+  }
+  return data::Dataset::from_tensor_slices(data::Element({x, y})).batch(16, {.drop_remainder = true});
+}
+
+void ExpectBlocksTrain(const std::string& precision) {
+  auto m = Blocks();
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.05, {.momentum = 0.9}),
+                          .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                          .precision = precision})
+                  .ok());
+  auto h = m->fit(BlocksData(), {.epochs = 6, .verbose = 0});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  for (double l : h->history["loss"]) EXPECT_TRUE(std::isfinite(l)) << precision;
+  EXPECT_LT(h->history["loss"].back(), 0.8 * h->history["loss"].front())
+      << precision << ": " << h->history["loss"].front() << " -> " << h->history["loss"].back();
+}
+
+TEST(ApplicationLayers, StridedDepthwiseWithMultiplierAndSqueezeExcitationTrain) {
+  // Forward and backward of every new piece, trained by fit on the cpu backend.
+  auto m = Blocks();
+  ASSERT_NE(m, nullptr);
+  // depthwise 3*3*6 (no bias) + BN 4*6 + depthwise 3*3*12 + 12 + SE conv 12*12 + 12 + dense 12*3 + 3.
+  EXPECT_EQ(m->count_params(), 54 + 24 + 108 + 12 + 156 + 39);
+  const std::string s = m->Summary();
+  EXPECT_NE(s.find("(None, 10, 10, 3)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 4, 4, 6)"), std::string::npos) << s;  // (10 - 3) / 2 + 1
+  EXPECT_NE(s.find("(None, 2, 2, 12)"), std::string::npos) << s;
+  ExpectBlocksTrain("float32");
+}
+
+TEST(ApplicationLayers, BlocksTrainInMixedBfloat16) {
+  // The composites (broadcast, zero constants, clipped relus) on the bf16 compile.
+  if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) {
+    auto m = Blocks();
+    ASSERT_NE(m, nullptr);
+    Status st = m->compile({.optimizer = optimizers::SGD(0.05),
+                            .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                            .precision = "mixed_bfloat16"});
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
+    return;
+  }
+  ExpectBlocksTrain("mixed_bfloat16");
+}
+
+TEST(ApplicationLayers, SpecClassesZeroPaddingReLUMultiplyNormalizationDropout) {
+  auto m = ModelFromJson(R"({"class_name": "Functional", "config": {"name": "spec", "layers": [
+    {"class_name": "InputLayer", "name": "in", "config": {"batch_input_shape": [null, 6, 6, 3], "name": "in"},
+     "inbound_nodes": []},
+    {"class_name": "Normalization", "name": "norm", "config": {"axis": -1, "mean": [0.5, 0.5, 0.5],
+     "variance": [0.25, 0.25, 0.25], "name": "norm"}, "inbound_nodes": [[["in", 0, 0, {}]]]},
+    {"class_name": "ZeroPadding2D", "name": "pad_int", "config": {"padding": 1, "name": "pad_int"},
+     "inbound_nodes": [[["norm", 0, 0, {}]]]},
+    {"class_name": "ZeroPadding2D", "name": "pad_pair", "config": {"padding": [2, 0], "name": "pad_pair"},
+     "inbound_nodes": [[["pad_int", 0, 0, {}]]]},
+    {"class_name": "ZeroPadding2D", "name": "pad_full", "config": {"padding": [[0, 1], [0, 1]], "name": "pad_full"},
+     "inbound_nodes": [[["pad_pair", 0, 0, {}]]]},
+    {"class_name": "ReLU", "name": "relu6", "config": {"max_value": 6.0, "negative_slope": 0.0, "threshold": 0.0,
+     "name": "relu6"}, "inbound_nodes": [[["pad_full", 0, 0, {}]]]},
+    {"class_name": "GlobalAveragePooling2D", "name": "gap", "config": {"name": "gap"},
+     "inbound_nodes": [[["relu6", 0, 0, {}]]]},
+    {"class_name": "Reshape", "name": "se", "config": {"target_shape": [1, 1, 3], "name": "se"},
+     "inbound_nodes": [[["gap", 0, 0, {}]]]},
+    {"class_name": "Multiply", "name": "mul", "config": {"name": "mul"},
+     "inbound_nodes": [[["relu6", 0, 0, {}], ["se", 0, 0, {}]]]},
+    {"class_name": "Dropout", "name": "drop", "config": {"rate": 0.2, "noise_shape": [null, 1, 1, 1], "seed": null,
+     "name": "drop"}, "inbound_nodes": [[["mul", 0, 0, {}]]]}],
+    "input_layers": [["in", 0, 0]], "output_layers": [["drop", 0, 0]]}})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::string s = (*m)->Summary();
+  EXPECT_NE(s.find("(None, 8, 8, 3)"), std::string::npos) << s;    // 6 + 1 + 1
+  EXPECT_NE(s.find("(None, 12, 8, 3)"), std::string::npos) << s;   // rows + 2 + 2
+  EXPECT_NE(s.find("(None, 13, 9, 3)"), std::string::npos) << s;   // + 1 bottom, + 1 right
+  EXPECT_NE(s.find("mul (Multiply)"), std::string::npos) << s;
+  EXPECT_EQ((*m)->count_params(), 7);
+  // relu6 really clips: inputs of 10 (normalized: 19) come out as 6, times their pooled mean 6 * 36 / 117.
+  Tensor x = Filled({1, 6, 6, 3}, [](int64_t) { return 10.0f; });
+  Tensor y = Predict(**m, x);
+  ASSERT_EQ(y.shape(), Shape({1, 13, 9, 3}));
+  const float pooled = 6.0f * 36 / (13 * 9);
+  EXPECT_NEAR(y.data<float>()[((0 * 13 + 5) * 9 + 4) * 3], 6.0f * pooled, 1e-4);
+  EXPECT_EQ(y.data<float>()[0], 0.0f);
+
+  auto bad = ModelFromJson(R"({"class_name": "Sequential", "config": {"layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4, 4, 1]}},
+    {"class_name": "ZeroPadding2D", "config": {"name": "zp", "padding": [1, 2, 3]}}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("zp (ZeroPadding2D): padding must be"), std::string::npos)
+      << bad.status().ToString();
+  auto bad_noise = ModelFromJson(R"({"class_name": "Sequential", "config": {"layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4]}},
+    {"class_name": "Dropout", "config": {"name": "d", "rate": 0.5, "noise_shape": "x"}}]}})");
+  ASSERT_FALSE(bad_noise.ok());
+  EXPECT_NE(bad_noise.status().message().find("d (Dropout): noise_shape"), std::string::npos)
+      << bad_noise.status().ToString();
+}
+
+TEST(ApplicationLayers, BatchNormalizationKeepsEpsilon1001e5) {
+  // ResNet50's and DenseNet121's batch norms: epsilon 1.001e-5 reaches the graph op.
+  graph::Graph g;
+  Value x = g.Input("x", DType::kF32, {2, 3, 3, 4});
+  BuildContext ctx{.graph = &g, .training = false};
+  LayerPtr bn = BatchNormalization({.epsilon = 1.001e-5f, .name = "bn"});
+  auto y = bn->Call(ctx, {x});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(g.node(y->node).attrs.bn.epsilon, 1.001e-5f);
+}
+
+}  // namespace
+}  // namespace strata::keras

@@ -167,7 +167,17 @@ class Differentiator {
         }
         if (need(1)) {
           STRATA_ASSIGN_OR_RETURN(Value d, g_.Multiply(dy, n.inputs[0], gname + "/b"));
-          STRATA_RETURN_IF_ERROR(Accumulate(n.inputs[1], d));
+          const Value b = n.inputs[1];
+          if (b.shape() != x.shape()) {  // b broadcast along its size-1 dimensions: sum over them
+            std::vector<int> axes;
+            for (int k = 0; k < x.shape().rank(); ++k)
+              if (b.shape()[k] != x.shape()[k]) axes.push_back(k);
+            if (d.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(d, g_.Cast(d, DType::kF32, gname + "/b_f32")); }
+            STRATA_ASSIGN_OR_RETURN(d, g_.ReduceSum(d, axes, gname + "/b_sum"));
+            STRATA_ASSIGN_OR_RETURN(d, g_.Reshape(d, b.shape(), gname + "/b_shape"));
+            if (b.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(d, g_.Cast(d, b.dtype(), gname + "/b_cast")); }
+          }
+          STRATA_RETURN_IF_ERROR(Accumulate(b, d));
         }
         return Status::OK();
       }

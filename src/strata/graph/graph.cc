@@ -374,21 +374,29 @@ Result<Value> Graph::Add(Value a, Value b, const std::string& n) { return Binary
 Result<Value> Graph::Sub(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kSub, a, b, UniqueName(n, OpKind::kSub)); }
 Result<Value> Graph::Multiply(Value a, Value b, const std::string& name_in) {
   const std::string name = UniqueName(name_in, OpKind::kMultiply);
-  if (a.valid() && b.valid() && a.graph == this && b.graph == this && a.shape() != b.shape() &&
-      a.shape().rank() == b.shape().rank()) {
-    std::vector<int64_t> out = a.shape().dims();
-    for (int d = 0; d < a.shape().rank(); ++d) {
-      const int64_t x = a.shape()[d], y = b.shape()[d];
-      if (x != y && x != 1 && y != 1)
-        return InvalidArgument(OpLabel(name, OpKind::kMultiply) + "shapes " + S(a.shape()) + " and " + S(b.shape()) +
-                               " do not broadcast (dimension " + std::to_string(d) + ": " + std::to_string(x) +
-                               " vs " + std::to_string(y) + "; each must match or be 1)");
-      out[d] = std::max(x, y);
-    }
-    STRATA_ASSIGN_OR_RETURN(a, BroadcastTo(a, Shape(out), name + "/broadcast_a"));
-    STRATA_ASSIGN_OR_RETURN(b, BroadcastTo(b, Shape(out), name + "/broadcast_b"));
+  const std::string label = OpLabel(name, OpKind::kMultiply);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {a, b}, this));
+  if (a.shape() == b.shape() || a.shape().rank() != b.shape().rank())
+    return Binary(this, OpKind::kMultiply, a, b, name);
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", a));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(label, a, b));
+  std::vector<int64_t> out = a.shape().dims();
+  for (int d = 0; d < a.shape().rank(); ++d) {
+    const int64_t x = a.shape()[d], y = b.shape()[d];
+    if (x != y && x != 1 && y != 1)
+      return InvalidArgument(label + "shapes " + S(a.shape()) + " and " + S(b.shape()) + " do not broadcast (dimension " +
+                             std::to_string(d) + ": " + std::to_string(x) + " vs " + std::to_string(y) +
+                             "; each must match or be 1)");
+    out[d] = std::max(x, y);
   }
-  return Binary(this, OpKind::kMultiply, a, b, name);
+  // One Multiply node whose second input has size-1 dimensions (the kernels broadcast it:
+  // oneDNN's binary, no full-size copy); the product commutes, so the full operand goes first.
+  if (a.shape() != Shape(out)) std::swap(a, b);
+  if (a.shape() != Shape(out)) {  // both broadcast ([N, 1, W, C] * [N, H, 1, C]): widen one
+    STRATA_ASSIGN_OR_RETURN(a, BroadcastTo(a, Shape(out), name + "/broadcast"));
+  }
+  Node n{OpKind::kMultiply, name, {a, b}, {a.shape()}, {a.dtype()}, {}, false};
+  return Finish(std::move(n));
 }
 
 Result<Value> Graph::BroadcastTo(Value x, Shape shape, const std::string& name_in) {

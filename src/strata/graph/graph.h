@@ -173,7 +173,9 @@ class Graph {
   Result<Value> Add(Value a, Value b, const std::string& name = "");       // same shapes
   Result<Value> Sub(Value a, Value b, const std::string& name = "");       // same shapes
   // Same shapes, or the same rank with size-1 dimensions of either broadcast (squeeze-and-
-  // excitation's [N, H, W, C] * [N, 1, 1, C]): the broadcast is a Broadcast node (BroadcastTo).
+  // excitation's [N, H, W, C] * [N, 1, 1, C]): one node whose second input is the smaller one,
+  // broadcast by the kernels (its gradient sums over the broadcast axes). Where both operands
+  // need it ([N, 1, W, C] * [N, H, 1, C]) the first is widened by BroadcastTo.
   Result<Value> Multiply(Value a, Value b, const std::string& name = "");
   Result<Value> Scale(Value x, float factor, const std::string& name = "");
   Result<Value> Concat(const std::vector<Value>& xs, int axis, const std::string& name = "");

@@ -455,11 +455,10 @@ class MultiplyLayer final : public Layer {
           return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " +
                                  in[i].shape().ToString() + ", which does not broadcast to " +
                                  Shape(out).ToString() + " (each dimension must match or be 1)");
-    const Shape shape(out);
-    STRATA_ASSIGN_OR_RETURN(Value y, g.BroadcastTo(in[0], shape, name() + "/in0"));
+    // Graph::Multiply broadcasts a size-1 operand in the kernel (no full-size copy).
+    Value y = in[0];
     for (size_t i = 1; i < in.size(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(Value b, g.BroadcastTo(in[i], shape, name() + "/in" + std::to_string(i)));
-      STRATA_ASSIGN_OR_RETURN(y, g.Multiply(y, b, i + 1 == in.size() ? name() : name() + "/" + std::to_string(i)));
+      STRATA_ASSIGN_OR_RETURN(y, g.Multiply(y, in[i], i + 1 == in.size() ? name() : name() + "/" + std::to_string(i)));
     }
     return y;
   }

@@ -113,6 +113,13 @@ Status PlanBinary(Planner& p, int i) {
   const algorithm alg = n.kind == OpKind::kAdd ? algorithm::binary_add
                         : n.kind == OpKind::kSub ? algorithm::binary_sub : algorithm::binary_mul;
   const md a = DataDesc(p, n.inputs[0]);
+  if (n.inputs[1].shape() != n.inputs[0].shape()) {
+    // Multiply's second input broadcast along its size-1 dimensions (squeeze-and-excitation's
+    // [N, 1, 1, C]): oneDNN's binary reads it in place, plain, in its own dtype.
+    const Value b = n.inputs[1];
+    const md bd = PlainDesc(b.shape(), a.data_type() == dt::bf16 && b.dtype() == DType::kBF16 ? dt::bf16 : dt::f32);
+    return AppendBinary(p, i, "binary_broadcast", alg, a, bd, std::nullopt);
+  }
   return AppendBinary(p, i, "binary", alg, a, a, std::nullopt);
 }
 

@@ -309,7 +309,26 @@ Status Evaluator::RunNode(int i, std::map<int, std::vector<double>>& leaves, uin
       break;
     case OpKind::kAdd: for (size_t e = 0; e < y->size(); ++e) (*y)[e] = (*x[0])[e] + (*x[1])[e]; break;
     case OpKind::kSub: for (size_t e = 0; e < y->size(); ++e) (*y)[e] = (*x[0])[e] - (*x[1])[e]; break;
-    case OpKind::kMultiply: for (size_t e = 0; e < y->size(); ++e) (*y)[e] = (*x[0])[e] * (*x[1])[e]; break;
+    case OpKind::kMultiply: {
+      const Shape& as = n.inputs[0].shape();
+      const Shape& bs = n.inputs[1].shape();
+      if (as == bs) {
+        for (size_t e = 0; e < y->size(); ++e) (*y)[e] = (*x[0])[e] * (*x[1])[e];
+        break;
+      }
+      // The second input broadcast along its size-1 dimensions (Graph::Multiply).
+      for (int64_t e = 0; e < as.num_elements(); ++e) {
+        int64_t rest = e, be = 0, bstride = 1;
+        for (int d = as.rank() - 1; d >= 0; --d) {
+          const int64_t i = rest % as[d];
+          rest /= as[d];
+          if (bs[d] != 1) be += i * bstride;
+          bstride *= bs[d];
+        }
+        (*y)[e] = (*x[0])[e] * (*x[1])[be];
+      }
+      break;
+    }
     case OpKind::kScale: for (size_t e = 0; e < y->size(); ++e) (*y)[e] = (*x[0])[e] * n.attrs.scalar; break;
     case OpKind::kReshape: case OpKind::kIdentity: *y = *x[0]; break;
     case OpKind::kCast: *y = *x[0]; break;

@@ -613,8 +613,7 @@ Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, Shape noise_sha
                            " (each extent the input's or 1)");
   Value ones = Constant(1.0f, noise_shape, name + "/ones");
   STRATA_ASSIGN_OR_RETURN(Value mask, Dropout(ones, rate, seed, name + "/mask"));
-  STRATA_ASSIGN_OR_RETURN(Value wide, BroadcastTo(mask, x.shape(), name + "/mask_broadcast"));
-  return Binary(this, OpKind::kMultiply, x, wide, name);
+  return Multiply(x, mask, name);  // the mask broadcast by the kernel
 }
 
 Result<Value> Graph::Cast(Value x, DType to, const std::string& name_in) {

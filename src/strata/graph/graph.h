@@ -206,7 +206,7 @@ class Graph {
   Result<Value> HardSigmoid(Value x, const std::string& name = "");
   // Dropout with one draw per element of `noise_shape` (Keras's noise_shape, resolved: each
   // extent the input's or 1), the mask shared along its size-1 dimensions: a Dropout of ones
-  // of that shape, broadcast and multiplied in. noise_shape == x's shape: Dropout(x).
+  // of that shape, multiplied in by a broadcasting Multiply. noise_shape == x's shape: Dropout(x).
   Result<Value> Dropout(Value x, float rate, uint64_t seed, Shape noise_shape, const std::string& name = "");
 
   // ---- losses (scalar f32 mean over the batch) ------------------------------------------

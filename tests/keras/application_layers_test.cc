@@ -192,12 +192,15 @@ TEST(ApplicationLayers, DropoutNoiseShapeSharesOneDrawPerExample) {
       << e.status().ToString();
 }
 
-// The building blocks of MobileNetV2 / EfficientNet / Xception in one small net: correct_pad,
+// The building blocks of MobileNetV2 / EfficientNet / Xception in one small net: EfficientNet's
+// stem normalization, correct_pad,
 // a stride-2 depthwise convolution with a multiplier (valid, then same), relu6, swish,
 // squeeze-and-excitation, drop-connect.
 std::unique_ptr<Model> Blocks() {
   KTensor in = Input({9, 9, 3});
-  KTensor x = Call(ZeroPadding2D(ZeroPadding2DOptions{.top = 0, .bottom = 1, .left = 0, .right = 1}), in);
+  KTensor x = Call(Rescaling(0.5f), in);  // EfficientNet's stem: Rescaling, then Normalization
+  x = Call(Normalization(NormalizationOptions{.mean = {0.1f, 0.2f, 0.3f}, .variance = {0.5f, 1, 2}}), x);
+  x = Call(ZeroPadding2D(ZeroPadding2DOptions{.top = 0, .bottom = 1, .left = 0, .right = 1}), x);
   x = Call(DepthwiseConv2D(3, {.strides = 2, .padding = "valid", .depth_multiplier = 2, .use_bias = false}), x);
   x = Call(BatchNormalization({.epsilon = 1.001e-5f}), x);
   x = Call(ReLU(ReLUOptions{.max_value = 6}), x);
@@ -243,8 +246,9 @@ TEST(ApplicationLayers, StridedDepthwiseWithMultiplierAndSqueezeExcitationTrain)
   // Forward and backward of every new piece, trained by fit on the cpu backend.
   auto m = Blocks();
   ASSERT_NE(m, nullptr);
-  // depthwise 3*3*6 (no bias) + BN 4*6 + depthwise 3*3*12 + 12 + SE conv 12*12 + 12 + dense 12*3 + 3.
-  EXPECT_EQ(m->count_params(), 54 + 24 + 108 + 12 + 156 + 39);
+  // normalization 2*3+1 + depthwise 3*3*6 (no bias) + BN 4*6 + depthwise 3*3*12 + 12 + SE conv 12*12 + 12
+  // + dense 12*3 + 3.
+  EXPECT_EQ(m->count_params(), 7 + 54 + 24 + 108 + 12 + 156 + 39);
   const std::string s = m->Summary();
   EXPECT_NE(s.find("(None, 10, 10, 3)"), std::string::npos) << s;
   EXPECT_NE(s.find("(None, 4, 4, 6)"), std::string::npos) << s;  // (10 - 3) / 2 + 1

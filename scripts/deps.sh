@@ -34,6 +34,8 @@ PACKAGES=(
   "openssl              https:// e2e test: makes its CA and the nginx server certificate"
   "python3-keras-applications  applications structure test: Keras's own model source, traced layer by layer"
   "python3-torch        applications oracle test: an independent PyTorch forward of the same weights"
+  "libhdf5-dev          keras/h5_weights.cc: Keras .h5 / .weights.h5 weight files in and out (HDF5 C API)"
+  "python3-h5py         Keras weights tests: write files in Keras's layouts and read Strata's back"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

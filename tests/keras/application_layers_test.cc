@@ -322,6 +322,56 @@ TEST(ApplicationLayers, SpecClassesZeroPaddingReLUMultiplyNormalizationDropout) 
       << bad_noise.status().ToString();
 }
 
+// EfficientNet's initializers: VarianceScaling(2.0, fan_out, truncated normal) for convolutions,
+// VarianceScaling(1/3, fan_out, uniform) for the classifier, with Keras's fans.
+TEST(ApplicationLayers, VarianceScalingInitializersUseKerasFans) {
+  auto m = ModelFromJson(R"({"class_name": "Sequential", "config": {"name": "vs", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8, 8, 16]}},
+    {"class_name": "Conv2D", "config": {"name": "conv", "filters": 64, "kernel_size": 3, "use_bias": false,
+     "kernel_initializer": {"class_name": "VarianceScaling",
+                            "config": {"scale": 2.0, "mode": "fan_out", "distribution": "truncated_normal"}}}},
+    {"class_name": "DepthwiseConv2D", "config": {"name": "dw", "kernel_size": 5, "depth_multiplier": 2,
+     "use_bias": false, "depthwise_initializer": {"class_name": "VarianceScaling",
+                            "config": {"scale": 2.0, "mode": "fan_out", "distribution": "truncated_normal"}}}},
+    {"class_name": "GlobalAveragePooling2D", "config": {"name": "gap"}},
+    {"class_name": "Dense", "config": {"name": "dense", "units": 1000, "kernel_initializer":
+     {"class_name": "VarianceScaling", "config": {"scale": 0.3333333333, "mode": "fan_out",
+                                                    "distribution": "uniform"}}}}]}})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE((*m)->compile({.optimizer = optimizers::SGD(0.01), .loss = losses::MeanSquaredError()}).ok());
+  ASSERT_NE((*m)->variables(), nullptr);  // the weights exist once compiled
+  auto stats = [&](const std::string& name, double* sd, double* max_abs) {
+    auto t = (*m)->variables()->Value(name);
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status().ToString();
+    double s2 = 0;
+    *max_abs = 0;
+    for (int64_t i = 0; i < t->num_elements(); ++i) {
+      const double v = t->data<float>()[i];
+      s2 += v * v;
+      *max_abs = std::max(*max_abs, std::fabs(v));
+    }
+    *sd = std::sqrt(s2 / static_cast<double>(t->num_elements()));
+  };
+  double sd, max_abs;
+  // conv: fan_out 3*3*64; the truncated normal's own deviation is sqrt(2 / fan_out).
+  stats("conv/kernel", &sd, &max_abs);
+  EXPECT_NEAR(sd, std::sqrt(2.0 / 576), 0.05 * std::sqrt(2.0 / 576));
+  EXPECT_LE(max_abs, 2 * std::sqrt(2.0 / 576) / 0.87962566103423978 + 1e-6);
+  // depthwise: Keras's kernel is [5, 5, C, 2], fan_out 5*5*2 (not 5*5*C*2).
+  stats("dw/depthwise_kernel", &sd, &max_abs);
+  EXPECT_NEAR(sd, std::sqrt(2.0 / 50), 0.1 * std::sqrt(2.0 / 50));
+  // dense: uniform with limit sqrt(3 * (1/3) / 1000); its deviation limit / sqrt(3).
+  stats("dense/kernel", &sd, &max_abs);
+  const double limit = std::sqrt(1.0 / 1000);
+  EXPECT_LE(max_abs, limit + 1e-7);
+  EXPECT_GT(max_abs, 0.99 * limit);
+  EXPECT_NEAR(sd, limit / std::sqrt(3.0), 0.03 * limit);
+  auto bad = Sequential({InputLayer({4}), Dense(2, {.kernel_initializer = "variance_scaling(mode=fan_sideways)",
+                                                     .name = "d"})}, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fan_sideways"), std::string::npos) << bad.status().ToString();
+}
+
 TEST(ApplicationLayers, BatchNormalizationKeepsEpsilon1001e5) {
   // ResNet50's and DenseNet121's batch norms: epsilon 1.001e-5 reaches the graph op.
   graph::Graph g;

@@ -60,6 +60,15 @@ void InitializeValues(const VariableStore::Entry& e, float* out) {
       for (int64_t i = 0; i < e.size; ++i) out[i] = static_cast<float>(nd(rng));
       break;
     }
+    case Init::kTruncatedNormal: {
+      std::normal_distribution<double> nd(0, o.value);
+      for (int64_t i = 0; i < e.size; ++i) {
+        double v = nd(rng);
+        while (std::fabs(v) > 2.0 * o.value) v = nd(rng);
+        out[i] = static_cast<float>(v);
+      }
+      break;
+    }
   }
 }
 

@@ -67,11 +67,13 @@ struct Value {
   bool operator!=(const Value& o) const { return !(*this == o); }
 };
 
-enum class Init : uint8_t { kZeros, kOnes, kConstant, kGlorotUniform, kHeNormal, kUniform, kNormal };
+// kTruncatedNormal: a normal of stddev `value` redrawn outside two standard deviations
+// (Keras's TruncatedNormal; VarianceScaling's "truncated_normal" passes its corrected stddev).
+enum class Init : uint8_t { kZeros, kOnes, kConstant, kGlorotUniform, kHeNormal, kUniform, kNormal, kTruncatedNormal };
 
 struct VariableOptions {
   Init init = Init::kZeros;
-  float value = 0;         // kConstant: the value; kUniform: half-width; kNormal: stddev
+  float value = 0;         // kConstant: the value; kUniform: half-width; k(Truncated)Normal: stddev
   bool trainable = true;   // false: batch-norm moving statistics and other state
   uint64_t seed = 0;       // initializers are deterministic given the seed
   // Non-empty: the exact initial values, one per element in row-major order (any init);

@@ -1,6 +1,9 @@
 #include "strata/keras/layers.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
 
 namespace strata::keras {
 
@@ -29,7 +32,9 @@ Result<graph::Init> ParseInitializer(const std::string& name) {
   if (name == "he_normal") return graph::Init::kHeNormal;
   if (name == "zeros") return graph::Init::kZeros;
   if (name == "ones") return graph::Init::kOnes;
-  return InvalidArgument("unknown initializer '" + name + "' (glorot_uniform, he_normal, zeros, ones)");
+  return InvalidArgument("unknown initializer '" + name +
+                         "' (glorot_uniform, he_normal, zeros, ones; for kernels also variance_scaling(scale=S, "
+                         "mode=M, distribution=D), he_uniform, lecun_normal, lecun_uniform, glorot_normal)");
 }
 
 Result<graph::Activation> ParseActivation(const std::string& name) {
@@ -72,7 +77,82 @@ Result<Value> ApplyActivation(graph::Graph& g, const std::string& activation, Va
   return g.Act(a, x, name);
 }
 
-Result<graph::VariableOptions> InitOptions(const std::string& initializer) {
+std::string Trim(std::string t) {
+  const size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+}
+
+// Keras's VarianceScaling family, with the fans Keras computes for the kernel (its own kernel
+// layout: a depthwise kernel is [k, k, C, multiplier]):
+//   "variance_scaling" or "variance_scaling(scale=2.0, mode=fan_out, distribution=truncated_normal)"
+//   (defaults scale 1, fan_in, truncated_normal; "normal" means truncated_normal, as tf.keras 2.x),
+//   "he_uniform", "lecun_normal", "lecun_uniform", "glorot_normal".
+// nullopt: not of the family (the other names go through ParseInitializer).
+Result<std::optional<graph::VariableOptions>> VarianceScaling(const std::string& spec, double fan_in, double fan_out) {
+  const size_t paren = spec.find('(');
+  const std::string name = Trim(spec.substr(0, paren));
+  double scale = 1;
+  std::string mode = "fan_in", distribution = "truncated_normal";
+  if (name == "he_uniform") {
+    scale = 2, distribution = "uniform";
+  } else if (name == "lecun_uniform") {
+    distribution = "uniform";
+  } else if (name == "glorot_normal") {
+    mode = "fan_avg";
+  } else if (name != "lecun_normal" && name != "variance_scaling") {
+    return std::optional<graph::VariableOptions>();
+  }
+  const std::string bad = "initializer '" + spec + "': expected variance_scaling(scale=S, mode=fan_in|fan_out|fan_avg, "
+                          "distribution=truncated_normal|untruncated_normal|uniform)";
+  if (paren != std::string::npos) {
+    if (name != "variance_scaling" || spec.back() != ')') return InvalidArgument(bad);
+    std::string args = spec.substr(paren + 1, spec.size() - paren - 2);
+    size_t pos = 0;
+    while (pos <= args.size()) {
+      size_t comma = args.find(',', pos);
+      if (comma == std::string::npos) comma = args.size();
+      const std::string kv = Trim(args.substr(pos, comma - pos));
+      pos = comma + 1;
+      if (kv.empty()) continue;
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return InvalidArgument(bad);
+      const std::string k = Trim(kv.substr(0, eq)), v = Trim(kv.substr(eq + 1));
+      if (k == "scale") {
+        char* end = nullptr;
+        scale = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0' || !(scale > 0)) return InvalidArgument(bad);
+      } else if (k == "mode") {
+        mode = v;
+      } else if (k == "distribution") {
+        distribution = v;
+      } else if (k != "seed") {
+        return InvalidArgument(bad);
+      }
+    }
+  }
+  double n = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : mode == "fan_avg" ? (fan_in + fan_out) / 2 : -1;
+  if (n < 0) return InvalidArgument(bad);
+  n = std::max(1.0, n);
+  graph::VariableOptions o;
+  if (distribution == "truncated_normal" || distribution == "normal") {
+    o.init = graph::Init::kTruncatedNormal;  // stddev corrected for the truncation, as Keras
+    o.value = static_cast<float>(std::sqrt(scale / n) / 0.87962566103423978);
+  } else if (distribution == "untruncated_normal") {
+    o.init = graph::Init::kNormal;
+    o.value = static_cast<float>(std::sqrt(scale / n));
+  } else if (distribution == "uniform") {
+    o.init = graph::Init::kUniform;
+    o.value = static_cast<float>(std::sqrt(3 * scale / n));
+  } else {
+    return InvalidArgument(bad);
+  }
+  return std::optional<graph::VariableOptions>(o);
+}
+
+// fan_in / fan_out: Keras's, for the variance-scaling initializers.
+Result<graph::VariableOptions> InitOptions(const std::string& initializer, double fan_in = 1, double fan_out = 1) {
+  STRATA_ASSIGN_OR_RETURN(auto vs, VarianceScaling(initializer, fan_in, fan_out));
+  if (vs) return *vs;
   STRATA_ASSIGN_OR_RETURN(graph::Init init, ParseInitializer(initializer));
   graph::VariableOptions o;
   o.init = init;
@@ -92,12 +172,14 @@ class DenseLayer final : public Layer {
       return InvalidArgument(Label() + ": expects a rank-2 input [batch, features], got " + x.shape().ToString() +
                              " (add a Flatten layer before it)");
     if (units_ <= 0) return InvalidArgument(Label() + ": units must be positive");
-    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer));
+    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer, static_cast<double>(x.shape()[1]),
+                                                    static_cast<double>(units_)));
     STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {x.shape()[1], units_}, kinit, true,
                                                   o_.kernel_regularizer_l2));
     STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->MatMul(x, w, false, false, name()));
     if (o_.use_bias) {
-      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer));
+      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer, static_cast<double>(units_),
+                                                      static_cast<double>(units_)));
       STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {units_}, binit));
       STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
     }
@@ -123,7 +205,10 @@ class Conv2DLayer final : public Layer {
       return InvalidArgument(Label() + ": groups " + std::to_string(o_.groups) + " must divide input channels " +
                              std::to_string(x.shape()[3]) + " and filters " + std::to_string(filters_));
     STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(o_.padding, Label()));
-    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer));
+    const double receptive = static_cast<double>(k_ * k_);
+    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer,
+                                                    receptive * static_cast<double>(x.shape()[3] / o_.groups),
+                                                    receptive * static_cast<double>(filters_)));
     STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {k_, k_, x.shape()[3] / o_.groups, filters_},
                                                   kinit, true, o_.kernel_regularizer_l2));
     graph::Conv2DOptions co;
@@ -133,7 +218,8 @@ class Conv2DLayer final : public Layer {
     co.groups = o_.groups;
     STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Conv2D(x, w, co, name()));
     if (o_.use_bias) {
-      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer));
+      STRATA_ASSIGN_OR_RETURN(auto binit, InitOptions(o_.bias_initializer, static_cast<double>(filters_),
+                                                      static_cast<double>(filters_)));
       STRATA_ASSIGN_OR_RETURN(Value b, ctx.Variable(name(), "bias", {filters_}, binit));
       STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
     }
@@ -152,8 +238,10 @@ Result<Value> Depthwise(BuildContext& ctx, const std::string& layer, const std::
   if (x.shape().rank() != 4)
     return InvalidArgument(label + ": expects [batch, height, width, channels], got " + x.shape().ToString());
   STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(padding, label));
-  STRATA_ASSIGN_OR_RETURN(auto init, InitOptions(initializer));
   const int64_t c = x.shape()[3];
+  // Keras's depthwise kernel is [k, k, C, multiplier]: fan_in k*k*C, fan_out k*k*multiplier.
+  STRATA_ASSIGN_OR_RETURN(auto init, InitOptions(initializer, static_cast<double>(k * k * c),
+                                                 static_cast<double>(k * k * multiplier)));
   STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(layer, "depthwise_kernel", {k, k, 1, c * multiplier}, init, true, l2));
   graph::Conv2DOptions co;
   co.stride_h = co.stride_w = strides;
@@ -194,7 +282,8 @@ class SeparableConv2DLayer final : public Layer {
     STRATA_RETURN_IF_ERROR(ExpectInputs(in));
     STRATA_ASSIGN_OR_RETURN(Value d, Depthwise(ctx, name(), Label(), in[0], k_, o_.strides, o_.padding,
                                                o_.depth_multiplier, 1, o_.depthwise_initializer, 0));
-    STRATA_ASSIGN_OR_RETURN(auto pinit, InitOptions(o_.pointwise_initializer));
+    STRATA_ASSIGN_OR_RETURN(auto pinit, InitOptions(o_.pointwise_initializer, static_cast<double>(d.shape()[3]),
+                                                    static_cast<double>(filters_)));
     STRATA_ASSIGN_OR_RETURN(Value pw, ctx.Variable(name(), "pointwise_kernel", {1, 1, d.shape()[3], filters_}, pinit));
     STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Conv2D(d, pw, {}, name() + "/pointwise"));
     if (o_.use_bias) {

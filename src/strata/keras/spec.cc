@@ -58,6 +58,17 @@ class Config {
         if (std::isupper(static_cast<unsigned char>(c)) && !snake.empty()) snake += '_';
         snake += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       }
+      // VarianceScaling keeps its config: "variance_scaling(scale=2, mode=fan_out, distribution=...)".
+      if (snake == "variance_scaling" && v.contains("config") && v["config"].is_object()) {
+        const Json& cfg = v["config"];
+        std::string args;
+        for (const char* k : {"scale", "mode", "distribution"}) {
+          if (!cfg.contains(k) || cfg[k].is_null()) continue;
+          if (!args.empty()) args += ", ";
+          args += std::string(k) + "=" + (cfg[k].is_string() ? cfg[k].get<std::string>() : cfg[k].dump());
+        }
+        return snake + "(" + args + ")";
+      }
       return snake;
     }
     return InvalidArgument(label_ + ": " + key + " must be a string, got " + v.dump());

@@ -66,7 +66,7 @@ install(FILES ${CMAKE_BINARY_DIR}/StrataConfig.cmake ${CMAKE_BINARY_DIR}/StrataC
 # ---- pkg-config --cflags --libs strata ----------------------------------------------------
 # The dependencies' own .pc names (Debian's); oneDNN ships none, so -ldnnl. A static
 # libstrata.a needs them all on the link line; a shared libstrata.so records them itself.
-set(STRATA_PC_DEPS "zlib libcurl libcrypto libturbojpeg spng mpi-c")
+set(STRATA_PC_DEPS "zlib libcurl libcrypto libturbojpeg spng mpi-c hdf5")
 if(BUILD_SHARED_LIBS)
   set(STRATA_PC_REQUIRES "")
   set(STRATA_PC_REQUIRES_PRIVATE "${STRATA_PC_DEPS}")
@@ -112,5 +112,5 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION
     "Strata's C++ headers, library, CMake package (find_package(Strata)) and strata.pc\n Build your own programs on Strata's TFRecord reader, pipeline and trainer.")
 # Linking a program against Strata needs the -dev packages of what Strata links.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "strata (= ${PROJECT_VERSION}), libdnnl-dev, libopenmpi-dev, libturbojpeg0-dev, libspng-dev, zlib1g-dev, libcurl4-openssl-dev, libssl-dev, pkg-config")
+    "strata (= ${PROJECT_VERSION}), libdnnl-dev, libopenmpi-dev, libturbojpeg0-dev, libspng-dev, zlib1g-dev, libcurl4-openssl-dev, libssl-dev, libhdf5-dev, pkg-config")
 include(CPack)

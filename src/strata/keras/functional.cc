@@ -1,5 +1,7 @@
 // The functional API: Input() and Call() build a graph of layer calls, Sequential() a chain of
 // them; Validate() orders and names the calls and BuildForward() turns them into graph ops.
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -249,6 +251,50 @@ Result<Shape> Model::output_shape(size_t i) const {
     return InvalidArgument("model " + name_ + " has " + std::to_string(outputs.size()) + " output(s); no output " + std::to_string(i));
   const auto& d = outputs[i].shape().dims();
   return Shape(std::vector<int64_t>(d.begin() + 1, d.end()));
+}
+
+// Keras's map_graph: a depth-first walk from the outputs numbers the layers as it first meets
+// them; a node's depth is its longest distance to an output, a layer's the largest of its
+// calls'; layers come deepest first, ties by that number.
+std::vector<LayerPtr> Model::layers() const {
+  std::map<const void*, int> first_seen;  // layer (or input node) -> walk index
+  std::vector<const internal::KNode*> post_order;
+  std::set<const internal::KNode*> finished;
+  std::function<void(const internal::KNode*)> walk = [&](const internal::KNode* n) {
+    if (finished.count(n)) return;
+    const void* op = n->layer ? static_cast<const void*>(n->layer.get()) : n;
+    first_seen.emplace(op, static_cast<int>(first_seen.size()));
+    if (n->layer)
+      for (const auto& in : n->inbound) walk(in.node().get());
+    finished.insert(n);
+    post_order.push_back(n);
+  };
+  for (const auto& t : outputs_) walk(t.node().get());
+  std::map<const internal::KNode*, int> node_depth;
+  std::map<const Layer*, int> layer_depth;
+  for (auto it = post_order.rbegin(); it != post_order.rend(); ++it) {
+    const internal::KNode* n = *it;
+    int depth = node_depth[n];
+    if (n->layer) {
+      depth = std::max(depth, layer_depth[n->layer.get()]);
+      layer_depth[n->layer.get()] = depth;
+    }
+    node_depth[n] = depth;
+    if (n->layer)
+      for (const auto& in : n->inbound) {
+        int& d = node_depth[in.node().get()];
+        d = std::max(d, depth + 1);
+      }
+  }
+  std::vector<LayerPtr> result;
+  for (const auto& e : layers_)
+    if (e->layer) result.push_back(e->layer);
+  std::stable_sort(result.begin(), result.end(), [&](const LayerPtr& a, const LayerPtr& b) {
+    const int da = layer_depth[a.get()], db = layer_depth[b.get()];
+    if (da != db) return da > db;
+    return first_seen[a.get()] < first_seen[b.get()];
+  });
+  return result;
 }
 
 }  // namespace strata::keras

@@ -164,6 +164,14 @@ class Model {
   // moving statistics averaged, global_step() + 1.
   Status apply_gradients();
 
+  // ---- Keras's view of the layers, for Keras weight files (keras/h5_weights.h) ----------------
+  // Keras's model.layers without the inputs, in Keras's order: by depth from the outputs,
+  // deepest first, ties in the order a depth-first walk from the outputs meets them (Keras's
+  // map_graph). Keras loads .h5 weights by position in this order and numbers Keras 3
+  // .weights.h5 entries by it, so Strata follows it too (summary() keeps its own order).
+  std::vector<LayerPtr> layers() const;
+  const backend::VariableStore* variables() const { return store_.get(); }
+
   // Weights and optimizer state (see docs/formats/checkpoint.md).
   Status save_weights(const std::string& path) const;
   Status load_weights(const std::string& path);

@@ -120,10 +120,4 @@ layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kerne
 
 }  // namespace internal
 
-// Not yet written: the remaining models land one file each (mobilenet_v2.cc, efficientnet.cc,
-// densenet.cc); until then they say so.
-Result<std::unique_ptr<Model>> MobileNetV2(Options) { return Unimplemented("MobileNetV2 is not built yet"); }
-Result<std::unique_ptr<Model>> EfficientNetB0(Options) { return Unimplemented("EfficientNetB0 is not built yet"); }
-Result<std::unique_ptr<Model>> DenseNet121(Options) { return Unimplemented("DenseNet121 is not built yet"); }
-
 }  // namespace strata::keras::applications

@@ -1,0 +1,114 @@
+// EfficientNetB0 (Tan & Le 2019) as tf.keras builds it (keras.applications.efficientnet):
+// a Rescaling(1/255) + Normalization stem, seven stages of MBConv blocks (1x1 expansion,
+// depthwise k x k, squeeze-and-excitation, linear 1x1 projection) with swish, drop-connect
+// (Dropout with noise_shape (None, 1, 1, 1)) on the residuals and correct_pad zeros before
+// every stride-2 depthwise convolution.
+#include <algorithm>
+#include <vector>
+
+#include "strata/keras/applications/applications_internal.h"
+
+namespace strata::keras::applications {
+namespace {
+
+// DEFAULT_BLOCKS_ARGS: `repeats` blocks "block<stage><a, b, ...>_", the first with `stride`
+// and filters_in -> filters_out, the others filters_out -> filters_out. B0 scales neither
+// width nor depth, so the table is used as it is.
+struct Stage {
+  int kernel, repeats, filters_in, filters_out, expand, stride;
+};
+constexpr Stage kStages[] = {{3, 1, 32, 16, 1, 1},  {3, 2, 16, 24, 6, 2},  {5, 2, 24, 40, 6, 2},  {3, 3, 40, 80, 6, 2},
+                             {5, 3, 80, 112, 6, 1}, {5, 4, 112, 192, 6, 2}, {3, 1, 192, 320, 6, 1}};
+constexpr double kSeRatio = 0.25;
+constexpr double kDropConnect = 0.2;  // the last block's drop-connect rate; block b has 0.2 * b / blocks
+constexpr double kTopDropout = 0.2;
+constexpr int kStem = 32, kTop = 1280;
+// Keras initializes convolutions with VarianceScaling(2.0, "fan_out", truncated normal);
+// Strata's nearest is he_normal (scale 2.0 over fan_in, truncated normal): docs/applications.md.
+constexpr const char* kConvInit = "he_normal";
+
+LayerPtr Conv(int filters, int kernel, const std::string& name, std::string activation = "linear", bool bias = false) {
+  return layers::Conv2D(filters, kernel, {.padding = "same", .activation = std::move(activation), .use_bias = bias,
+                                          .kernel_initializer = kConvInit, .name = name});
+}
+
+struct Features {
+  KTensor x;
+  int64_t height, width;
+};
+
+// Keras's block(): one MBConv block named `prefix` ("block2a_").
+Features MBConv(const Features& in, const Stage& s, int filters_in, int stride, double drop_rate,
+                const std::string& prefix) {
+  const int filters = filters_in * s.expand;
+  KTensor x = in.x;
+  if (s.expand != 1) {
+    x = Call(Conv(filters, 1, prefix + "expand_conv"), x);
+    x = Call(layers::BatchNormalization({.name = prefix + "expand_bn"}), x);
+    x = Call(layers::Activation("swish", prefix + "expand_activation"), x);
+  }
+  int64_t height = in.height, width = in.width;
+  std::string padding = "same";
+  if (stride == 2) {
+    x = Call(layers::ZeroPadding2D(internal::CorrectPad(height, width, s.kernel, prefix + "dwconv_pad")), x);
+    padding = "valid";
+    height = (height + 1) / 2;  // correct_pad + k x k/2 "valid": ceil(size / 2) for either parity
+    width = (width + 1) / 2;
+  }
+  x = Call(layers::DepthwiseConv2D(s.kernel, {.strides = stride, .padding = padding, .use_bias = false,
+                                              .depthwise_initializer = kConvInit, .name = prefix + "dwconv"}),
+           x);
+  x = Call(layers::BatchNormalization({.name = prefix + "bn"}), x);
+  x = Call(layers::Activation("swish", prefix + "activation"), x);
+  // Squeeze and excitation: a per-channel gate from the pooled features.
+  const int filters_se = std::max(1, static_cast<int>(filters_in * kSeRatio));
+  KTensor se = Call(layers::GlobalAveragePooling2D(prefix + "se_squeeze"), x);
+  se = Call(layers::Reshape({1, 1, filters}, prefix + "se_reshape"), se);
+  se = Call(Conv(filters_se, 1, prefix + "se_reduce", "swish", true), se);
+  se = Call(Conv(filters, 1, prefix + "se_expand", "sigmoid", true), se);
+  x = Call(layers::Multiply(prefix + "se_excite"), std::vector<KTensor>{x, se});
+  x = Call(Conv(s.filters_out, 1, prefix + "project_conv"), x);
+  x = Call(layers::BatchNormalization({.name = prefix + "project_bn"}), x);
+  if (stride == 1 && filters_in == s.filters_out) {
+    if (drop_rate > 0)
+      x = Call(layers::Dropout(static_cast<float>(drop_rate), layers::DropoutOptions{.noise_shape = {0, 1, 1, 1},
+                                                                                    .name = prefix + "drop"}),
+               x);
+    x = Call(layers::Add(prefix + "add"), std::vector<KTensor>{x, in.x});
+  }
+  return {x, height, width};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> EfficientNetB0(Options o) {
+  const internal::ModelFacts facts{"EfficientNetB0", "efficientnetb0", 224, 32};
+  STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
+  KTensor input = Input(input_shape);
+  // Keras leaves the stem's Rescaling and Normalization unnamed: these are the names it gives.
+  KTensor x = Call(layers::Rescaling(1.0f / 255.0f, 0, "rescaling"), input);
+  x = Call(layers::Normalization({.name = "normalization"}), x);
+  x = Call(layers::ZeroPadding2D(internal::CorrectPad(input_shape[0], input_shape[1], 3, "stem_conv_pad")), x);
+  x = Call(layers::Conv2D(kStem, 3, {.strides = 2, .use_bias = false, .kernel_initializer = kConvInit, .name = "stem_conv"}), x);
+  x = Call(layers::BatchNormalization({.name = "stem_bn"}), x);
+  x = Call(layers::Activation("swish", "stem_activation"), x);
+  Features f{x, (input_shape[0] + 1) / 2, (input_shape[1] + 1) / 2};
+  int blocks = 0;
+  for (const Stage& s : kStages) blocks += s.repeats;
+  int b = 0;
+  for (size_t i = 0; i < std::size(kStages); ++i) {
+    const Stage& s = kStages[i];
+    for (int j = 0; j < s.repeats; ++j, ++b) {
+      const std::string prefix = "block" + std::to_string(i + 1) + static_cast<char>('a' + j) + "_";
+      f = MBConv(f, s, j == 0 ? s.filters_in : s.filters_out, j == 0 ? s.stride : 1, kDropConnect * b / blocks, prefix);
+    }
+  }
+  x = Call(Conv(kTop, 1, "top_conv"), f.x);
+  x = Call(layers::BatchNormalization({.name = "top_bn"}), x);
+  x = Call(layers::Activation("swish", "top_activation"), x);
+  x = internal::Top(x, o, {.top_pool = "avg_pool", .avg_pool = "avg_pool", .max_pool = "max_pool",
+                           .dropout = static_cast<float>(kTopDropout), .dropout_name = "top_dropout"});
+  return internal::Finish(input, x, o, facts.keras_name);
+}
+
+}  // namespace strata::keras::applications

@@ -193,6 +193,18 @@ class KerasWeights(unittest.TestCase):
         y, _ = self.predict(f)
         np.testing.assert_allclose(y, self.expected, atol=TOL, rtol=0)
 
+    def test_chunked_layer_names(self):
+        # Keras splits a list over HDF5's 64 KiB attribute limit into layer_names0, 1, ...
+        f = self.path("chunked.h5")
+        write_legacy(f, self.all_layers, self.w)
+        with h5py.File(f, "a") as h:
+            del h.attrs["layer_names"]
+            names = [n.encode("utf8") for n in self.all_layers]
+            h.attrs["layer_names0"] = np.asarray(names[:4])
+            h.attrs["layer_names1"] = np.asarray(names[4:])
+        y, _ = self.predict(f)
+        np.testing.assert_allclose(y, self.expected, atol=TOL, rtol=0)
+
     def test_keras3_weights_h5_layout(self):
         f = self.path("k3.weights.h5")
         keyed = [("conv2d", self.w["conv"]), ("batch_normalization", self.w["bn"]),

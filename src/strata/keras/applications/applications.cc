@@ -95,6 +95,7 @@ KTensor Top(const KTensor& x, const Options& o, const TopNames& names) {
     KTensor y = Call(layers::GlobalAveragePooling2D(names.top_pool), x);
     if (names.dropout > 0) y = Call(layers::Dropout(names.dropout, names.dropout_name), y);
     return Call(layers::Dense(o.classes, {.activation = o.classifier_activation.empty() ? "linear" : o.classifier_activation,
+                                          .kernel_initializer = names.classifier_initializer,
                                           .name = "predictions"}),
                 y);
   }

@@ -26,6 +26,7 @@ struct TopNames {
   std::string avg_pool, max_pool;  // pooling = "avg" / "max" without the top
   float dropout = 0;             // > 0: Dropout(rate) between the pool and the classifier
   std::string dropout_name;
+  std::string classifier_initializer = "glorot_uniform";  // the Dense's kernel_initializer
 };
 
 // Checks the options (classes, pooling, classifier_activation) and returns the per-example

@@ -23,9 +23,9 @@ constexpr double kSeRatio = 0.25;
 constexpr double kDropConnect = 0.2;  // the last block's drop-connect rate; block b has 0.2 * b / blocks
 constexpr double kTopDropout = 0.2;
 constexpr int kStem = 32, kTop = 1280;
-// Keras initializes convolutions with VarianceScaling(2.0, "fan_out", truncated normal);
-// Strata's nearest is he_normal (scale 2.0 over fan_in, truncated normal): docs/applications.md.
-constexpr const char* kConvInit = "he_normal";
+// Keras's CONV_KERNEL_INITIALIZER and DENSE_KERNEL_INITIALIZER, with Keras's fans.
+constexpr const char* kConvInit = "variance_scaling(scale=2.0, mode=fan_out, distribution=truncated_normal)";
+constexpr const char* kDenseInit = "variance_scaling(scale=0.3333333333333333, mode=fan_out, distribution=uniform)";
 
 LayerPtr Conv(int filters, int kernel, const std::string& name, std::string activation = "linear", bool bias = false) {
   return layers::Conv2D(filters, kernel, {.padding = "same", .activation = std::move(activation), .use_bias = bias,
@@ -107,7 +107,8 @@ Result<std::unique_ptr<Model>> EfficientNetB0(Options o) {
   x = Call(layers::BatchNormalization({.name = "top_bn"}), x);
   x = Call(layers::Activation("swish", "top_activation"), x);
   x = internal::Top(x, o, {.top_pool = "avg_pool", .avg_pool = "avg_pool", .max_pool = "max_pool",
-                           .dropout = static_cast<float>(kTopDropout), .dropout_name = "top_dropout"});
+                           .dropout = static_cast<float>(kTopDropout), .dropout_name = "top_dropout",
+                           .classifier_initializer = kDenseInit});
   return internal::Finish(input, x, o, facts.keras_name);
 }
 

@@ -429,6 +429,9 @@ def compare(dump, model, size, include_top=True, pooling=None, classes=1000):
         if per_layer(k) != per_layer(s):
             problems.append("%s weights: the order within a layer differs" % kind)
     # Model::layers(): Keras's order, by which Keras weight files are matched by position.
+    summary_order = [n for n, (cls, _, _) in s_layers.items() if cls != "InputLayer"]
+    if summary_order != s_order:
+        problems.append("summary() lists the layers in another order than Model::layers()")
     if k_order != s_order:
         i = next(i for i, (a, b) in enumerate(zip(k_order + [None], s_order + [None])) if a != b)
         problems.append("layer order differs from position %d: Keras %s, Strata %s" % (i, k_order[i:i + 4], s_order[i:i + 4]))

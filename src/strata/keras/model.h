@@ -168,7 +168,7 @@ class Model {
   // Keras's model.layers without the inputs, in Keras's order: by depth from the outputs,
   // deepest first, ties in the order a depth-first walk from the outputs meets them (Keras's
   // map_graph). Keras loads .h5 weights by position in this order and numbers Keras 3
-  // .weights.h5 entries by it, so Strata follows it too (summary() keeps its own order).
+  // .weights.h5 entries by it, so Strata follows it too (summary() lists its rows so as well).
   std::vector<LayerPtr> layers() const;
   const backend::VariableStore* variables() const { return store_.get(); }
 

@@ -1,6 +1,8 @@
 // Model.summary(): the layer table as Keras prints it (names, output shapes, parameters).
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <vector>
 
 #include "strata/keras/model.h"
 #include "strata/keras/model_internal.h"
@@ -67,9 +69,18 @@ std::string Model::Summary(int line_length) const {
   std::string out = "Model: \"" + name_ + "\"\n" + std::string(line_length, '_') + "\n";
   SummaryRow(&out, header, positions);
   out += std::string(line_length, '=') + "\n";
+  // Keras's row order: the inputs, then model.layers (layers(): by depth from the outputs),
+  // so a branching model's summary lists its rows as Keras's does.
+  std::vector<const LayerEntry*> rows;
+  std::map<const Layer*, const LayerEntry*> entry_of;
+  for (const auto& e : layers_) {
+    if (e->layer) entry_of[e->layer.get()] = e.get();
+    else rows.push_back(e.get());
+  }
+  for (const LayerPtr& l : layers()) rows.push_back(entry_of.at(l.get()));
   int64_t total = 0, trainable = 0;
   bool first = true;
-  for (const auto& e : layers_) {
+  for (const LayerEntry* e : rows) {
     if (sequential_like && !e->layer) continue;  // Keras hides the InputLayer of a Sequential
     if (!first) out += std::string(line_length, ' ') + "\n";
     first = false;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "command.h"
+#include "model_io.h"
 #include "strata/backend/compile.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
@@ -35,18 +36,22 @@ int64_t PeakRssBytes() {
 
 int RunBenchStep(const std::vector<std::string>& args) {
   std::string model = "reference-cnn", precision_name = "f32";
-  int64_t batch = 128, replicas = 1, threads = 1, warmup = 3, fixed_steps = 0;
+  int64_t batch = 128, replicas = 1, threads = 1, warmup = 3, fixed_steps = 0, image_size = 0;
   double seconds = 10;
   bool json = false;
-  FlagParser flags("bench-step", "[--model SPEC] [--batch B] [--replicas R] [--precision f32|bf16] "
-                                 "[--seconds T] [--json]",
+  FlagParser flags("bench-step", "[--model SPEC|APPLICATION] [--image-size S] [--batch B] [--replicas R] "
+                                 "[--precision f32|bf16] [--seconds T] [--json]",
                    "Builds the model from its spec and runs the training step fit() runs (feed, forward, loss,\n"
                    "gradients, the all-reduce between replicas, the sharded SGD update) on a synthetic batch of the\n"
                    "model's input shape, each replica on its own thread (pinned to a core). Prints steady-state\n"
                    "images/s (all replicas), median step time, matrix FLOPs per image and utilization = counted\n"
                    "matrix FLOPs / time / (calibrated peak per core x cores used).");
   flags.String("model", &model, "a model spec file, or a built-in: reference-cnn (the Fashion-MNIST CNN of the "
-                                "benchmarks, default), flowers-cnn, ...");
+                                "benchmarks, default), flowers-cnn, ...; or a Keras application: resnet50, "
+                                "mobilenet_v2, efficientnet_b0, xception, densenet121 (1000 classes, as Keras builds it)");
+  flags.Int("image-size", &image_size,
+            "SxS images: the model is built for them (default: the spec's own size; an application's Keras default, 224 "
+            "or 299 for xception)");
   flags.Int("batch", &batch, "images per replica per step (default 128)");
   flags.Int("replicas", &replicas, "replicas of a MirroredStrategy, one thread each (default 1)");
   flags.Int("threads", &threads, "oneDNN threads per replica (default 1)");
@@ -58,8 +63,24 @@ int RunBenchStep(const std::vector<std::string>& args) {
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (precision_name != "f32" && precision_name != "bf16")
     return Fail("bench-step", "--precision must be f32 or bf16, not \"" + precision_name + "\"", kExitUsage);
-  if (batch < 1 || replicas < 1 || threads < 1 || seconds <= 0 || warmup < 0)
-    return Fail("bench-step", "--batch, --replicas, --threads and --seconds must be positive", kExitUsage);
+  if (batch < 1 || replicas < 1 || threads < 1 || seconds <= 0 || warmup < 0 || image_size < 0)
+    return Fail("bench-step", "--batch, --replicas, --threads, --seconds and --image-size must be positive", kExitUsage);
+  // The model: a Keras application built for --image-size (refused below its minimum before any
+  // work), or a spec, resized when --image-size is given.
+  ModelInfo info;
+  info.source = model;
+  if (keras::applications::IsApplication(model)) {
+    if (image_size == 0) image_size = keras::applications::DefaultSize(model);
+    auto o = ApplicationOptionsFor(model, image_size, 3, 0);
+    if (!o.ok()) return Fail("bench-step", o.status().message(), kExitUsage);
+    info.application = model;
+    info.application_options = *o;
+  } else {
+    auto spec = SpecText(model);
+    if (spec.ok() && image_size > 0) spec = SpecWithImageSize(*spec, image_size);
+    if (!spec.ok()) return Fail("bench-step", spec.status().ToString(), kExitUsage);
+    info.spec_json = *spec;
+  }
   const backend::Precision precision = precision_name == "bf16" ? backend::Precision::kBF16 : backend::Precision::kF32;
   if (precision == backend::Precision::kBF16) {
     if (Status s = backend::PrecisionSupported(precision); !s.ok())
@@ -77,7 +98,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   // momentum, sparse cross-entropy, the replicas of a MirroredStrategy.
   auto strategy = distribute::MirroredStrategy(static_cast<int>(replicas));
   if (!strategy.ok()) return Fail("bench-step", strategy.status().ToString());
-  auto loaded = keras::LoadModelSpec(model);
+  auto loaded = BuildModel(info);
   if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
   keras::Model& m = **loaded;
   Status st = m.compile({.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
@@ -137,6 +158,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   if (json) {
     nlohmann::json j = {
         {"model", model},
+        {"image_size", (*in_shape)[0]},
         {"precision", precision_name},
         {"batch", batch},
         {"replicas", replicas},

@@ -3,6 +3,7 @@
 #include <glob.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "strata/distribute/collective.h"
 #include "strata/distribute/strategy.h"
 #include "strata/record/record_reader.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
@@ -228,7 +230,9 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("val", &f.val, "validation/test TFRecord files (glob); default: Fashion-MNIST test without --data, none with it");
   flags.String("image-key", &f.image_key, "feature holding the encoded image (default image)");
   flags.String("label-key", &f.label_key, "feature holding the int64 class (default label)");
-  flags.Int("image-size", &f.image_size, "images are decoded and resized to SxS (default 28); built-in models are built for it");
+  flags.Int("image-size", &f.image_size,
+            "images are decoded and resized to SxS (default 28; a Keras application's own, 224 or 299 for xception); "
+            "built-in models are built for it");
   flags.Int("channels", &f.channels,
             "1 (grayscale) or 3 (RGB): images are decoded to it and built-in models built for it (default: as the first "
             "record of --data stores it)");
@@ -237,8 +241,9 @@ int RunTrain(const std::vector<std::string>& args) {
             "reference-cnn, 104 for the flowers models)");
   flags.String("preset", &f.preset, "flowers: the Kaggle flowers recipe (see docs/flowers.md); flags after it override it");
   flags.String("model", &f.model,
-               "a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception), built for the input's "
-               "size, channels and --classes; or a spec JSON file, kept as written");
+               "a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception) or a Keras application "
+               "(resnet50, mobilenet_v2, efficientnet_b0, xception, densenet121), built for the input's size, channels and "
+               "--classes; or a spec JSON file, kept as written");
   flags.Int("epochs", &f.epochs, "epochs (default 10)");
   flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");
   flags.Int("batch-per-replica", &f.batch_per_replica, "batch per replica (default 128); global = this x replicas");
@@ -278,6 +283,17 @@ int RunTrain(const std::vector<std::string>& args) {
   if (f.channels != 0 && f.channels != 1 && f.channels != 3) return Fail("train", "--channels must be 1 or 3", kExitUsage);
   if (f.resume && f.checkpoint_dir.empty()) return Fail("train", "--resume needs --checkpoint-dir", kExitUsage);
   if (f.epochs < 1 || f.batch_per_replica < 1) return Fail("train", "--epochs and --batch-per-replica must be positive", kExitUsage);
+  // A Keras application is built at Keras's default size unless --image-size (or the preset) says
+  // otherwise, and refused below its minimum before any work.
+  const bool application = keras::applications::IsApplication(f.model);
+  if (application) {
+    const bool size_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+      return a == "--image-size" || a.rfind("--image-size=", 0) == 0;
+    });
+    if (!size_given && f.preset.empty()) f.image_size = keras::applications::DefaultSize(f.model);
+    if (auto o = ApplicationOptionsFor(f.model, f.image_size, 3, f.classes); !o.ok())
+      return Fail("train", o.status().message(), kExitUsage);
+  }
 
   Stopwatch wall;
   // ---- data
@@ -327,17 +343,27 @@ int RunTrain(const std::vector<std::string>& args) {
                  .image_size = f.image_size, .classes = f.classes, .channels = f.channels};
   {
     auto scope = (*strategy)->scope();
-    auto spec = SpecText(f.model);
+    if (application) {
+      // Keras's structure and names, built for the input as a Keras user passes input_shape and classes.
+      auto options = ApplicationOptionsFor(f.model, f.image_size, f.channels, f.classes);
+      if (!options.ok()) return Fail("train", options.status().message(), kExitUsage);
+      info.application = f.model;
+      info.application_options = *options;
+      auto m = BuildModel(info);
+      if (!m.ok()) return Fail("train", m.status().ToString());
+      model = std::move(m).value();
+    }
+    auto spec = application ? Result<std::string>(std::string()) : SpecText(f.model);
     // A built-in model is built for the input, as a Keras user passes input_shape; a spec file
     // keeps its own input (with --preset flowers, --image-size still sets its size).
-    const bool builtin = keras::BuiltinSpec(f.model).ok();
+    const bool builtin = application || keras::BuiltinSpec(f.model).ok();
     const std::string builtin_spec = builtin && spec.ok() ? *spec : "";
-    if (spec.ok() && builtin) spec = SpecWithInputShape(*spec, f.image_size, f.channels);
-    if (spec.ok() && builtin && f.classes > 0) spec = SpecWithClasses(*spec, f.classes);
-    else if (spec.ok() && flowers) spec = SpecWithImageSize(*spec, f.image_size);
+    if (spec.ok() && builtin && !application) spec = SpecWithInputShape(*spec, f.image_size, f.channels);
+    if (spec.ok() && builtin && !application && f.classes > 0) spec = SpecWithClasses(*spec, f.classes);
+    else if (spec.ok() && flowers && !application) spec = SpecWithImageSize(*spec, f.image_size);
     if (!spec.ok()) return Fail("train", spec.status().ToString());
     info.spec_json = *spec;
-    auto m = keras::ModelFromJson(*spec);
+    auto m = application ? Result<std::unique_ptr<keras::Model>>(std::move(model)) : keras::ModelFromJson(*spec);
     if (!m.ok() && builtin) {
       const int64_t smallest = SmallestImageSize(builtin_spec, f.channels);
       return Fail("train",

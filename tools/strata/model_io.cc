@@ -86,7 +86,75 @@ Result<Shape> SpecInputShape(const std::string& spec_json) {
   return NotFound("model spec: no InputLayer");
 }
 
+Result<keras::applications::Options> ApplicationOptionsFor(const std::string& name, int64_t size, int64_t channels,
+                                                           int64_t classes) {
+  if (!keras::applications::IsApplication(name)) {
+    std::string names;
+    for (const auto& n : keras::applications::Names()) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgument("no Keras application " + name + " (there are " + names + ")");
+  }
+  const int minimum = keras::applications::MinimumSize(name);
+  if (size < minimum)
+    return InvalidArgument("model " + name + " takes images of at least " + std::to_string(minimum) + "x" +
+                           std::to_string(minimum) + " (Keras's minimum input size), not " + std::to_string(size) + "x" +
+                           std::to_string(size) + ": pass --image-size " + std::to_string(minimum) + " or more");
+  if (channels != 3 && channels != 1) return InvalidArgument("model " + name + ": channels must be 1 or 3");
+  keras::applications::Options o;
+  o.input_shape = Shape{size, size, channels};
+  if (classes > 0) o.classes = static_cast<int>(classes);
+  return o;
+}
+
+Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info) {
+  if (!info.application.empty()) {
+    auto m = keras::applications::ByName(info.application, info.application_options);
+    if (!m.ok()) return m.status().WithContext("model " + info.application);
+    return m;
+  }
+  auto m = keras::ModelFromJson(info.spec_json);
+  if (!m.ok() && !info.source.empty()) return m.status().WithContext(info.source);
+  return m;
+}
+
 namespace {
+
+json ApplicationJson(const ModelInfo& info) {
+  const auto& o = info.application_options;
+  return {{"name", info.application},         {"include_top", o.include_top},
+          {"input_shape", o.input_shape.dims()}, {"classes", o.classes},
+          {"pooling", o.pooling},               {"classifier_activation", o.classifier_activation},
+          {"model_name", o.name}};
+}
+
+Result<ModelInfo> ApplicationFromJson(const json& a, const std::string& path) {
+  ModelInfo info;
+  const auto bad = [&](const std::string& what) {
+    return Corruption("checkpoint " + path + ": \"extra\".\"model\".\"application\" " + what);
+  };
+  if (!a.is_object() || !a.contains("name") || !a["name"].is_string()) return bad("has no name");
+  info.application = a["name"].get<std::string>();
+  if (!keras::applications::IsApplication(info.application)) return bad("names no Keras application: " + info.application);
+  auto& o = info.application_options;
+  // A field of the wrong type: nlohmann's value() throws; the file is corrupt, not the program.
+  try {
+    o.include_top = a.value("include_top", true);
+    o.classes = a.value("classes", 1000);
+    o.pooling = a.value("pooling", std::string());
+    o.classifier_activation = a.value("classifier_activation", std::string("softmax"));
+    o.name = a.value("model_name", std::string());
+  } catch (const json::exception& e) {
+    return bad(std::string("has a field of the wrong type (") + e.what() + ")");
+  }
+  const json shape = a.value("input_shape", json::array());
+  if (!shape.is_array() || shape.size() != 3) return bad("input_shape is not [H, W, C]");
+  std::vector<int64_t> dims;
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1) return bad("input_shape is not [H, W, C]");
+    dims.push_back(d.get<int64_t>());
+  }
+  o.input_shape = Shape(dims);
+  return info;
+}
 
 struct CheckpointRecords {
   json header;
@@ -108,11 +176,15 @@ Result<CheckpointRecords> ReadCheckpointRecords(const std::string& path) {
 }
 
 Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
-  if (!m.is_object() || !m.contains("spec"))
+  if (!m.is_object() || (!m.contains("spec") && !m.contains("application")))
     return NotFound("checkpoint " + path + " does not record its model spec (written before specs were recorded?): "
                     "pass --model SPEC --weights " + path);
   ModelInfo info;
-  info.spec_json = m["spec"].dump();
+  if (m.contains("application")) {
+    STRATA_ASSIGN_OR_RETURN(info, ApplicationFromJson(m["application"], path));
+  } else {
+    info.spec_json = m["spec"].dump();
+  }
   info.source = m.value("source", "");
   info.preset = m.value("preset", "");
   info.image_key = m.value("image_key", "image");
@@ -127,13 +199,18 @@ Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
 
 Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info) {
   STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(checkpoint));
-  json spec = json::parse(info.spec_json, nullptr, false);
-  if (spec.is_discarded()) return InvalidArgument("model spec of " + checkpoint + " is not JSON");
+  json spec;
+  if (info.application.empty()) {
+    spec = json::parse(info.spec_json, nullptr, false);
+    if (spec.is_discarded()) return InvalidArgument("model spec of " + checkpoint + " is not JSON");
+  }
   if (!c.header.contains("extra") || !c.header["extra"].is_object()) c.header["extra"] = json::object();
-  c.header["extra"]["model"] = {{"spec", spec},           {"source", info.source},
+  c.header["extra"]["model"] = {{"source", info.source},
                                 {"preset", info.preset},   {"image_key", info.image_key},
                                 {"label_key", info.label_key}, {"image_size", info.image_size},
                                 {"channels", info.channels}, {"classes", info.classes}};
+  if (info.application.empty()) c.header["extra"]["model"]["spec"] = spec;
+  else c.header["extra"]["model"]["application"] = ApplicationJson(info);
   STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(checkpoint));  // atomic: temp + rename
   STRATA_RETURN_IF_ERROR(w->WriteRecord(c.header.dump()));
   STRATA_RETURN_IF_ERROR(w->WriteRecord(c.params));
@@ -160,6 +237,10 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   if (IsCheckpoint(model_arg)) {
     if (!weights.empty()) return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
     weights = model_arg;
+  } else if (keras::applications::IsApplication(model_arg)) {
+    // A Keras application by name (with --weights, or fresh for --summary): Keras's defaults.
+    out.info.application = model_arg;
+    out.info.source = model_arg;
   } else {
     STRATA_ASSIGN_OR_RETURN(out.info.spec_json, SpecText(model_arg));
     out.info.source = model_arg;
@@ -174,7 +255,12 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
       if (v.value("trainable", false)) trainable += v.value("size", int64_t{0});
   }
   // The input settings follow the spec when no checkpoint recorded them.
-  if (weights != model_arg) {
+  if (weights != model_arg && !out.info.application.empty()) {
+    const int side = keras::applications::DefaultSize(out.info.application);
+    out.info.application_options.input_shape = Shape{side, side, 3};
+    out.info.image_size = side;
+    out.info.label_key = "class";  // the flowers schema
+  } else if (weights != model_arg) {
     json spec = json::parse(out.info.spec_json, nullptr, false);
     for (const auto& layer : spec.is_object() ? spec["config"].value("layers", json::array()) : json::array()) {
       if (layer.value("class_name", "") != "InputLayer") continue;
@@ -184,9 +270,14 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
     if (out.info.image_size != 28) out.info.label_key = "class";  // the flowers schema
   }
   // The channels the model takes, so the pipeline decodes grayscale or RGB: the spec's input.
-  if (auto input = SpecInputShape(out.info.spec_json); input.ok()) out.info.channels = (*input)[2];
+  if (!out.info.application.empty()) {
+    const Shape& in = out.info.application_options.input_shape;
+    if (in.rank() == 3) out.info.channels = in[2];
+  } else if (auto input = SpecInputShape(out.info.spec_json); input.ok()) {
+    out.info.channels = (*input)[2];
+  }
   if (out.info.channels == 0) out.info.channels = out.info.image_size == 28 && out.info.label_key == "label" ? 1 : 3;
-  STRATA_ASSIGN_OR_RETURN(out.model, keras::ModelFromJson(out.info.spec_json));
+  STRATA_ASSIGN_OR_RETURN(out.model, BuildModel(out.info));
   // Loading checks the optimizer slots' size, so compile with an optimizer of the same shape:
   // none (plain SGD), one block (SGD with momentum) or two (Adam, RMSprop).
   const int64_t blocks = trainable > 0 ? slots / trainable : 0;

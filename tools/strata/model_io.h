@@ -4,6 +4,10 @@
 // "extra"."model" object (docs/formats/checkpoint.md):
 //   {"spec": {Keras-style spec}, "source": "flowers-cnn", "preset": "flowers",
 //    "image_key": "image", "label_key": "class", "image_size": 192, "channels": 3, "classes": 104}
+// A Keras application (keras/applications) records its name and options in place of "spec":
+//   {"application": {"name": "xception", "include_top": true, "input_shape": [71, 71, 3],
+//                    "classes": 4, "pooling": "", "classifier_activation": "softmax"}, ...}
+// (its structure is code, rebuilt from the same options, so the weights' names and order match).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 #include "strata/core/status.h"
 #include "strata/core/tensor.h"
 #include "strata/data/dataset.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/keras/model.h"
 
 namespace strata::cli {
@@ -26,7 +31,20 @@ struct ModelInfo {
   std::string image_key = "image", label_key = "label";
   int64_t image_size = 28, classes = 10;
   int64_t channels = 1;        // the spec's input channels: 1 grayscale, 3 RGB
+  // A Keras application ("resnet50", ...; keras::applications::Names()) built with
+  // `application_options`; empty for a spec (then spec_json says what to build).
+  std::string application;
+  keras::applications::Options application_options;
 };
+
+// The options `strata train|bench-step --model NAME --image-size S` build an application with,
+// as a Keras user passes them: input_shape [S, S, channels], `classes` outputs (0: Keras's
+// 1000), softmax. A size below the model's minimum is an error naming the model, the size and
+// the minimum.
+Result<keras::applications::Options> ApplicationOptionsFor(const std::string& name, int64_t size, int64_t channels,
+                                                           int64_t classes);
+// The model `info` describes: its application, else its spec.
+Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
 
 // A built-in spec's JSON (reference-cnn, flowers-cnn, ...) or a spec file's text.
 Result<std::string> SpecText(const std::string& name_or_path);

@@ -1,0 +1,99 @@
+// Inference speed of a Keras application: Model::predict on one synthetic batch, repeated.
+// The inference half of bench/applications_vs_torch.sh (bench-step measures training).
+//
+//   applications_predict_bench [--model resnet50] [--image-size 224] [--batch 64] [--threads 2]
+//                              [--precision f32|bf16] [--seconds 10]
+//
+// predict runs one program (the evaluation graph: batch norm with its moving statistics, no
+// dropout) on the calling thread with --threads oneDNN threads, as `strata predict` does; each
+// call feeds the whole batch. Prints one JSON object: images/s, the median call, peak RSS.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/core/clock.h"
+#include "strata/data/dataset.h"
+#include "strata/keras/applications/applications.h"
+#include "strata/keras/model.h"
+
+namespace {
+
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int Usage(const char* why) {
+  std::fprintf(stderr,
+               "applications_predict_bench: %s\nusage: applications_predict_bench [--model NAME] [--image-size S] "
+               "[--batch B] [--threads T] [--precision f32|bf16] [--seconds T]\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace strata;  // NOLINT
+  std::string model = "resnet50", precision = "f32";
+  long size = 224, batch = 64, threads = 2, warmup = 2;
+  double seconds = 10;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return Usage(("flag " + a + " needs a value").c_str());
+    const char* v = argv[++i];
+    if (a == "--model") model = v;
+    else if (a == "--image-size") size = std::atol(v);
+    else if (a == "--batch") batch = std::atol(v);
+    else if (a == "--threads") threads = std::atol(v);
+    else if (a == "--warmup") warmup = std::atol(v);
+    else if (a == "--precision") precision = v;
+    else if (a == "--seconds") seconds = std::atof(v);
+    else return Usage(("unknown flag " + a).c_str());
+  }
+  if (size < 1 || batch < 1 || threads < 1 || seconds <= 0 || (precision != "f32" && precision != "bf16"))
+    return Usage("--image-size, --batch, --threads and --seconds must be positive, --precision f32 or bf16");
+  auto built = keras::applications::ByName(model, {.input_shape = {size, size, 3}});
+  if (!built.ok()) return std::fprintf(stderr, "%s\n", built.status().ToString().c_str()), 1;
+  keras::Model& m = **built;
+  if (Status s = m.compile({.precision = precision == "bf16" ? "mixed_bfloat16" : "float32",
+                            .threads = static_cast<int>(threads)});
+      !s.ok())
+    return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+  Tensor x(DType::kF32, {batch, size, size, 3});
+  std::mt19937 rng(1000);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = u(rng);
+  auto data = data::Dataset::from_tensor_slices(data::Element({x})).batch(batch);
+  for (long w = 0; w < std::max(1L, warmup); ++w)  // the first compiles the inference program
+    if (auto p = m.predict(data); !p.ok()) return std::fprintf(stderr, "%s\n", p.status().ToString().c_str()), 1;
+  std::vector<double> call_ms;
+  const double cpu0 = ProcessCpuSeconds();
+  Stopwatch wall;
+  while (call_ms.empty() || wall.ElapsedSeconds() < seconds) {
+    Stopwatch sw;
+    if (auto p = m.predict(data); !p.ok()) return std::fprintf(stderr, "%s\n", p.status().ToString().c_str()), 1;
+    call_ms.push_back(sw.ElapsedSeconds() * 1e3);
+  }
+  const double elapsed = wall.ElapsedSeconds(), cpu = ProcessCpuSeconds() - cpu0;
+  std::sort(call_ms.begin(), call_ms.end());
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  const double images = static_cast<double>(call_ms.size() * static_cast<size_t>(batch));
+  std::printf("{\"framework\": \"strata\", \"model\": \"%s\", \"mode\": \"infer\", \"precision\": \"%s\", "
+              "\"image_size\": %ld, \"batch\": %ld, \"threads\": %ld, \"steps\": %zu, \"seconds\": %.3f, "
+              "\"images_per_second\": %.3f, \"step_ms\": %.3f, \"cpu_seconds\": %.3f, \"images_per_cpu_second\": %.3f, "
+              "\"parameters\": %lld, \"peak_rss_bytes\": %lld}\n",
+              model.c_str(), precision.c_str(), size, batch, threads, call_ms.size(), elapsed, images / elapsed,
+              call_ms[call_ms.size() / 2], cpu, cpu > 0 ? images / cpu * static_cast<double>(threads) : 0.0,
+              static_cast<long long>(m.count_params()), static_cast<long long>(ru.ru_maxrss) * 1024);
+  return 0;
+}

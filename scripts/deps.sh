@@ -36,6 +36,7 @@ PACKAGES=(
   "python3-torch        applications oracle test: an independent PyTorch forward of the same weights"
   "libhdf5-dev          keras/h5_weights.cc: Keras .h5 / .weights.h5 weight files in and out (HDF5 C API)"
   "python3-h5py         Keras weights tests: write files in Keras's layouts and read Strata's back"
+  "python3-onnx         ONNX export test: onnx.checker.check_model accepts every exported file"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

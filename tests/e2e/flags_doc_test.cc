@@ -49,7 +49,7 @@ TEST(FlagsDoc, EveryFlagOfEveryCommandIsListedWithATestThatExists) {
   ASSERT_FALSE(page.empty());
   int flags_seen = 0;
   for (const char* command : {"train", "evaluate", "predict", "make-records", "bench-input", "bench-step", "devices",
-                              "monitor"}) {
+                              "monitor", "export"}) {
     auto help = RunCommand(Strata() + " " + command + " --help");
     ASSERT_EQ(help.exit_code, 0) << command;
     const std::string section = Section(page, command);

@@ -222,6 +222,12 @@ Status Model::BuildForward(graph::Graph& g, bool training, int64_t batch, std::v
   return Status::OK();
 }
 
+Status Model::BuildInferenceGraph(graph::Graph& g, int64_t batch, std::vector<Value>* inputs,
+                                  std::vector<Value>* outputs) const {
+  BuildContext ctx;
+  return BuildForward(g, /*training=*/false, batch, inputs, outputs, &ctx);
+}
+
 // The inference graph at batch 1: what the model's outputs are.
 Status Model::ProbeForward(graph::Graph& g, std::vector<Value>* outputs) const {
   BuildContext ctx;

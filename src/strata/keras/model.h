@@ -171,6 +171,11 @@ class Model {
   // .weights.h5 entries by it, so Strata follows it too (summary() lists its rows so as well).
   std::vector<LayerPtr> layers() const;
   const backend::VariableStore* variables() const { return store_.get(); }
+  // The inference graph (training = false: batch norm on its moving statistics, no dropout) at
+  // batch `batch` into `g`, its variables named as in variables(): what predict() runs, for
+  // exporters (keras/onnx_export.h).
+  Status BuildInferenceGraph(graph::Graph& g, int64_t batch, std::vector<graph::Value>* inputs,
+                             std::vector<graph::Value>* outputs) const;
 
   // Weights and optimizer state (see docs/formats/checkpoint.md).
   Status save_weights(const std::string& path) const;

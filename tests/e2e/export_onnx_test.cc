@@ -1,0 +1,216 @@
+// `strata export --format onnx` checked by runtimes that share no code with Strata:
+//   - onnxruntime-node (npm, pinned by onnx/package-lock.json, installed into the build tree
+//     with `npm ci --ignore-scripts` by remote/install_tfrecords_reader.sh) runs the exported
+//     file on the same images `strata predict --probabilities` reads (PNG records this test
+//     writes; the runtime gets their pixels / 255, Strata's decode) and its probabilities must
+//     equal predict's to 1e-4 (onnx/run_onnx.js);
+//   - Debian's python3-onnx checker (onnx.checker.check_model, full_check) accepts every file
+//     (onnx/check_onnx.py).
+// Models: the reference CNN, the flowers Xception spec (models/flowers-xception.json) and the
+// MobileNetV2 application, each trained a few steps (so batch norm's moving statistics are no
+// longer 0 and 1) at a small image size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "cli_support.h"
+#include "strata/graph/graph.h"
+#include "strata/image/png.h"
+#include "strata/keras/model.h"
+#include "strata/keras/onnx_export.h"
+#include "strata/record/example.h"
+#include "strata/record/record_writer.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::RunCommand;
+using testing::Strata;
+
+constexpr int kClasses = 4;
+constexpr int kImages = 6;
+
+class ExportOnnx : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("strata_export_onnx_" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    install_ = RunCommand(std::string(STRATA_SOURCE_DIR) + "/tests/e2e/remote/install_tfrecords_reader.sh " +
+                          std::string(STRATA_EXAMPLES_DIR) + "/../npm-onnxruntime " + STRATA_SOURCE_DIR +
+                          "/tests/e2e/onnx onnxruntime-node/package.json");
+    make_ = RunCommand(Strata() + " make-records --from generated-flowers --classes " + std::to_string(kClasses) +
+                           " --per-class 8 --val-per-class 2 --test-per-class 2 --image-size 40 --out " +
+                           dir_->string() + " --quiet",
+                       true);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
+
+  // kImages RGB images of side `size` with every pixel value in use, as PNG records (`image`,
+  // `id`) in images.tfrec, and their pixels / 255 as float32 [N, S, S, 3] in images.f32.
+  static void WriteImages(int size) {
+    auto w = record::RecordWriter::Open(Path("images.tfrec"));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    std::ofstream raw(Path("images.f32"), std::ios::binary);
+    for (int i = 0; i < kImages; ++i) {
+      std::vector<uint8_t> px(static_cast<size_t>(size) * size * 3);
+      for (int y = 0; y < size; ++y)
+        for (int x = 0; x < size; ++x)
+          for (int c = 0; c < 3; ++c)
+            px[(static_cast<size_t>(y) * size + x) * 3 + c] =
+                static_cast<uint8_t>((x * (37 + 11 * i) + y * (53 + 7 * c) + (x * y) % (13 + i) + 40 * c + 17 * i) % 256);
+      std::string png;
+      ASSERT_TRUE(image::EncodePng({px.data(), size, size, 3, size * 3}, {}, &png).ok());
+      record::Example e;
+      e.features["image"] = record::Feature::Bytes({png});
+      e.features["id"] = record::Feature::Bytes({"img" + std::to_string(i)});
+      ASSERT_TRUE((*w)->WriteRecord(record::EncodeExample(e)).ok());
+      for (uint8_t v : px) {
+        const float f = static_cast<float>(v) / 255.0f;
+        raw.write(reinterpret_cast<const char*>(&f), 4);
+      }
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+
+  // Trains `model` a few steps at `size` px, exports it, checks it with python3-onnx, runs it
+  // with onnxruntime-node on the test images and compares with `strata predict --probabilities`.
+  // `classes`: the outputs the model has (--classes for models that take it; 0: the spec's own).
+  void ExportAndCompare(const std::string& model, int size, int classes, int spec_classes = 0) {
+    ASSERT_EQ(install_.exit_code, 0) << "npm ci of onnxruntime-node failed (needs node/npm and the npm registry)";
+    ASSERT_EQ(make_.exit_code, 0) << make_.output;
+    const std::string stem = fs::path(model).stem().string();
+    const std::string ckpt = Path(stem + ".ckpt"), onnx = Path(stem + ".onnx");
+    const int k_out = spec_classes ? spec_classes : classes;
+    auto train = RunCommand(Strata() + " train --preset flowers --model " + model + " --image-size " +
+                                std::to_string(size) + (spec_classes ? "" : " --classes " + std::to_string(classes)) +
+                                " --data '" +
+                                Path("train/*.tfrec") + "' --epochs 1 --steps-per-epoch 3 --batch-per-replica 4" +
+                                " --replicas 2 --warmup-epochs 0 --precision f32 --seed 7 --deterministic --no-monitor" +
+                                " --out " + ckpt,
+                            true);
+    ASSERT_EQ(train.exit_code, 0) << train.output;
+    auto exp = RunCommand(Strata() + " export --model " + ckpt + " --format onnx --out " + onnx, true);
+    ASSERT_EQ(exp.exit_code, 0) << exp.output;
+    const std::string side = std::to_string(size);
+    EXPECT_NE(exp.output.find("input `input` float32 [N, " + side + ", " + side + ", 3]"), std::string::npos) << exp.output;
+
+    auto check = RunCommand("/usr/bin/python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/onnx/check_onnx.py " + onnx, true);
+    ASSERT_EQ(check.exit_code, 0) << "python3-onnx's checker rejects " << onnx << ":\n" << check.output;
+    EXPECT_NE(check.output.find("ok opset 13 input input ['N', " + side + ", " + side + ", 3] output probabilities"),
+              std::string::npos)
+        << check.output;
+
+    WriteImages(size);
+    auto pred = RunCommand(Strata() + " predict --model " + ckpt + " --data " + Path("images.tfrec") + " --out " +
+                               Path("pred.csv") + " --probabilities --batch 4",
+                           true);
+    ASSERT_EQ(pred.exit_code, 0) << pred.output;
+    std::ifstream csv(Path("pred.csv"));
+    std::string line;
+    std::getline(csv, line);  // id,label,prob_0..
+    std::vector<std::vector<double>> strata_probs;
+    while (std::getline(csv, line)) {
+      std::stringstream ss(line);
+      std::string cell;
+      std::vector<double> row;
+      for (int col = 0; std::getline(ss, cell, ','); ++col)
+        if (col >= 2) row.push_back(std::stod(cell));
+      strata_probs.push_back(row);
+    }
+    ASSERT_EQ(strata_probs.size(), static_cast<size_t>(kImages));
+
+    const std::string ort_dir = install_.output.substr(0, install_.output.find('\n'));
+    auto run = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
+                              "/tests/e2e/onnx/run_onnx.js " + onnx + " " + Path("images.f32") + " " +
+                              std::to_string(kImages) + " " + side + " " + side + " 3",
+                          true);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto j = nlohmann::json::parse(run.output, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << run.output;
+    EXPECT_EQ(j["input"], "input");
+    EXPECT_EQ(j["output"], "probabilities");
+    const auto& ort = j["probabilities"];
+    ASSERT_EQ(ort.size(), static_cast<size_t>(kImages)) << run.output;
+    double worst = 0;
+    for (int i = 0; i < kImages; ++i) {
+      ASSERT_EQ(ort[i].size(), static_cast<size_t>(k_out));
+      ASSERT_EQ(strata_probs[i].size(), static_cast<size_t>(k_out));
+      for (int k = 0; k < k_out; ++k) {
+        const double d = std::fabs(ort[i][k].get<double>() - strata_probs[i][k]);
+        worst = std::max(worst, d);
+        EXPECT_NEAR(ort[i][k].get<double>(), strata_probs[i][k], 1e-4) << model << " image " << i << " class " << k;
+      }
+    }
+    std::printf("%s: %d images, largest |onnxruntime - strata predict| = %.2e\n", model.c_str(), kImages, worst);
+  }
+
+  static fs::path* dir_;
+  static CommandResult install_, make_;
+};
+fs::path* ExportOnnx::dir_ = nullptr;
+CommandResult ExportOnnx::install_, ExportOnnx::make_;
+
+TEST_F(ExportOnnx, ReferenceCnnMatchesPredictInOnnxRuntime) { ExportAndCompare("reference-cnn", 28, kClasses); }
+// The spec file keeps its 104-way classifier (the competition's classes); the records use 4 of them.
+TEST_F(ExportOnnx, FlowersXceptionSpecMatchesPredictInOnnxRuntime) {
+  ExportAndCompare(std::string(STRATA_SOURCE_DIR) + "/models/flowers-xception.json", 32, kClasses, 104);
+}
+TEST_F(ExportOnnx, MobileNetV2ApplicationMatchesPredictInOnnxRuntime) { ExportAndCompare("mobilenet_v2", 32, kClasses); }
+
+TEST(ExportOnnxFlags, FormatAndRequiredFlagsAreUsageErrors) {
+  auto r = RunCommand(Strata() + " export --model reference-cnn --out /tmp/x.onnx --format tflite", true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--format must be onnx, got 'tflite'"), std::string::npos) << r.output;
+  r = RunCommand(Strata() + " export --model reference-cnn", true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--model and --out are required"), std::string::npos) << r.output;
+  r = RunCommand(Strata() + " export --model /nonexistent/model.ckpt --out /tmp/x.onnx", true);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("/nonexistent/model.ckpt"), std::string::npos) << r.output;
+}
+
+// A layer whose op has no ONNX mapping fails the export with an error naming the layer, and
+// nothing is written. Here a user layer that normalizes with the batch's own statistics at
+// inference too (graph::Graph::BatchNorm, the training op: ONNX's BatchNormalization only takes
+// fixed statistics).
+class BatchStatisticsNorm final : public keras::Layer {
+ public:
+  std::string class_name() const override { return "BatchStatisticsNorm"; }
+  std::string default_name() const override { return "batch_statistics_norm"; }
+  Result<graph::Value> Call(keras::BuildContext& ctx, const std::vector<graph::Value>& in) override {
+    const int64_t c = in[0].shape()[-1];
+    STRATA_ASSIGN_OR_RETURN(graph::Value mean, ctx.Variable(name(), "moving_mean", {c}, {}, false));
+    STRATA_ASSIGN_OR_RETURN(graph::Value var, ctx.Variable(name(), "moving_variance", {c}, {.init = graph::Init::kOnes}, false));
+    graph::Value gamma = ctx.graph->Constant(1.0f, Shape{c}, name() + "/gamma");
+    graph::Value beta = ctx.graph->Constant(0.0f, Shape{c}, name() + "/beta");
+    return ctx.graph->BatchNorm(in[0], gamma, beta, mean, var, {}, name());
+  }
+};
+
+TEST(ExportOnnxErrors, LayerWithoutOnnxMappingIsNamedAndNothingIsWritten) {
+  auto odd = std::make_shared<BatchStatisticsNorm>();
+  odd->set_name("batch_stats_norm");
+  auto model = keras::Sequential({keras::layers::InputLayer({4}), keras::layers::Dense(3), odd, keras::layers::Dense(2)});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE((*model)->compile({}).ok());
+  const std::string path = (fs::temp_directory_path() / ("strata_unmapped_" + std::to_string(::getpid()) + ".onnx")).string();
+  Status s = keras::SaveOnnx(**model, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("layer 'batch_stats_norm'"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("cannot be expressed in ONNX"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(path));
+}
+
+}  // namespace
+}  // namespace strata

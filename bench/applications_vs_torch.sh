@@ -116,7 +116,8 @@ for m in models:
                 if not rows:
                     continue
                 ips = med(rows, "images_per_second")
-                util = "%.1f %%" % (100 * med(rows, "utilization")) if "utilization" in rows[0] else ""
+                util = ("%.1f %% (%.1f %% per CPU-s)" % (100 * med(rows, "utilization"), 100 * med(rows, "utilization_cpu"))
+                        if "utilization" in rows[0] else "")
                 name = label + (" (best)" if c == best else "")
                 print("| %s | %s | %s | %.1f | %.0f | %.1f | %.0f | %s | %s |" % (
                     mode, p, name, ips, med(rows, "step_ms"), med(rows, "images_per_cpu_second"),

@@ -65,6 +65,8 @@ namespace {
 // One variable's values: where they lie in the file's parameter record and in the store.
 struct Copy {
   int64_t from = 0, to = 0, size = 0;
+  bool trainable_in_file = false, trainable_in_model = false;
+  std::string name;
 };
 
 // Checks the whole header against the model before anything is copied, so a bad file
@@ -87,7 +89,9 @@ Result<std::vector<Copy>> PlanLoad(const std::string& path, const nlohmann::json
     const int64_t off = v.value("offset", int64_t{-1}), size = v.value("size", int64_t{-1});
     if (off < 0 || size != e->size || static_cast<uint64_t>(off) + static_cast<uint64_t>(size) > param_bytes / 4)
       return Corruption("checkpoint " + path + ": variable " + name + " lies outside its block");
-    plan.push_back({off, e->offset, size});
+    // Files without the flag (none written so) count as the model's layout.
+    const bool trainable = v.value("trainable", e->trainable);
+    plan.push_back({off, e->offset, size, trainable, e->trainable, name});
     seen[static_cast<size_t>(e - store.entries().data())] = true;
   }
   for (size_t i = 0; i < seen.size(); ++i)
@@ -98,7 +102,8 @@ Result<std::vector<Copy>> PlanLoad(const std::string& path, const nlohmann::json
 }
 }  // namespace
 
-Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state) {
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state,
+                      ReadCheckpointOptions options) {
   STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
   std::string header_bytes, params, slots, iter;
   STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
@@ -114,9 +119,36 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Te
 
   // Variables are matched by name, so a checkpoint survives a change of variable order.
   STRATA_ASSIGN_OR_RETURN(std::vector<Copy> plan, PlanLoad(path, header, params.size(), *store));
-  if (slots.size() != slot_block->nbytes())
-    return InvalidArgument("checkpoint " + path + ": " + std::to_string(slots.size() / 4) + " optimizer slot values, the model's optimizer has " +
+  // Frozen layers: the slots are blocks parallel to the trainable variables only, so a
+  // different set of trainable variables is a different slot layout.
+  const Copy* differs = nullptr;
+  int64_t file_trainable = 0;
+  for (const Copy& c : plan) {
+    if (c.trainable_in_file != c.trainable_in_model && differs == nullptr) differs = &c;
+    if (c.trainable_in_file) file_trainable += c.size;
+  }
+  if (differs != nullptr && !options.remap_slots)
+    return InvalidArgument("checkpoint " + path + ": variable " + differs->name + " is " +
+                           (differs->trainable_in_file ? "trainable" : "frozen (not trainable)") + " in the checkpoint but " +
+                           (differs->trainable_in_model ? "trainable" : "frozen") +
+                           " in the model: freeze the same layers before compile() to resume from it "
+                           "(load_weights takes the weights of a checkpoint with other layers frozen)");
+  const int64_t model_trainable = store->num_trainable();
+  const int64_t file_slots = static_cast<int64_t>(slots.size() / 4);
+  if (differs == nullptr && slots.size() != slot_block->nbytes())
+    return InvalidArgument("checkpoint " + path + ": " + std::to_string(file_slots) + " optimizer slot values, the model's optimizer has " +
                            std::to_string(slot_block->num_elements()) + " (a different optimizer?)");
+  // Remapping: the number of slot blocks (1 for SGD with momentum, 2 for Adam) must agree
+  // wherever both sides have trainable variables to tell it.
+  const int64_t file_blocks = file_trainable > 0 ? file_slots / file_trainable : -1;
+  const int64_t model_blocks = model_trainable > 0 ? slot_block->num_elements() / model_trainable : -1;
+  if (differs != nullptr &&
+      ((file_trainable > 0 && file_slots % file_trainable != 0) || (file_trainable == 0 && file_slots != 0) ||
+       (file_blocks >= 0 && model_blocks >= 0 && file_blocks != model_blocks)))
+    return InvalidArgument("checkpoint " + path + ": " + std::to_string(file_slots) + " optimizer slot values for " +
+                           std::to_string(file_trainable) + " trainable values do not match the model's optimizer (" +
+                           std::to_string(slot_block->num_elements()) + " slot values for " +
+                           std::to_string(model_trainable) + " trainable values; a different optimizer?)");
   CheckpointState loaded;
   try {
     loaded.global_step = header.value("global_step", int64_t{0});
@@ -131,7 +163,20 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Te
   // Everything checked: only now does the model change.
   for (const Copy& c : plan)
     std::memcpy(store->params().data<float>() + c.to, params.data() + c.from * 4, static_cast<size_t>(c.size) * 4);
-  if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
+  if (differs == nullptr) {
+    if (!slots.empty()) std::memcpy(slot_block->raw_data(), slots.data(), slots.size());
+  } else if (model_blocks > 0) {
+    // In the file and in the model, a trainable variable's slots lie at its parameter offset
+    // within each block (trainable variables come first in both blocks).
+    float* to = slot_block->data<float>();
+    std::memset(to, 0, slot_block->nbytes());
+    const auto* from = reinterpret_cast<const float*>(slots.data());
+    for (const Copy& c : plan) {
+      if (!c.trainable_in_file || !c.trainable_in_model || file_blocks <= 0) continue;
+      for (int64_t b = 0; b < model_blocks; ++b)
+        std::memcpy(to + b * model_trainable + c.to, from + b * file_trainable + c.from, static_cast<size_t>(c.size) * 4);
+    }
+  }
   *state = std::move(loaded);
   return Status::OK();
 }

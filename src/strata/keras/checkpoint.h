@@ -32,9 +32,18 @@ struct CheckpointState {
 // backup's fault point, keras/fault_point.h).
 Status WriteCheckpoint(const std::string& path, const backend::VariableStore& store, const Tensor& slots,
                        const CheckpointState& state, const std::function<void()>& before_publish = nullptr);
+struct ReadCheckpointOptions {
+  // Which variables are trainable (frozen layers) decides the layout of the optimizer slots.
+  // false (resume): a variable trainable in the file but not in the model, or the reverse, is an
+  // error naming it. true (load_weights): the slots of the variables trainable in both are
+  // carried over, a variable trainable only in the model starts with zero slots.
+  bool remap_slots = false;
+};
+
 // Loads into `store` and `slots`: every variable must exist with the same shape and the
 // slot block must have the same size (errors name what differs).
-Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state);
+Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state,
+                      ReadCheckpointOptions options = {});
 
 }  // namespace strata::keras
 

@@ -194,6 +194,7 @@ Status Model::BuildForward(graph::Graph& g, bool training, int64_t batch, std::v
     e->output_shapes.clear();
     e->connected_to.clear();
     const size_t vars_before = ctx->variables.size();
+    ctx->frozen = !e->layer->trainable;
     for (const auto* n : e->nodes) {
       std::vector<Value> args;
       std::string connected;
@@ -204,11 +205,14 @@ Status Model::BuildForward(graph::Graph& g, bool training, int64_t batch, std::v
         connected += (connected.empty() ? "" : ", ") + src_name + "[0][0]";
       }
       auto y = e->layer->Call(*ctx, args);
+      ctx->frozen = false;
       if (!y.ok()) return y.status().WithContext("model " + name_);
+      ctx->frozen = !e->layer->trainable;
       values[n] = *y;
       e->output_shapes.push_back(KerasShape(y->shape()));
       e->connected_to.push_back(connected);
     }
+    ctx->frozen = false;
     if (batch == 1 && !training) {  // the probe: count parameters
       e->params = e->trainable = 0;
       for (size_t i = vars_before; i < ctx->variables.size(); ++i) {
@@ -301,6 +305,47 @@ std::vector<LayerPtr> Model::layers() const {
     return first_seen[a.get()] < first_seen[b.get()];
   });
   return result;
+}
+
+}  // namespace strata::keras
+
+namespace strata::keras {
+
+void Model::set_trainable(bool trainable) {
+  for (const auto& e : layers_)
+    if (e->layer) e->layer->trainable = trainable;
+}
+
+bool Model::trainable() const {
+  for (const auto& e : layers_)
+    if (e->layer && e->layer->trainable) return true;
+  return false;
+}
+
+Status Model::freeze_until(const std::string& layer_name) {
+  const std::vector<LayerPtr> ordered = layers();
+  size_t k = 0;
+  while (k < ordered.size() && ordered[k]->name() != layer_name) ++k;
+  if (k == ordered.size())
+    return NotFound("freeze_until: model " + name_ + " has no layer named \"" + layer_name + "\"");
+  for (size_t i = 0; i < ordered.size(); ++i) ordered[i]->trainable = i > k;
+  return Status::OK();
+}
+
+std::vector<std::pair<const Layer*, bool>> Model::TrainableFlags() const {
+  std::vector<std::pair<const Layer*, bool>> flags;
+  for (const auto& e : layers_)
+    if (e->layer) flags.emplace_back(e->layer.get(), e->layer->trainable);
+  return flags;
+}
+
+Status Model::CheckTrainableUnchanged() const {
+  for (const auto& [layer, trainable] : compiled_trainable_)
+    if (layer->trainable != trainable)
+      return InvalidArgument("model " + name_ + ": layer " + layer->name() + " was made " +
+                                (layer->trainable ? "trainable" : "non-trainable") +
+                                " after compile(); call compile() again for the change to take effect (as Keras requires)");
+  return Status::OK();
 }
 
 }  // namespace strata::keras

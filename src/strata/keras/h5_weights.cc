@@ -332,12 +332,11 @@ std::vector<ModelLayer> ModelLayers(const Model& model) {
     ml.class_name = layer->class_name();
     ml.keras3_key = "layers/" + snake + (n == 0 ? "" : "_" + std::to_string(n));
     const auto& vars = by_layer[layer->name()];
-    // A constant gamma / beta beside a trainable one is scale / center = false; a layer with
-    // nothing trainable is frozen and keeps all four, as a frozen Keras layer does.
-    const bool any_trainable = std::any_of(vars.begin(), vars.end(), [](const auto* e) { return e->trainable; });
+    // A gamma / beta that is state, not a parameter, is scale / center = false (Keras has no
+    // such weight); a frozen layer's gamma / beta stay parameters and are kept, as Keras does.
     for (const auto* e : vars) {
       const std::string s = ShortName(e->name);
-      if (ml.class_name == "BatchNormalization" && any_trainable && !e->trainable && (s == "gamma" || s == "beta"))
+      if (ml.class_name == "BatchNormalization" && e->role != graph::VariableRole::kParameter && (s == "gamma" || s == "beta"))
         continue;
       ml.vars.push_back(e);
     }

@@ -23,11 +23,15 @@ struct BuildContext {
   bool training = false;   // dropout active, batch norm uses batch statistics
   uint64_t seed = 0;       // the model's seed: initializers and dropout derive from it
   int replica = 0;         // dropout masks differ between replicas (each sees other examples)
+  // The layer being called is frozen (Layer::trainable false): its variables are created
+  // non-trainable (no gradient, no optimizer slots) and a BatchNormalization runs in inference
+  // mode, as in Keras >= 2.1. Model::BuildForward sets it around each layer's call.
+  bool frozen = false;
   // Variables created so far in this build, with their layer, for summary() and L2 losses.
   struct VariableUse {
     std::string layer;
     graph::Value value;
-    bool trainable;
+    bool trainable;  // as the layer asks, were it not frozen (summary() counts frozen layers' as non-trainable)
     float l2 = 0;  // > 0: the layer asks for an L2 penalty on this variable
   };
   std::vector<VariableUse> variables;
@@ -56,6 +60,13 @@ class Layer {
   // Emits the layer's ops on `inputs` (most layers take one).
   virtual Result<graph::Value> Call(BuildContext& ctx, const std::vector<graph::Value>& inputs) = 0;
   virtual int num_inputs() const { return 1; }  // -1: any number >= 2 (Add, Concatenate)
+
+  // Keras's layer.trainable. false freezes the layer: its weights stay as they are (no
+  // gradient is computed for them and the optimizer keeps no slots for them) and a
+  // BatchNormalization normalizes with its moving statistics, which it no longer updates.
+  // A change takes effect at the model's next compile(), as in Keras; fit() on a model whose
+  // layers changed since compile() fails and says so.
+  bool trainable = true;
 
  protected:
   // "conv2d_1 (Conv2D)": prefixes errors.

@@ -14,15 +14,16 @@ Result<Value> BuildContext::Variable(const std::string& layer, const std::string
   const std::string full = layer + "/" + name;
   Value existing = graph->FindVariable(full);
   if (existing.valid()) return existing;
-  options.trainable = trainable;
+  // A frozen layer's weights keep their role (a kernel is still a parameter: Keras's
+  // non_trainable_weights, saved and loaded as such) but get no gradient.
+  const graph::VariableRole role = trainable ? graph::VariableRole::kParameter : graph::VariableRole::kState;
+  options.trainable = trainable && !frozen;
   // Each variable's initializer seed comes from the model seed and its name, so weights do
   // not depend on the order graphs are built in.
   uint64_t h = 1469598103934665603ull ^ seed;
   for (unsigned char c : full) h = (h ^ c) * 1099511628211ull;
   options.seed = h;
-  STRATA_ASSIGN_OR_RETURN(Value v, graph->Variable(full, std::move(shape), options,
-                                                   trainable ? graph::VariableRole::kParameter
-                                                             : graph::VariableRole::kState));
+  STRATA_ASSIGN_OR_RETURN(Value v, graph->Variable(full, std::move(shape), options, role));
   variables.push_back({layer, v, trainable, l2});
   return v;
 }
@@ -320,7 +321,8 @@ class BatchNormalizationLayer final : public Layer {
     bo.momentum = o_.momentum;
     bo.epsilon = o_.epsilon;
     bo.synchronized = o_.synchronized;
-    if (ctx.training) return ctx.graph->BatchNorm(x, gamma, beta, mean, var, bo, name());
+    // Frozen: inference mode (moving statistics, not updated), as Keras >= 2.1 does.
+    if (ctx.training && !ctx.frozen) return ctx.graph->BatchNorm(x, gamma, beta, mean, var, bo, name());
     return ctx.graph->BatchNormInference(x, gamma, beta, mean, var, bo, name());
   }
 

@@ -7,6 +7,7 @@
 #include "strata/graph/autodiff.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/keras/h5_weights.h"
 #include "strata/keras/model_internal.h"
 #include "strata/keras/optimizer_state.h"
 
@@ -54,7 +55,19 @@ Status Model::compile(CompileOptions options) {
   Compiled probe;
   probe.graph = std::make_unique<graph::Graph>();
   STRATA_RETURN_IF_ERROR(BuildTrainGraph(probe, 1, 0));
+  std::shared_ptr<backend::VariableStore> previous = std::move(store_);
   STRATA_ASSIGN_OR_RETURN(store_, backend::VariableStore::Create(*probe.graph));
+  // A recompile (after freezing or unfreezing layers) keeps the weights, as Keras's does: the
+  // layout changes with what is trainable, so each variable is carried over by name.
+  if (previous) {
+    for (const auto& e : store_->entries()) {
+      const backend::VariableStore::Entry* old = previous->Find(e.name);
+      if (old == nullptr || old->shape != e.shape) continue;
+      std::memcpy(store_->params().data<float>() + e.offset, previous->params().data<float>() + old->offset,
+                  static_cast<size_t>(e.size) * sizeof(float));
+    }
+  }
+  compiled_trainable_ = TrainableFlags();
   const std::string backend_name = BackendOptions({}, nullptr).backend;
   backend::Backend* backend = backend::FindBackend(backend_name);
   if (backend == nullptr) return InvalidArgument("compile: no backend \"" + backend_name + "\"");
@@ -216,6 +229,7 @@ Status Model::PrepareStep(const data::Element& batch, int64_t* per_replica) {
                            " rows does not split over " + std::to_string(R) +
                            " replicas (use a multiple of the replica count)");
   *per_replica = global_batch / R;
+  STRATA_RETURN_IF_ERROR(CheckTrainableUnchanged());
   STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(*per_replica));
   const int64_t k = replicas_[0].outputs[0].shape().num_elements() / replicas_[0].batch;  // outputs per example
   return PrepareLabels(batch, global_batch, k, replicas_[0].inputs.size());
@@ -447,6 +461,7 @@ Status Model::set_state(const std::vector<float>& v) {
 
 Status Model::save_weights(const std::string& path) const {
   if (!store_) return InvalidArgument("save_weights: model " + name_ + " is not compiled");
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".h5") == 0) return SaveKerasWeights(*this, path);
   CheckpointState st;
   st.global_step = global_step_;
   st.epoch = epoch_;
@@ -455,8 +470,9 @@ Status Model::save_weights(const std::string& path) const {
 
 Status Model::load_weights(const std::string& path) {
   if (!store_) return InvalidArgument("load_weights: compile model " + name_ + " first");
+  if (IsHdf5File(path)) return LoadKerasWeights(*this, path).status();  // copies to the replicas (set_state)
   CheckpointState st;
-  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st, {.remap_slots = true}));
   for (size_t r = 1; r < replicas_.size(); ++r)
     std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
   global_step_ = st.global_step;

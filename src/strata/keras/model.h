@@ -164,6 +164,21 @@ class Model {
   // moving statistics averaged, global_step() + 1.
   Status apply_gradients();
 
+  // ---- freezing (Keras's layer.trainable / model.trainable) -----------------------------------
+  // A frozen layer (Layer::trainable false) keeps its weights, has no optimizer slots, gets no
+  // gradient (the compiled step spends no FLOPs on its weights, nor on anything below the
+  // lowest trainable layer) and a frozen BatchNormalization runs in inference mode. Changes
+  // take effect at the next compile(), which keeps the weights (as Keras's recompile does) and
+  // starts a new optimizer; fit() before it fails with InvalidArgument.
+  // Keras's model.trainable = value: sets every layer's flag.
+  void set_trainable(bool trainable);
+  // Whether any layer is trainable.
+  bool trainable() const;
+  // Freezes layers()[0..k], where layers()[k] is named `layer_name`, and makes every later
+  // layer trainable (Keras: for l in model.layers[:k + 1]: l.trainable = False). NotFound when
+  // no layer has that name.
+  Status freeze_until(const std::string& layer_name);
+
   // ---- Keras's view of the layers, for Keras weight files (keras/h5_weights.h) ----------------
   // Keras's model.layers without the inputs, in Keras's order: by depth from the outputs,
   // deepest first, ties in the order a depth-first walk from the outputs meets them (Keras's
@@ -177,7 +192,12 @@ class Model {
   Status BuildInferenceGraph(graph::Graph& g, int64_t batch, std::vector<graph::Value>* inputs,
                              std::vector<graph::Value>* outputs) const;
 
-  // Weights and optimizer state (see docs/formats/checkpoint.md).
+  // Weights and optimizer state (see docs/formats/checkpoint.md). A path ending in ".h5" is
+  // written as a Keras legacy weight file (SaveKerasWeights: weights only), and load_weights
+  // reads any HDF5 file (IsHdf5File) as a Keras weight file (LoadKerasWeights, default options);
+  // other paths are Strata checkpoints. A checkpoint saved with other layers frozen loads: its
+  // weights by name, the optimizer slots of the variables trainable in both, zero slots for
+  // the rest.
   Status save_weights(const std::string& path) const;
   Status load_weights(const std::string& path);
   // A copy of every variable's values (parameters + state + optimizer slots), and back.
@@ -248,6 +268,9 @@ class Model {
   Status ProbeForward(graph::Graph& g, std::vector<graph::Value>* outputs) const;
   Status EnsureTrainPrograms(int64_t per_replica_batch);
   Status EnsureEvalProgram(int64_t batch);
+  // Every layer's trainable flag, and whether they are still those compile() saw.
+  std::vector<std::pair<const Layer*, bool>> TrainableFlags() const;
+  Status CheckTrainableUnchanged() const;
   // Copies rows [row0, row0 + rows) of a batch's inputs (and labels) into a program.
   Status FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels);
   // Converts the batch's labels to class indices in label_scratch_ (sparse losses).
@@ -259,6 +282,7 @@ class Model {
   std::vector<KTensor> inputs_, outputs_;
   std::vector<std::shared_ptr<LayerEntry>> layers_;  // topological order
   bool compiled_ = false;
+  std::vector<std::pair<const Layer*, bool>> compiled_trainable_;  // the flags compile() saw
   CompileOptions compile_;
   distribute::Strategy* strategy_ = nullptr;
   std::unique_ptr<distribute::Strategy> owned_strategy_;

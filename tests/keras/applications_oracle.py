@@ -14,7 +14,8 @@ float64, NCHW, with torch.nn.functional. The Keras semantics it keeps:
     ReLU6, swish, squeeze-and-excitation (Multiply), EfficientNet's Rescaling(1/255) and
     Normalization stem ((x - mean) / max(sqrt(variance), 1e-7)); dropout is the identity.
 
-    applications_oracle.py MODEL DIR
+    applications_oracle.py MODEL DIR [--keras-h5]
+    applications_oracle.py --check-saved DIR
 DIR holds init.ckpt (the initialised weights) and input.f32 (+ input.json: its shape [N, H, W, C]).
 The oracle makes the weights nontrivial: every batch norm's moving statistics come from its own
 input on this batch (mean: the channel's mean x U(0.5, 1); variance: the layer's mean variance
@@ -29,6 +30,18 @@ DIR/expected.f32 (the float64 forward, as f32).
 It proves it can tell: each mutation below (a Keras detail done the other way) must move the
 output by more than MUTATION_FACTOR x the test's tolerance, else it exits 1 (the weights would
 be too weak to catch that mistake). It prints one JSON line.
+
+--keras-h5 (tests/keras/applications_oracle_test.cc's KerasH5Weights... tests): the weights are
+made here, not taken from Strata: every kernel too is drawn anew (Keras's glorot_uniform, from
+Keras's shapes), and they go out as Keras's legacy weight file (model.save_weights('w.h5'),
+written with h5py from Keras's layout, docs/formats/h5.md): DIR/keras.h5 with Keras's layer
+names, in Keras's model.layers order (the forward's order of first use; for MobileNetV2 the
+graph is a chain), depthwise kernels as Keras's [k, k, C, multiplier]; DIR/keras_renamed.h5, the
+same weights under other layer and weight names, which only Keras's positional pairing
+(by_name=False) can load. weights.f32 is not written then.
+--check-saved DIR: reads DIR/strata.h5 (Strata's SaveKerasWeights of the model loaded from
+DIR/keras.h5) back with h5py and checks it holds Keras's legacy layout with keras.h5's layers,
+weight names, shapes and values; exits 1 naming the first difference.
 """
 import json
 import math
@@ -39,6 +52,11 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+try:
+    import h5py  # only for --keras-h5 and --check-saved
+except ImportError:
+    h5py = None
 
 TOLERANCE = 1e-4        # the test's: max |strata - torch| <= TOLERANCE * max |torch|
 MUTATION_FACTOR = 10    # a mutation must move the output by 10x that
@@ -105,6 +123,8 @@ class Weights:
         self.vars = {v["name"]: v for v in header["variables"]}
         self.cache = {}
         self.used = set()
+        self.layer_order = []   # the layers, in the forward's order of first use
+        self.keras_shapes = {}  # variable -> Keras's shape where Strata's differs (depthwise)
 
     def has(self, name):
         return name in self.vars
@@ -123,6 +143,9 @@ class Weights:
 
     def __getitem__(self, name):
         self.used.add(name)
+        layer = name.rsplit("/", 1)[0]
+        if layer not in self.layer_order:
+            self.layer_order.append(layer)
         if name not in self.cache:
             self.cache[name] = torch.from_numpy(self.numpy(name).astype(np.float64)).to(self.dtype)
         return self.cache[name]
@@ -177,6 +200,7 @@ class Forward:
         kh, kw = k.shape[0], k.shape[1]
         m = k.numel() // (kh * kw * c)
         k = k.reshape(kh, kw, c, m)
+        self.w.keras_shapes[name + "/depthwise_kernel"] = (kh, kw, c, m)
         if padding == "same":
             x = self.same_pad(x, kh, stride)
         return F.conv2d(x, k.permute(2, 3, 0, 1).reshape(c * m, 1, kh, kw), None, stride=stride, groups=c)
@@ -342,8 +366,89 @@ MODELS = {
 }
 
 
+# Keras's weight order within a layer (trainable, then non-trainable, in creation order).
+KERAS_WEIGHT_ORDER = ["kernel", "depthwise_kernel", "bias", "gamma", "beta", "moving_mean", "moving_variance",
+                      "mean", "variance", "count"]
+
+
+def glorot_uniform(rng, shape):
+    """keras.initializers.GlorotUniform on Keras's shape: limit sqrt(6 / (fan_in + fan_out)),
+    fan_in = receptive field x input channels, fan_out = receptive field x output channels.
+    (Strata's depthwise [k, k, 1, C] has the fan sum of Keras's [k, k, C, 1].)"""
+    receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    fan_in, fan_out = receptive * shape[-2], receptive * shape[-1]
+    limit = math.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, int(np.prod(shape)))
+
+
+def keras_layers(w):
+    """[(layer, [(weight short name, array in Keras's shape)])] in Keras's model.layers order."""
+    out = []
+    for layer in w.layer_order:
+        names = [n for n in w.vars if n.rsplit("/", 1)[0] == layer]
+        names.sort(key=lambda n: KERAS_WEIGHT_ORDER.index(n.rsplit("/", 1)[1]))
+        out.append((layer, [(n.rsplit("/", 1)[1], w.numpy(n).reshape(w.keras_shapes.get(n, w.vars[n]["shape"])))
+                            for n in names]))
+    return out
+
+
+def write_keras_legacy_h5(path, layers, rename=None):
+    """Keras 2's model.save_weights('w.h5') (keras/saving/legacy/hdf5_format.py,
+    save_weights_to_hdf5_group): root attributes layer_names (every layer, weightless ones with
+    an empty weight_names), backend, keras_version; a group per layer whose weight_names
+    attribute lists "<layer>/<weight>:0", each a dataset at that path inside the group."""
+    rename = rename or (lambda n: n)
+    weightless_first, weightless_last = "input_1", "global_average_pooling2d"
+    all_layers = [weightless_first] + [rename(l) for l, _ in layers[:-1]] + [weightless_last, rename(layers[-1][0])]
+    weights = {rename(l): ws for l, ws in layers}
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [n.encode("utf8") for n in all_layers]
+        f.attrs["backend"] = b"tensorflow"
+        f.attrs["keras_version"] = b"2.15.0"
+        for layer in all_layers:
+            g = f.create_group(layer)
+            ws = weights.get(layer, [])
+            names = ["%s/%s:0" % (layer, n) for n, _ in ws]
+            g.attrs["weight_names"] = [n.encode("utf8") for n in names]  # [] as Keras: empty float64
+            for n, (_, a) in zip(names, ws):
+                g.create_dataset(n, data=np.asarray(a, np.float32))
+
+
+def check_saved(d):
+    """Strata's SaveKerasWeights output against the Keras file it loaded (see the docstring)."""
+    def weighted(f):
+        out = []
+        for layer in [n.decode() if isinstance(n, bytes) else n for n in f.attrs["layer_names"]]:
+            names = [n.decode() if isinstance(n, bytes) else n for n in f[layer].attrs["weight_names"]]
+            if names:
+                out.append((layer, names, [f[layer][n][()] for n in names]))
+        return out
+    with h5py.File(os.path.join(d, "keras.h5"), "r") as k, h5py.File(os.path.join(d, "strata.h5"), "r") as s:
+        for attr in ("layer_names", "backend", "keras_version"):
+            if attr not in s.attrs:
+                sys.exit("strata.h5: no root attribute %s (Keras's legacy layout)" % attr)
+        want, got = weighted(k), weighted(s)
+        if [l for l, _, _ in got] != [l for l, _, _ in want]:
+            sys.exit("strata.h5: layers with weights %s..., keras.h5 %s..." % (
+                [l for l, _, _ in got][:6], [l for l, _, _ in want][:6]))
+        checked = 0
+        for (layer, wn, wv), (_, gn, gv) in zip(want, got):
+            if gn != wn:
+                sys.exit("strata.h5: layer %s has weight_names %s, Keras's %s" % (layer, gn, wn))
+            for n, a, b in zip(wn, wv, gv):
+                if a.shape != b.shape or b.dtype != np.float32:
+                    sys.exit("strata.h5: %s is %s %s, Keras's %s float32" % (n, b.dtype, b.shape, a.shape))
+                if not np.array_equal(a, b):
+                    sys.exit("strata.h5: %s differs from keras.h5 (max %g)" % (n, np.abs(a - b).max()))
+                checked += 1
+    print(json.dumps({"saved_layers": len(got), "saved_weights": checked}))
+
+
 def main():
+    if sys.argv[1] == "--check-saved":
+        return check_saved(sys.argv[2])
     model, d = sys.argv[1], sys.argv[2]
+    keras_h5 = "--keras-h5" in sys.argv[3:]
     forward, eps, mutations = MODELS[model]
     torch.set_num_threads(1)
     header, params = read_checkpoint(os.path.join(d, "init.ckpt"))
@@ -357,7 +462,9 @@ def main():
     # from their inputs (in network order, during one pass).
     for name, v in w.vars.items():
         n = v["size"]
-        if name.endswith("/bias"):
+        if keras_h5 and (name.endswith("/kernel") or name.endswith("/depthwise_kernel")):
+            w.set(name, glorot_uniform(rng, v["shape"]))  # made here: nothing of Strata's kept
+        elif name.endswith("/bias"):
             w.set(name, rng.normal(0, 0.3, n))
         elif name.endswith("/mean") and "normalization" in name:
             w.set(name, rng.uniform(0.35, 0.65, n))           # after Rescaling: pixels in [0, 1]
@@ -384,6 +491,7 @@ def main():
         forward(Forward(w, eps, calibrate=calibrate), x)
         w.cache.clear()
         w.used.clear()
+        w.layer_order.clear()
         expected = forward(Forward(w, eps), x)
         unused = sorted(n for n in w.vars if n not in w.used and not n.endswith("/count"))
         if unused:
@@ -402,7 +510,14 @@ def main():
             report["mutations"][m] = moved
             if not moved > MUTATION_FACTOR * TOLERANCE:
                 weak.append(m)
-    params.astype("<f4").tofile(os.path.join(d, "weights.f32"))
+    if keras_h5:
+        layers = keras_layers(w)
+        write_keras_legacy_h5(os.path.join(d, "keras.h5"), layers)
+        write_keras_legacy_h5(os.path.join(d, "keras_renamed.h5"), layers, rename=lambda n: "k%03d" % (
+            [l for l, _ in layers].index(n)))
+        report["keras_h5_layers"] = len(layers)
+    else:
+        params.astype("<f4").tofile(os.path.join(d, "weights.f32"))
     expected.numpy().astype("<f4").tofile(os.path.join(d, "expected.f32"))
     print(json.dumps(report))
     if weak:

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "command.h"
@@ -26,6 +27,7 @@
 #include "strata/record/record_reader.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
+#include "strata/keras/h5_weights.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
 #include "strata/monitor/fit_monitor.h"
@@ -47,7 +49,52 @@ struct TrainFlags {
   int64_t steps_per_epoch = 0;
   double lr = 0.05, weight_decay = 5e-4, warmup_epochs = 0.5;
   bool deterministic = false, resume = false;
+  // Transfer learning (docs/flowers.md, "Fine-tuning"): weights loaded before training, the
+  // layers up to --freeze-until frozen, and the two-phase recipe.
+  std::string weights, freeze_until;
+  int64_t freeze_backbone_epochs = 0;
 };
+
+// The fine-tuning phase of --freeze-backbone-epochs trains every layer at the schedule scaled by
+// this, as Keras's transfer-learning guide lowers the rate for it (there 1e-3 -> 1e-5). 0.1 of
+// the flowers preset's peak (5e-4 x replicas) is the notebooks' own for pretrained weights
+// (5e-5 x replicas).
+constexpr double kFineTuneLrScale = 0.1;
+
+// --weights FILE into the compiled model: a Keras weight file (HDF5) by layer name, skipping the
+// layers whose shapes differ (a new head on an include_top=False file, or other classes), or a
+// Strata checkpoint (its weights and optimizer slots; the step count restarts at 0). Returns the
+// one line the run prints.
+Result<std::string> LoadInitialWeights(keras::Model& model, const std::string& path) {
+  if (!keras::IsHdf5File(path)) {
+    if (!fs::is_regular_file(path)) return NotFound("--weights " + path + ": no such file");
+    STRATA_RETURN_IF_ERROR(model.load_weights(path).WithContext("--weights " + path));
+    model.set_global_step(0);
+    return "weights: " + path + " (Strata checkpoint): every layer loaded";
+  }
+  // Keras 3's .weights.h5 names its layers by class and position, so it pairs by order (Keras
+  // 3's rule); the legacy layout pairs by name.
+  const bool keras3_name = path.size() >= 11 && path.compare(path.size() - 11, 11, ".weights.h5") == 0;
+  auto report = keras::LoadKerasWeights(model, path, {.by_name = !keras3_name, .skip_mismatch = true});
+  if (!report.ok()) return report.status().WithContext("--weights");  // the message names the file
+  const keras::KerasWeightsReport& r = *report;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out.empty() ? std::string("none") : out;
+  };
+  return "weights: " + path + (r.layout == keras::KerasWeightsLayout::kKeras3 ? " (Keras 3 .weights.h5)" : " (Keras H5, by name)") +
+         ": " + std::to_string(r.loaded.size()) + " layers loaded; skipped (shapes differ): " + join(r.skipped) +
+         "; not in the file: " + join(r.absent);
+}
+
+// "trainable params 1,234 of 5,678": what the compiled step updates.
+std::string TrainableParams(const keras::Model& model) {
+  int64_t total = 0;
+  for (const auto& e : model.variables()->entries())
+    if (e.role == graph::VariableRole::kParameter) total += e.size;
+  return "trainable params " + std::to_string(model.variables()->num_trainable()) + " of " + std::to_string(total);
+}
 
 // The default dataset: TFRecords in TFDS's layout, made once from Debian's package into
 // the cache directory.
@@ -104,7 +151,7 @@ Result<int64_t> CountRecords(const std::string& pattern) {
 class EpochClock final : public keras::Callback {
  public:
   Status OnTrainBegin(const keras::TrainInfo&) override {
-    clock_.Reset();
+    if (seconds_.empty()) clock_.Reset();  // the second fit of --freeze-backbone-epochs continues the count
     return Status::OK();
   }
   Status OnEpochEnd(int, keras::Logs&) override {
@@ -267,7 +314,16 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Bool("no-monitor", &f.no_monitor, "do not run the utilization / idle monitor");
   flags.Int("replicas", &f.replicas, "replicas (default: one per usable core)");
   flags.String("summary-json", &f.summary_json, "write final metrics, wall time and images/s here");
-  flags.String("out", &f.out, "where to save the trained model (default: in the cache directory)");
+  flags.String("out", &f.out,
+               "where to save the trained model (default: in the cache directory); F.h5: a Keras weight file (weights only)");
+  flags.String("weights", &f.weights,
+               "load these weights before training: a Keras .h5 (by layer name; layers whose shapes differ, e.g. a new "
+               "head, are skipped) or a Strata checkpoint");
+  flags.String("freeze-until", &f.freeze_until,
+               "freeze the model's layers up to and including LAYER (Keras's model.layers order): they keep their weights");
+  flags.Int("freeze-backbone-epochs", &f.freeze_backbone_epochs,
+            "with --freeze-until: N epochs with those layers frozen (the head trains), then every layer at the "
+            "learning rate x 0.1 for the remaining --epochs");
   ApplyPreset(args, &f);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (!f.preset.empty() && f.preset != "flowers") return Fail("train", "--preset must be flowers", kExitUsage);
@@ -283,6 +339,21 @@ int RunTrain(const std::vector<std::string>& args) {
   if (f.channels != 0 && f.channels != 1 && f.channels != 3) return Fail("train", "--channels must be 1 or 3", kExitUsage);
   if (f.resume && f.checkpoint_dir.empty()) return Fail("train", "--resume needs --checkpoint-dir", kExitUsage);
   if (f.epochs < 1 || f.batch_per_replica < 1) return Fail("train", "--epochs and --batch-per-replica must be positive", kExitUsage);
+  if (f.freeze_backbone_epochs < 0) return Fail("train", "--freeze-backbone-epochs must be 0 or more", kExitUsage);
+  if (f.freeze_backbone_epochs > 0 && f.freeze_until.empty())
+    return Fail("train", "--freeze-backbone-epochs needs --freeze-until LAYER (the backbone's last layer)", kExitUsage);
+  if (f.freeze_backbone_epochs >= f.epochs && f.freeze_backbone_epochs > 0)
+    return Fail("train",
+                "--freeze-backbone-epochs " + std::to_string(f.freeze_backbone_epochs) + " leaves no epoch of --epochs " +
+                    std::to_string(f.epochs) + " to fine-tune: pass fewer, or --freeze-until alone to train the head only",
+                kExitUsage);
+  // A backup holds one phase's optimizer; which phase it was is not recorded, so a two-phase run
+  // cannot be continued (--freeze-until alone resumes: the flag freezes the same layers again).
+  if (f.freeze_backbone_epochs > 0 && f.resume)
+    return Fail("train",
+                "--resume cannot continue a --freeze-backbone-epochs run: rerun it without --resume, or continue the "
+                "fine-tuning from a saved model with --weights",
+                kExitUsage);
   // A Keras application is built at Keras's default size unless --image-size (or the preset) says
   // otherwise, and refused below its minimum before any work.
   const bool application = keras::applications::IsApplication(f.model);
@@ -337,6 +408,7 @@ int RunTrain(const std::vector<std::string>& args) {
 
   // ---- model, in the strategy's scope (as the seed's snippet)
   std::unique_ptr<keras::Model> model;
+  std::optional<keras::CompileOptions> fine_tune_options;  // phase 2 of --freeze-backbone-epochs
   const bool flowers = f.preset == "flowers";
   // What the saved checkpoint records, so `strata evaluate|predict --model CKPT` rebuild it.
   ModelInfo info{.spec_json = "", .source = f.model, .preset = f.preset, .image_key = f.image_key, .label_key = f.label_key,
@@ -399,6 +471,11 @@ int RunTrain(const std::vector<std::string>& args) {
                     kExitUsage);
       f.classes = info.classes = units;
     }
+    if (!f.freeze_until.empty()) {
+      if (Status s = model->freeze_until(f.freeze_until); !s.ok())
+        return Fail("train", "--freeze-until " + f.freeze_until + ": model " + f.model + " has no layer named " + f.freeze_until,
+                    kExitUsage);
+    }
     // The seed's rule: learning rate scaled linearly with the global batch.
     const double lr = f.lr * (f.lr_scaling == "linear" ? static_cast<double>(global_batch) / 128.0 : 1.0);
     const int64_t total = steps_per_epoch * f.epochs;
@@ -414,19 +491,35 @@ int RunTrain(const std::vector<std::string>& args) {
                                                                    {.alpha = 0, .warmup_target = lr, .warmup_steps = warmup});
     // The flowers recipe: Adam, as the codelab and the seed's notebook; the default job:
     // SGD with Nesterov momentum and weight decay.
-    auto optimizer = [&] {
-      return flowers ? keras::optimizers::Adam(schedule, {.weight_decay = f.weight_decay})
-                     : keras::optimizers::SGD(schedule, {.momentum = 0.9, .nesterov = true, .weight_decay = f.weight_decay});
+    auto optimizer = [&](const keras::Schedule& s) {
+      return flowers ? keras::optimizers::Adam(s, {.weight_decay = f.weight_decay})
+                     : keras::optimizers::SGD(s, {.momentum = 0.9, .nesterov = true, .weight_decay = f.weight_decay});
     };
     std::vector<std::string> metrics = {"accuracy"};
     if (flowers) metrics.push_back("f1_macro");  // the competition's metric, on --val after each epoch
     // A spec's last layer either ends in softmax (probabilities) or gives logits.
-    Status st = model->compile({.optimizer = optimizer(),
-                                .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !model->ends_in_softmax()}),
-                                .metrics = metrics,
-                                .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
-                                .seed = static_cast<uint64_t>(f.seed)});
+    auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
+      return {.optimizer = std::move(opt),
+              .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !model->ends_in_softmax()}),
+              .metrics = metrics,
+              .precision = f.precision == "bf16" ? "mixed_bfloat16" : "float32",
+              .seed = static_cast<uint64_t>(f.seed)};
+    };
+    Status st = model->compile(compile_options(optimizer(schedule)));
     if (!st.ok()) return Fail("train", st.ToString());
+    if (!f.weights.empty()) {
+      auto loaded = LoadInitialWeights(*model, f.weights);
+      if (!loaded.ok()) return Fail("train", loaded.status().ToString());
+      if (chief) std::printf("%s\n", loaded->c_str());
+    }
+    // Phase 2 of --freeze-backbone-epochs: every layer trainable, a new optimizer (as Keras's
+    // recompile) whose schedule continues the first's where phase 1 left it, scaled down.
+    if (f.freeze_backbone_epochs > 0) {
+      const int64_t phase1_steps = steps_per_epoch * f.freeze_backbone_epochs;
+      keras::Schedule fine = schedule;
+      fine.fn = [schedule, phase1_steps](int64_t step) { return kFineTuneLrScale * schedule(step + phase1_steps); };
+      fine_tune_options = compile_options(optimizer(fine));
+    }
     if (chief)
       std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)%s\n",
                 (*strategy)->name().c_str(), replicas, static_cast<long long>(global_batch),
@@ -467,11 +560,45 @@ int RunTrain(const std::vector<std::string>& args) {
 
   // ---- fit
   Stopwatch train_clock;
-  auto history = model->fit(*train, {.epochs = static_cast<int>(f.epochs), .steps_per_epoch = steps_per_epoch,
-                                           .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
-                                           .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2,
-                                           .observer = monitored ? &monitor : nullptr});
+  auto fit = [&](int initial_epoch, int epochs) {
+    return model->fit(*train, {.epochs = epochs, .steps_per_epoch = steps_per_epoch,
+                               .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
+                               .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2,
+                               .initial_epoch = initial_epoch,
+                               .observer = monitored ? &monitor : nullptr});
+  };
+  const int phase1_epochs = static_cast<int>(fine_tune_options ? f.freeze_backbone_epochs : f.epochs);
+  if (chief && fine_tune_options)
+    std::printf("phase 1 (head): epochs 1-%d with the layers up to %s frozen, %s, learning rate from %.4g\n",
+                phase1_epochs, f.freeze_until.c_str(), TrainableParams(*model).c_str(), model->learning_rate());
+  auto history = fit(0, phase1_epochs);
   if (!history.ok()) return Fail("train", history.status().ToString());
+  if (fine_tune_options) {
+    // The head-trained model, kept beside the backups: a fine-tuning that fails can start again
+    // from it (--weights D/head_trained.h5).
+    if (chief && !f.checkpoint_dir.empty()) {
+      const std::string head = f.checkpoint_dir + "/head_trained.h5";
+      if (Status s = model->save_weights(head); !s.ok()) return Fail("train", s.ToString());
+      std::printf("phase 1 model saved to %s\n", head.c_str());
+    }
+    {
+      auto scope = (*strategy)->scope();
+      model->set_trainable(true);
+      if (Status s = model->compile(*fine_tune_options); !s.ok()) return Fail("train", s.ToString());
+    }
+    if (chief)
+      std::printf("phase 2 (fine-tuning): epochs %d-%lld with every layer trainable at the learning rate x %g, %s, "
+                  "learning rate from %.4g\n",
+                  phase1_epochs + 1, static_cast<long long>(f.epochs), kFineTuneLrScale, TrainableParams(*model).c_str(),
+                  model->learning_rate());
+    auto phase2 = fit(phase1_epochs, static_cast<int>(f.epochs));
+    if (!phase2.ok()) return Fail("train", phase2.status().ToString());
+    history->epoch.insert(history->epoch.end(), phase2->epoch.begin(), phase2->epoch.end());
+    for (auto& [key, values] : phase2->history) {
+      auto& all = history->history[key];
+      all.insert(all.end(), values.begin(), values.end());
+    }
+  }
   const double train_seconds = train_clock.ElapsedSeconds();
 
   if (!chief) return kExitOk;
@@ -488,7 +615,9 @@ int RunTrain(const std::vector<std::string>& args) {
   std::error_code ec;
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
   if (Status s = model->save_weights(out); !s.ok()) return Fail("train", s.ToString());
-  if (Status s = RecordModelInfo(out, info); !s.ok()) return Fail("train", s.ToString());
+  // A Keras weight file holds weights only; a checkpoint also records how to rebuild the model.
+  if (!keras::IsHdf5File(out))
+    if (Status s = RecordModelInfo(out, info); !s.ok()) return Fail("train", s.ToString());
   const int64_t trained = steps_per_epoch * f.epochs * global_batch;
   const double images_per_second = static_cast<double>(trained) / train_seconds;
   std::printf("trained %lld images in %.1f s (%.0f images/s)\n", static_cast<long long>(trained), train_seconds, images_per_second);

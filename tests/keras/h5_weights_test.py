@@ -288,6 +288,36 @@ class KerasWeights(unittest.TestCase):
         np.testing.assert_allclose(y, self.expected, atol=TOL, rtol=0)
 
 
+    def test_depth_multiplier_round_trips_in_keras_shape(self):
+        # Keras holds a depthwise kernel as [k, k, C, M]; Strata as [k, k, 1, C * M] in the same
+        # order. A file in Keras's shape loads, and Strata writes Keras's shape back (M = 2).
+        layers = [("dw", "DepthwiseConv2D", {"kernel_size": 3, "padding": "same", "depth_multiplier": 2}),
+                  ("gap", "GlobalAveragePooling2D", {}), ("head", "Dense", {"units": 3})]
+        spec = self.path("dw2.json")
+        with open(spec, "w") as f:
+            json.dump(seq_spec(layers), f)
+        rng = np.random.default_rng(7)
+        k = rng.standard_normal((3, 3, C, 2)).astype(np.float32)
+        w = {"dw": [("depthwise_kernel", k), ("bias", rng.standard_normal(C * 2).astype(np.float32))],
+             "head": [("kernel", rng.standard_normal((C * 2, 3)).astype(np.float32)),
+                      ("bias", rng.standard_normal(3).astype(np.float32))]}
+        xp = np.pad(self.x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        # Output channel c * M + m is input channel c times k[..., c, m] (Keras's order).
+        y = sum(xp[:, i:i + H, j:j + W, :, None] * k[i, j] for i in range(3) for j in range(3))
+        y = y.reshape(self.x.shape[0], H, W, C * 2) + w["dw"][1][1]
+        expected = y.mean(axis=(1, 2)) @ w["head"][0][1] + w["head"][1][1]
+        src = self.path("dw2_src.h5")
+        write_legacy(src, ["input_1", "dw", "gap", "head"], w)
+        got, _ = self.predict(src, spec=spec)
+        np.testing.assert_allclose(got, expected, atol=TOL, rtol=0)
+        out = self.path("dw2_saved.h5")
+        run_tool("--spec", spec, "--load", src, "--save", out)
+        with h5py.File(out, "r") as f:
+            d = f["dw"]["dw/depthwise_kernel:0"]
+            self.assertEqual(d.shape, (3, 3, C, 2))
+            np.testing.assert_array_equal(d[()], k)
+
+
 class KerasLayerOrder(unittest.TestCase):
     """A residual block, where Keras's model.layers order (map_graph: deepest first, ties by a
     depth-first walk from the output) is not the order of definition."""

@@ -305,6 +305,7 @@ std::string SnakeCase(const std::string& cls) {
 // One model layer with weights, in Keras's terms.
 struct ModelLayer {
   std::string name, class_name;
+  LayerPtr layer;
   std::string keras3_key;  // "layers/conv2d_1"
   std::vector<const backend::VariableStore::Entry*> vars;  // Keras's order: trainable, then the rest
 };
@@ -330,6 +331,7 @@ std::vector<ModelLayer> ModelLayers(const Model& model) {
     ModelLayer ml;
     ml.name = layer->name();
     ml.class_name = layer->class_name();
+    ml.layer = layer;
     ml.keras3_key = "layers/" + snake + (n == 0 ? "" : "_" + std::to_string(n));
     const auto& vars = by_layer[layer->name()];
     // A gamma / beta that is state, not a parameter, is scale / center = false (Keras has no
@@ -653,9 +655,9 @@ Status WriteLegacy(const Model& model, const std::string& tmp, const std::string
     for (size_t i = 0; i < m->vars.size(); ++i) {
       const auto* e = m->vars[i];
       std::vector<hsize_t> dims(e->shape.dims().begin(), e->shape.dims().end());
-      // Keras's depthwise kernel is [k, k, C, M]: written for depth_multiplier 1 (Strata's
-      // [k, k, 1, C * M] with the input channels C unknown here; docs/formats/h5.md).
-      if (ShortName(e->name) == "depthwise_kernel" && dims.size() == 4 && dims[2] == 1) std::swap(dims[2], dims[3]);
+      // Keras's shape where it differs from Strata's (a depthwise kernel: [k, k, C, M]).
+      const Shape keras_shape = m->layer->KerasWeightShape(ShortName(e->name), e->shape);
+      dims.assign(keras_shape.dims().begin(), keras_shape.dims().end());
       Handle space = Space(dims.empty() ? H5Screate(H5S_SCALAR)
                                         : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
       // Keras keeps Normalization's count as an int64 variable.

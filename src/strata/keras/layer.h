@@ -60,6 +60,10 @@ class Layer {
   // Emits the layer's ops on `inputs` (most layers take one).
   virtual Result<graph::Value> Call(BuildContext& ctx, const std::vector<graph::Value>& inputs) = 0;
   virtual int num_inputs() const { return 1; }  // -1: any number >= 2 (Add, Concatenate)
+  // The shape Keras gives the weight `weight` ("depthwise_kernel") whose Strata shape is
+  // `strata_shape`, where the two differ: a depthwise kernel is [k, k, 1, C * M] here (a grouped
+  // convolution) and [k, k, C, M] in Keras, the same values in the same order. Weight files use it.
+  virtual Shape KerasWeightShape(const std::string& weight, const Shape& strata_shape) const { return strata_shape; }
 
   // Keras's layer.trainable. false freezes the layer: its weights stay as they are (no
   // gradient is computed for them and the optimizer keeps no slots for them) and a

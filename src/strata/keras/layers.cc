@@ -252,6 +252,12 @@ Result<Value> Depthwise(BuildContext& ctx, const std::string& layer, const std::
   return ctx.graph->Conv2D(x, w, co, layer + "/depthwise");
 }
 
+// Keras's [k, k, C, M] for Strata's depthwise [k, k, 1, C * M] (Layer::KerasWeightShape).
+Shape DepthwiseKerasShape(const std::string& weight, const Shape& s, int multiplier) {
+  if (weight != "depthwise_kernel" || s.rank() != 4 || s[2] != 1 || multiplier < 1 || s[3] % multiplier != 0) return s;
+  return Shape({s[0], s[1], s[3] / multiplier, multiplier});
+}
+
 class DepthwiseConv2DLayer final : public Layer {
  public:
   DepthwiseConv2DLayer(int k, DepthwiseConv2DOptions o) : k_(k), o_(std::move(o)) {}
@@ -267,6 +273,10 @@ class DepthwiseConv2DLayer final : public Layer {
       STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
     }
     return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+  Shape KerasWeightShape(const std::string& weight, const Shape& s) const override {
+    return DepthwiseKerasShape(weight, s, o_.depth_multiplier);
   }
 
  private:
@@ -292,6 +302,10 @@ class SeparableConv2DLayer final : public Layer {
       STRATA_ASSIGN_OR_RETURN(y, ctx.graph->BiasAdd(y, b, name() + "/bias_add"));
     }
     return ApplyActivation(*ctx.graph, o_.activation, y, name() + "/" + o_.activation);
+  }
+
+  Shape KerasWeightShape(const std::string& weight, const Shape& s) const override {
+    return DepthwiseKerasShape(weight, s, o_.depth_multiplier);
   }
 
  private:

@@ -186,10 +186,11 @@ TEST(MonitorTest, UtilizationOfAPureMatmulProgramMatchesFlopsOverTimeOverPeak) {
   const double independent = 100.0 * res->matrix_flops / (res->seconds * wo.replicas * peak_gflops * 1e9);
   EXPECT_NEAR(res->report.utilization_pct, independent, 5.0);
   EXPECT_GT(independent, 1.0);  // the GEMMs ran
-  // The windows carry the same FLOPs between them.
+  // The windows carry the same FLOPs between them (summed in another order: equal up to
+  // double rounding when every step fell inside a window).
   double flops = 0;
   for (const auto& w : windows) flops += w.matrix_flops;
-  EXPECT_LE(flops, res->matrix_flops);
+  EXPECT_LE(flops, res->matrix_flops * (1 + 1e-12));
   EXPECT_GT(flops, 0.7 * res->matrix_flops);
   EXPECT_GT(res->steps, 0);
 }

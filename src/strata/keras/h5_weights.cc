@@ -478,6 +478,13 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
     report.skipped.push_back(m.name + ": " + message);
     return Status::OK();
   };
+  // Pairs a model layer with its file layer when their weights match, else skips or fails.
+  auto pair = [&](const ModelLayer& m, const FileLayer& f) -> Status {
+    const std::string why = Mismatch(m, f, path);
+    if (!why.empty()) return mismatch(why, m);
+    pairs.push_back({&m, &f});
+    return Status::OK();
+  };
   if (keras3) {
     for (const ModelLayer* m : weighted) {
       auto it = parsed.by_name.find(m->keras3_key);
@@ -486,13 +493,7 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
                                             m->keras3_key + "/vars in the file", *m));
         continue;
       }
-      const FileLayer& f = parsed.layers[it->second];
-      std::string why = Mismatch(*m, f, path);
-      if (!why.empty()) {
-        STRATA_RETURN_IF_ERROR(mismatch(why, *m));
-        continue;
-      }
-      pairs.push_back({m, &f});
+      STRATA_RETURN_IF_ERROR(pair(*m, parsed.layers[it->second]));
     }
   } else if (o.by_name) {
     for (const ModelLayer* m : weighted) {
@@ -501,13 +502,7 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
         report.absent.push_back(m->name);
         continue;
       }
-      const FileLayer& f = parsed.layers[it->second];
-      std::string why = Mismatch(*m, f, path);
-      if (!why.empty()) {
-        STRATA_RETURN_IF_ERROR(mismatch(why, *m));
-        continue;
-      }
-      pairs.push_back({m, &f});
+      STRATA_RETURN_IF_ERROR(pair(*m, parsed.layers[it->second]));
     }
   } else {
     std::vector<const FileLayer*> file_weighted;

@@ -53,6 +53,14 @@ bench:
 # $(BUILD)/strata_<version>_amd64.deb (the command, docs; Depends: the run-time libraries) and
 # $(BUILD)/strata-dev_<version>_amd64.deb (headers, libstrata.a, StrataConfig.cmake, strata.pc).
 # Only the installed targets are built, not the tests.
+# ---- make python-install: `import strata` for Debian's python3 (python/CMakeLists.txt) ----
+# Builds the extension in the Release tree and installs the package into Debian Python's local
+# site directory (/usr/local/lib/python3.11/dist-packages); docs/python.md.
+.PHONY: python-install
+python-install: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target strata_python
+	cmake --install $(BUILD) --component python
+
 .PHONY: package
 package: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target strata_cli

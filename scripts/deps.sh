@@ -37,6 +37,10 @@ PACKAGES=(
   "libhdf5-dev          keras/h5_weights.cc: Keras .h5 / .weights.h5 weight files in and out (HDF5 C API)"
   "python3-h5py         Keras weights tests: write files in Keras's layouts and read Strata's back"
   "python3-onnx         ONNX export test: onnx.checker.check_model accepts every exported file"
+  "python3-dev          import strata: the Python module's headers (Debian's Python 3.11)"
+  "pybind11-dev         import strata: the C++ <-> Python bindings (python/src/)"
+  "python3-numpy        import strata: arrays in and out through the buffer protocol"
+  "python3-pytest       the Python module's tests (tests/python/, run by make test)"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

@@ -55,7 +55,16 @@ Storage::Storage(size_t bytes, bool zero) : bytes_(bytes) {
   if (zero) std::memset(data_, 0, rounded);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::Storage(void* external, size_t bytes, std::function<void()> release)
+    : data_(external), bytes_(bytes), release_(std::move(release)) {}
+
+Storage::~Storage() {
+  if (release_) {
+    release_();
+  } else {
+    std::free(data_);
+  }
+}
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype),
@@ -69,6 +78,16 @@ Tensor Tensor::Empty(DType dtype, Shape shape) {
   t.shape_ = std::move(shape);
   t.strides_ = t.shape_.ContiguousStrides();
   t.storage_ = std::make_shared<Storage>(static_cast<size_t>(t.shape_.num_elements()) * DTypeSize(dtype), false);
+  return t;
+}
+
+Tensor Tensor::Borrow(DType dtype, Shape shape, void* data, std::function<void()> release) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = t.shape_.ContiguousStrides();
+  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(t.shape_.num_elements()) * DTypeSize(dtype),
+                                         std::move(release));
   return t;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,15 +26,20 @@ class Storage {
  public:
   // Zeroed unless `zero` is false (then the bytes are whatever the allocator returns).
   explicit Storage(size_t bytes, bool zero = true);
+  // Memory another owner keeps (a numpy array's buffer): never freed here; `release` runs
+  // once, when the last tensor viewing it lets go, so the owner lives as long as any view.
+  Storage(void* external, size_t bytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  bool borrowed() const { return static_cast<bool>(release_); }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::function<void()> release_;  // set: external memory
 };
 
 class Tensor {
@@ -45,6 +51,9 @@ class Tensor {
   // full before anyone reads them, such as a decoded image or a batch, where zeroing would
   // be a second pass over memory.
   static Tensor Empty(DType dtype, Shape shape);
+  // A contiguous view of memory that `release` gives back when the last view is gone (no copy).
+  // The caller guarantees `data` holds shape.num_elements() elements of `dtype`.
+  static Tensor Borrow(DType dtype, Shape shape, void* data, std::function<void()> release);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -56,7 +65,8 @@ class Tensor {
   bool is_contiguous() const { return strides_ == shape_.ContiguousStrides(); }
   // No other tensor (view or copy) shares this storage, so its owner may overwrite it and
   // hand it out again: how a stage recycles a buffer its consumer has let go of.
-  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
+  // Borrowed memory (Borrow) is never anyone's to overwrite.
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1 && !storage_->borrowed(); }
 
   void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T> T* data() const { return static_cast<T*>(raw_data()); }

@@ -1,0 +1,16 @@
+// The extension strata._strata: one Register function per submodule, each in its own file
+// (data.cc, io.cc, keras.cc, distribute.cc, devices.cc), called in this order by module.cc.
+// The Python package (python/strata/*.py) gives them their Keras/tf.data names and defaults.
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace strata::python {
+
+void RegisterCore(pybind11::module_& m);        // convert.cc: version, errors' codes, tensors
+void RegisterDevices(pybind11::module_& m);     // devices.cc: devices(), the monitor
+void RegisterIo(pybind11::module_& m);          // io.cc: FixedLenFeature, parse_example, ...
+void RegisterData(pybind11::module_& m);        // data.cc: Dataset and its stages
+void RegisterKeras(pybind11::module_& m);       // keras.cc: layers, Model, fit, callbacks
+void RegisterDistribute(pybind11::module_& m);  // distribute.cc: ClusterResolver, strategies
+
+}  // namespace strata::python

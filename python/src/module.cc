@@ -1,0 +1,8 @@
+// strata._strata: the extension behind `import strata` (python/strata/__init__.py).
+// Each submodule's bindings live in their own file; bindings.h lists them.
+#include "bindings.h"
+
+PYBIND11_MODULE(_strata, m) {
+  m.doc() = "Strata's C++ core: the compiled training step, the tf.data-style pipeline, the monitor.";
+  strata::python::RegisterCore(m);
+}

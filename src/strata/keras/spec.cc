@@ -401,6 +401,22 @@ Result<std::unique_ptr<Model>> FunctionalFromJson(const Json& config) {
 
 }  // namespace
 
+Result<LayerPtr> LayerFromConfig(const std::string& class_name, const std::string& config_json, const std::string& name) {
+  Json config;
+  try {
+    config = Json::parse(config_json);
+  } catch (const Json::exception& e) {
+    return InvalidArgument((name.empty() ? std::string("layer") : name) + " (" + class_name + "): config is not JSON: " + e.what());
+  }
+  if (!config.is_object())
+    return InvalidArgument((name.empty() ? std::string("layer") : name) + " (" + class_name + "): config must be an object");
+  try {
+    return MakeLayer(class_name, config, name);
+  } catch (const Json::exception& e) {
+    return InvalidArgument((name.empty() ? std::string("layer") : name) + " (" + class_name + "): " + e.what());
+  }
+}
+
 Result<std::unique_ptr<Model>> ModelFromJson(const std::string& text) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("model spec: not valid JSON");

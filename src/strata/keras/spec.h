@@ -24,6 +24,10 @@
 namespace strata::keras {
 
 Result<std::unique_ptr<Model>> ModelFromJson(const std::string& json_text);
+// One layer from its Keras class name and config ({"units": 10, "activation": "relu"}), as a
+// spec's "layers" entry builds it: Keras's argument names, unknown arguments are errors naming
+// the layer (the Python module's strata.keras.layers build their layers so).
+Result<LayerPtr> LayerFromConfig(const std::string& class_name, const std::string& config_json, const std::string& name = "");
 // A file path, or a built-in name: "reference-cnn" (the Fashion-MNIST CNN),
 // "flowers-cnn" (a small CNN for the 104 flower classes at 192 px).
 Result<std::unique_ptr<Model>> LoadModelSpec(const std::string& path_or_name);

@@ -5,4 +5,9 @@
 PYBIND11_MODULE(_strata, m) {
   m.doc() = "Strata's C++ core: the compiled training step, the tf.data-style pipeline, the monitor.";
   strata::python::RegisterCore(m);
+  strata::python::RegisterDevices(m);
+  strata::python::RegisterIo(m);
+  strata::python::RegisterData(m);
+  strata::python::RegisterKeras(m);
+  strata::python::RegisterDistribute(m);
 }

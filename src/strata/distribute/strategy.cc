@@ -9,6 +9,9 @@
 namespace strata::distribute {
 namespace {
 thread_local Strategy* g_current = nullptr;
+// The strategy whose replica thread this is (null on other threads): run() from inside one of
+// its own replicas would wait for itself forever (a model step inside a per-replica function).
+thread_local const Strategy* g_replica_of = nullptr;
 }  // namespace
 
 Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective, int first_core)
@@ -31,6 +34,7 @@ void Strategy::Worker(int replica) {
   char name[16];
   std::snprintf(name, sizeof(name), "replica-%d", replica);
   pthread_setname_np(pthread_self(), name);
+  g_replica_of = this;
   if (pin_) {
     std::vector<int> cpus = UsableCpuList();
     cpu_set_t set;
@@ -58,6 +62,10 @@ void Strategy::Worker(int replica) {
 }
 
 Status Strategy::run(const std::function<Status(int)>& fn) {
+  if (g_replica_of == this)
+    return InvalidArgument("Strategy::run called from inside one of " + name_ +
+                           "'s own replicas (a model step inside a per-replica function?): the replicas "
+                           "would wait for themselves; run the model step outside, it splits its batch itself");
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;

@@ -33,7 +33,8 @@ Status FitMonitor::OnTrainBegin(const keras::FitStart& start) {
   }
   if (options_.http_port >= 0) {
     STRATA_ASSIGN_OR_RETURN(auto server, HttpServer::Start({.bind = options_.http_bind, .port = options_.http_port}));
-    std::fprintf(stderr, "monitor: %s\n", server->url().c_str());
+    url_ = server->url();
+    std::fprintf(stderr, "monitor: %s\n", url_.c_str());
     mon->AddReporter(std::move(server));
   }
   if (!options_.trace_path.empty()) STRATA_RETURN_IF_ERROR(mon->EnableTrace(options_.trace_path));

@@ -42,8 +42,15 @@ class FitMonitor final : public keras::StepObserver {
   void Resume() override { monitor_->Resume(); }
   Status OnTrainEnd() override;
 
+  // The live page's address ("http://127.0.0.1:8080/") once OnTrainBegin has started it
+  // (port 0 picks a free port: this says which); "" without http_port. Kept after the run.
+  const std::string& url() const { return url_; }
+  // Between a successful OnTrainBegin and OnTrainEnd (the hooks may be called only then).
+  bool running() const { return monitor_ != nullptr; }
+
  private:
   FitMonitorOptions options_;
+  std::string url_;
   std::unique_ptr<Monitor> monitor_;  // from OnTrainBegin to OnTrainEnd
 };
 

@@ -175,3 +175,22 @@ def test_decode_image_fused_with_batch_equals_unfused(testdata):
     with pytest.raises(errors.StrataError, match="image"):
         list(D.TFRecordDataset(path).map(strata.io.parse_example({"id": spec["image"]})).map(
             D.experimental.decode_image(label_key=None, size=8)))
+
+
+def test_a_signal_interrupts_an_endless_iteration():
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted()
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):  # the handler runs between elements: the loop does not hold it off
+            for _ in D.Dataset.range(10).map(lambda v: v, num_parallel_calls=2).repeat().prefetch(4):
+                pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

@@ -89,6 +89,33 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.BatchNorm(x[0], x[1], x[2], mm, mv, {.synchronized = true}, "bn");
                },
                1e-5, 1e-5, 0, 2e-4});
+  // Batch norm + ReLU6, one kernel each way on the cpu backend (norm_act_kernels.h); beta
+  // scaled so that channels reach both of ReLU6's kinks.
+  c.push_back({"batch_norm_training_relu6", {{4, 3, 3, 5}, {5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value mv, g.Variable("bn/moving_variance", {5}, {.trainable = false},
+                                                              graph::VariableRole::kState));
+                 STRATA_ASSIGN_OR_RETURN(Value beta, g.Scale(x[2], 6.0f));
+                 STRATA_ASSIGN_OR_RETURN(Value y, g.BatchNorm(x[0], x[1], beta, mm, mv, {}, "bn"));
+                 return g.Act(Activation::kRelu6, y);
+               },
+               1e-5, 1e-5, 0, 2e-4});
+  // ZeroPadding2D before a 'valid' convolution (Keras's correct_pad): folded into the
+  // convolution's padding on the cpu backend (graph/fusion.h).
+  c.push_back({"zero_pad_conv_valid_stride2", {{2, 6, 6, 3}, {3, 3, 3, 4}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value p, g.ZeroPad2D(x[0], 0, 1, 0, 1, "pad"));
+                 return g.Conv2D(p, x[1], {.stride_h = 2, .stride_w = 2}, "conv");
+               },
+               1e-6, 1e-5, 2LL * 2 * 3 * 3 * 4 * 3 * 3 * 3});
+  c.push_back({"zero_pad_depthwise_valid_stride2", {{2, 5, 5, 3}, {3, 3, 1, 3}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value p, g.ZeroPad2D(x[0], 1, 1, 1, 1, "pad"));
+                 return g.Conv2D(p, x[1], {.stride_h = 2, .stride_w = 2, .groups = 3}, "conv");
+               },
+               1e-6, 1e-5, 2LL * 2 * 3 * 3 * 3 * 3 * 3 * 1});
   c.push_back({"batch_norm_inference_relu", {{4, 3, 3, 5}, {5}, {5}},
                [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
                  STRATA_ASSIGN_OR_RETURN(Value mm, g.Variable("bn/moving_mean", {5}, {.trainable = false},

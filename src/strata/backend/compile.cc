@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "strata/backend/backend.h"
 
@@ -72,6 +73,14 @@ Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions o
     STRATA_RETURN_IF_ERROR(vars->CheckCompatible(g));
   }
   if (const char* t = std::getenv("STRATA_TRACE"); t != nullptr && t[0] == '1') options.trace = true;
+  for (auto [name, flag] : {std::pair{"STRATA_FUSE_BN_RELU6", &options.fuse_bn_relu6},
+                            std::pair{"STRATA_FOLD_ZERO_PAD", &options.fold_zero_pad}}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == 0) continue;
+    if (std::string(v) != "0" && std::string(v) != "1")
+      return InvalidArgument(std::string(name) + "=\"" + v + "\": expected 0 or 1");
+    *flag = v[0] == '1';
+  }
   if (const char* a = std::getenv("STRATA_CONV_ALGORITHM"); a != nullptr && *a != 0) {
     if (std::string(a) == "direct") {
       options.conv_algorithm = ConvAlgorithm::kDirect;

@@ -18,9 +18,113 @@ int PositionOf(const Schedule& s, int node) {
   return it == s.order.end() ? -1 : static_cast<int>(it - s.order.begin());
 }
 
+// v = Concat([zeros..., x, zeros...], axis) over f32 zero constants: x and the zeros' extents.
+struct ZeroConcat {
+  Value source;
+  int64_t before = 0, after = 0;
+};
+bool MatchZeroConcat(const Graph& g, Value v, int axis, ZeroConcat& m) {
+  const Node& n = g.node(v.node);
+  if (n.kind != OpKind::kConcat || n.attrs.axis != axis) return false;
+  int middle = -1;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value in = n.inputs[k];
+    const Node& src = g.node(in.node);
+    if (src.kind == OpKind::kConstant && src.attrs.scalar == 0.0f && in.dtype() == DType::kF32) {
+      (middle < 0 ? m.before : m.after) += in.shape()[axis];
+      continue;
+    }
+    if (middle >= 0) return false;
+    middle = static_cast<int>(k);
+    m.source = in;
+  }
+  return middle >= 0;
+}
+
+// The output of v's sole consumer when that is Slice(v, axis, begin, begin + len), else invalid.
+Value SliceOf(const Graph& g, const Schedule& s, Value v, int axis, int64_t begin, int64_t len) {
+  const int c = SoleConsumer(g, s, v.node, v.output);
+  if (c < 0) return Value{};
+  const Node& n = g.node(c);
+  if (n.kind != OpKind::kSlice || n.attrs.axis != axis || n.attrs.begin != begin || n.attrs.end != begin + len)
+    return Value{};
+  return g.output(c);
+}
+
+// Folds the ZeroPad2D before 'valid' Conv2D node i into it where it may (see ZeroPadFold).
+void FoldZeroPad(const Graph& g, const Schedule& s, int i, const std::vector<Value>& fetches, FusionPlan& f) {
+  const Node& conv = g.node(i);
+  const Value padded = conv.inputs[0];
+  // An output of the program is computed, not folded away.
+  auto output = [&](Value v) {
+    return g.GradientOf(v) >= 0 || std::find(fetches.begin(), fetches.end(), v) != fetches.end();
+  };
+  if (conv.attrs.conv.padding != Padding::kValid || padded.shape().rank() != 4 || padded.dtype() != DType::kF32 ||
+      output(padded))
+    return;
+  ZeroPadFold z;
+  z.padded = padded;
+  std::vector<int> concats;
+  Value v = padded;
+  ZeroConcat cols, rows;
+  if (MatchZeroConcat(g, v, 2, cols)) {  // ZeroPad2D's outer concat pads W
+    z.left = cols.before;
+    z.right = cols.after;
+    concats.push_back(v.node);
+    v = cols.source;
+  }
+  if (MatchZeroConcat(g, v, 1, rows) && (concats.empty() || SoleConsumer(g, s, v.node, v.output) == concats[0]) &&
+      !output(v)) {
+    z.top = rows.before;
+    z.bottom = rows.after;
+    concats.push_back(v.node);
+    v = rows.source;
+  }
+  if (concats.empty()) return;
+  z.source = v;
+  // oneDNN's convolutions take pads smaller than the (dilated) window.
+  const Shape& ks = conv.inputs[1].shape();
+  const int64_t eff_h = (ks[0] - 1) * conv.attrs.conv.dilation_h + 1, eff_w = (ks[1] - 1) * conv.attrs.conv.dilation_w + 1;
+  if (z.top >= eff_h || z.bottom >= eff_h || z.left >= eff_w || z.right >= eff_w) return;
+  // The padded value is read by this convolution and its filter gradient only.
+  std::vector<int> readers = {i};
+  for (int pos : s.consumers[padded.node][padded.output]) {
+    const int r = s.order[pos];
+    const Node& rn = g.node(r);
+    if (r == i) continue;
+    if (rn.kind != OpKind::kConv2DBackpropFilter || rn.attrs.forward_node != i || !(rn.inputs[0] == padded)) return;
+    readers.push_back(r);
+  }
+  // Each data gradient: the padded gradient's slices back to the source's extent (the outer
+  // concat's slice first), absorbed by the data gradient, which writes the last slice's value.
+  std::vector<std::pair<int, int>> absorbed;  // (slice node, data gradient node)
+  for (int j : s.order) {
+    const Node& bn = g.node(j);
+    if (bn.kind != OpKind::kConv2DBackpropInput || bn.attrs.forward_node != i) continue;
+    Value d = g.output(j);
+    for (size_t c = 0; c < concats.size(); ++c) {
+      const int axis = g.node(concats[c]).attrs.axis;
+      const Value inner = axis == 2 ? cols.source : rows.source;
+      if (c > 0 && output(d)) return;  // an intermediate slice is a program output
+      const Value next = SliceOf(g, s, d, axis, axis == 2 ? z.left : z.top, inner.shape()[axis]);
+      if (!next.valid()) return;
+      absorbed.push_back({next.node, j});
+      d = next;
+    }
+    z.source_grads.push_back({j, d});
+    readers.push_back(j);
+  }
+  const int index = static_cast<int>(f.zero_pads.size());
+  f.zero_pads.push_back(z);
+  for (int r : readers) f.zero_pad[r] = index;
+  for (int c : concats) f.absorbed_by[c] = i;
+  for (const auto& [slice, by] : absorbed) f.absorbed_by[slice] = by;
+}
+
 }  // namespace
 
-FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
+FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o, const std::vector<Value>& fetches) {
+  const bool bn_relu6 = o.bn_relu6;
   const int n = g.num_nodes();
   FusionPlan f;
   f.absorbed_by.assign(n, -1);
@@ -28,8 +132,12 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
   f.activation.assign(n, -1);
   f.act_grad.assign(n, -1);
   f.bias_grad.assign(n, -1);
-  if (!enabled) return f;
+  f.zero_pad.assign(n, -1);
+  if (!o.enabled) return f;
   auto is_fetch_or_grad = [&](int node, int k) { return g.GradientOf(g.output(node, k)) >= 0; };
+  if (o.zero_pad)
+    for (int i : s.order)
+      if (g.node(i).kind == OpKind::kConv2D) FoldZeroPad(g, s, i, fetches, f);
   for (int i : s.order) {
     const Node& nd = g.node(i);
     if (f.absorbed_by[i] >= 0) continue;
@@ -50,7 +158,10 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
       }
     } else if (nd.kind == OpKind::kBatchNorm && !nd.attrs.bn.synchronized) {  // synchronized: strata's own kernel
       int a = SoleConsumer(g, s, i, 0);
-      if (a >= 0 && g.node(a).kind == OpKind::kActivation && g.node(a).attrs.activation == Activation::kRelu) {
+      const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation &&
+                           (g.node(a).attrs.activation == Activation::kRelu ||
+                            (bn_relu6 && g.node(a).attrs.activation == Activation::kRelu6));
+      if (fusable) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;
       }
@@ -59,7 +170,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
   for (int i : s.order) {
     const Node& nd = g.node(i);
     if (nd.kind == OpKind::kBatchNormGrad) {
-      // dy of the batch norm is ActivationGrad(relu)(y_relu, dy_relu) of the fused relu.
+      // dy of the batch norm is ActivationGrad(relu|relu6)(y, dy_y) of the fused activation.
       const int fwd = nd.attrs.forward_node;
       const Value dz = nd.inputs[4];
       const Node& src = g.node(dz.node);

@@ -4,12 +4,19 @@
 //   Conv2D|MatMul -> BiasAdd -> Activation   one kernel (bias and activation as post-ops)
 //   BatchNorm -> Relu                        one kernel (oneDNN fuse_norm_relu); and backward:
 //   ActivationGrad(relu) -> BatchNormGrad    one kernel, using the forward's workspace
+//   BatchNorm -> Relu6, and backward         one kernel each way where the backend has one
+//                                            (`bn_relu6`: the cpu backend's own, one thread, f32)
 //   Conv2DBackpropFilter + BiasAddGrad       one kernel (the bias gradient falls out of the
 //                                            weight gradient's reduction)
+//   ZeroPad2D -> Conv2D('valid')             the convolution's own (asymmetric) padding; its
+//                                            filter gradient reads the unpadded input too, and
+//                                            its data gradient writes the unpadded gradient
+//                                            (the slices autodiff cut from the padded one)
 // A node folds only when the value between the two is read by nothing else and the fused
 // kernel can run where the head runs (no consumer of an absorbed output comes before it).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "strata/graph/graph.h"
@@ -17,15 +24,37 @@
 
 namespace strata::graph {
 
+// A ZeroPadding2D (Graph::ZeroPad2D: Concat of f32 zero constants along W around one along
+// H, either optional) whose only readers are a 'valid' convolution and its filter gradient,
+// folded into that convolution's padding: no padded copy forward, no slices backward.
+struct ZeroPadFold {
+  Value source;                                // the unpadded input
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  Value padded;                                // the convolution's input as the graph has it
+  std::vector<std::pair<int, Value>> source_grads;  // (Conv2DBackpropInput node, the value it writes)
+};
+
 struct FusionPlan {
   std::vector<int> absorbed_by;  // [node] -> the head node that computes it, or -1
   std::vector<int> bias;         // [head] Conv2D/MatMul: its BiasAdd node, or -1
   std::vector<int> activation;   // [head] Conv2D/MatMul/BatchNorm: its Activation node, or -1
-  std::vector<int> act_grad;     // [head] BatchNormGrad: the absorbed ActivationGrad(relu), or -1
+  std::vector<int> act_grad;     // [head] BatchNormGrad: the absorbed ActivationGrad(relu|relu6), or -1
   std::vector<int> bias_grad;    // [head] Conv2DBackpropFilter: its BiasAddGrad node, or -1
+  // [Conv2D, its Conv2DBackpropFilter and Conv2DBackpropInput nodes] -> index into zero_pads, or -1
+  std::vector<int> zero_pad;
+  std::vector<ZeroPadFold> zero_pads;
 };
 
-// `can_fuse_activation(a)`: the backend supports `a` as a post-op.
-FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled);
+struct FusionOptions {
+  bool enabled = true;    // any fusion at all
+  bool bn_relu6 = false;  // the backend has a batch norm + ReLU6 kernel (both ways) for this program
+  bool zero_pad = true;   // fold ZeroPadding2D into the next 'valid' convolution
+};
+
+// `fetches`: the program's outputs (never folded away).
+FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o, const std::vector<Value>& fetches = {});
+inline FusionPlan PlanFusion(const Graph& g, const Schedule& s, bool enabled) {
+  return PlanFusion(g, s, FusionOptions{.enabled = enabled});
+}
 
 }  // namespace strata::graph

@@ -50,7 +50,14 @@ class CpuProgram : public Program {
       for (int k = 0; k < static_cast<int>(g.node(i).out_shapes.size()); ++k)
         if (g.GradientOf(g.output(i, k)) >= 0) roots.push_back(g.output(i, k));
     p.schedule = graph::MakeSchedule(g, roots);
-    p.fusion = graph::PlanFusion(g, p.schedule, o.fuse);
+    // Batch norm + ReLU6 (norm_act_kernels.h): f32, single-threaded kernels, so programs of
+    // one thread only (a wider one keeps oneDNN's parallel primitives).
+    p.fusion = graph::PlanFusion(
+        g, p.schedule,
+        {.enabled = o.fuse,
+         .bn_relu6 = o.fuse_bn_relu6 && o.threads == 1 && o.precision == Precision::kF32,
+         .zero_pad = o.fold_zero_pad},
+        o.fetches);
 
     // Program-owned memory: inputs, variables, constants, gradients, fetches.
     for (int i = 0; i < g.num_nodes(); ++i) {

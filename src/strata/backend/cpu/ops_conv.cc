@@ -12,16 +12,33 @@ namespace strata::backend::cpu::ops {
 
 namespace {
 
-// Conv geometry in oneDNN terms.
+// The ZeroPadding2D folded into conv node i's padding (graph/fusion.h), or null.
+const graph::ZeroPadFold* FoldOf(Planner& p, int i) {
+  const int z = i >= 0 ? p.fusion.zero_pad[i] : -1;
+  return z >= 0 ? &p.fusion.zero_pads[z] : nullptr;
+}
+
+// Conv geometry in oneDNN terms. x: the input as the graph has it (padded, when a ZeroPadding2D
+// is folded in: its pads then add to the convolution's own).
 struct ConvGeo {
   dims strides, dilates, pad_l, pad_r;
 };
-ConvGeo Geometry(const Shape& x, const Shape& k, const graph::Conv2DOptions& o) {
+ConvGeo Geometry(const Shape& x, const Shape& k, const graph::Conv2DOptions& o,
+                 const graph::ZeroPadFold* fold = nullptr) {
   const graph::WindowDim h = graph::ComputeWindow(x[1], k[0], o.stride_h, o.dilation_h, o.padding);
   const graph::WindowDim w = graph::ComputeWindow(x[2], k[1], o.stride_w, o.dilation_w, o.padding);
-  return {{o.stride_h, o.stride_w}, {o.dilation_h - 1, o.dilation_w - 1}, {h.pad_before, w.pad_before},
-          {h.pad_after, w.pad_after}};
+  ConvGeo geo{{o.stride_h, o.stride_w}, {o.dilation_h - 1, o.dilation_w - 1}, {h.pad_before, w.pad_before},
+              {h.pad_after, w.pad_after}};
+  if (fold != nullptr) {
+    geo.pad_l[0] += fold->top;
+    geo.pad_l[1] += fold->left;
+    geo.pad_r[0] += fold->bottom;
+    geo.pad_r[1] += fold->right;
+  }
+  return geo;
 }
+// The shape the convolution reads: the unpadded source of a folded ZeroPadding2D, else x.
+const Shape& ReadShape(const Shape& x, const graph::ZeroPadFold* fold) { return fold ? fold->source.shape() : x; }
 dims WeightsDims(const Shape& k, int groups) {
   if (groups == 1) return {k[3], k[2], k[0], k[1]};
   return {groups, k[3] / groups, k[2], k[0], k[1]};
@@ -54,8 +71,9 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
                                                                 bool bias, dt out, const dnnl::primitive_attr& attr,
                                                                 prop_kind prop) {
   const dt ct = ComputeType(p);
-  const ConvGeo geo = Geometry(xs, ks, o);
-  const md src = Any(Dims(xs), ct), wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
+  const graph::ZeroPadFold* fold = FoldOf(p, fwd);
+  const ConvGeo geo = Geometry(xs, ks, o, fold);
+  const md src = Any(Dims(ReadShape(xs, fold)), ct), wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
   auto pd = [&](algorithm alg) {
     // oneDNN's inference Winograd takes its weights pre-transformed (wino_reorder, a reference
     // reorder) and Strata's weights are variables, so that reorder ran at every step: 857 of a
@@ -68,7 +86,7 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
                                                     geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, p.engine());
   };
-  return WinogradOrDirect(TryWinograd(p, ks, o.groups), pd);
+  return WinogradOrDirect(TryWinograd(p, ks, o.groups) && fold == nullptr, pd);
 }
 
 // ---- Strata's AVX2 Winograd (winograd.h) --------------------------------------------------
@@ -167,20 +185,21 @@ Result<std::shared_ptr<dnnl::convolution_forward::primitive_desc>> ConvHint(Plan
 Status PlanConv(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
-  const Value x = n.inputs[0], w = n.inputs[1];
+  const graph::ZeroPadFold* fold = FoldOf(p, i);
+  const Value x = fold ? fold->source : n.inputs[0], w = n.inputs[1];
   const FusedEpilogue fused = Epilogue(p, i, "Conv2D");
   const int bias_node = fused.bias_node, act_node = fused.act_node;
   const Value out = fused.out;
   const prop_kind prop = HasBackward(p, i) ? prop_kind::forward_training : prop_kind::forward_inference;
-  STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
+  STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, n.inputs[0].shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
                                                  bias_node >= 0, OutType(p, out), fused.attr, prop));
   p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
   KernelInfo info = Info(p, i, "conv_fwd", pd.impl_info_str());
-  info.name = n.name + " (" + fused.name + ")";
+  info.name = n.name + " (" + (fold ? "ZeroPadding2D+" : "") + fused.name + ")";
   // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only.
   const bool relu_or_none = act_node < 0 || g.node(act_node).attrs.activation == Activation::kRelu;
   if (auto geo = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
-      geo && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
+      geo && fold == nullptr && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
       !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)) {
     if (bias_node >= 0) info.other_flops += g.OtherFlops(bias_node);
     if (act_node >= 0) info.other_flops += g.OtherFlops(act_node);
@@ -206,26 +225,33 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
   const Node& n = g.node(i);
   const Value dy = n.inputs[0], w = n.inputs[1];
   const Shape& xs = n.out_shapes[0];
-  const ConvGeo geo = Geometry(xs, w.shape(), n.attrs.conv);
+  // A folded ZeroPadding2D: this writes the unpadded gradient, the value of the slices it absorbed.
+  const graph::ZeroPadFold* fold = FoldOf(p, i);
+  Value dx = g.output(i);
+  if (fold != nullptr)
+    for (const auto& [node, v] : fold->source_grads)
+      if (node == i) dx = v;
+  const ConvGeo geo = Geometry(xs, w.shape(), n.attrs.conv, fold);
   const dt ct = ComputeType(p);
   STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, xs, w.shape(), dy.shape()));
   auto make = [&](algorithm alg) {
-    auto d = dnnl::convolution_backward_data::desc(alg, Any(Dims(xs), OutType(p, g.output(i))),
+    auto d = dnnl::convolution_backward_data::desc(alg, Any(Dims(ReadShape(xs, fold)), OutType(p, dx)),
                                                    Any(WeightsDims(w.shape(), n.attrs.conv.groups), ct),
                                                    Any(Dims(dy.shape()), ct), geo.strides, geo.dilates, geo.pad_l,
                                                    geo.pad_r);
     return dnnl::convolution_backward_data::primitive_desc(d, p.Attr(), p.engine(), *hint);
   };
   const dnnl::convolution_backward_data::primitive_desc pd =
-      WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups), make);
+      WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups) && fold == nullptr, make);
   KernelInfo info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
+  if (fold != nullptr) info.name = n.name + " (Conv2DBackpropInput+ZeroPadding2DGrad)";
   if (auto geo = HandWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv);
-      geo && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&
+      geo && fold == nullptr && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&
       !OneDnnHasWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv))
     return AppendWinograd(p, info, *geo, winograd::Pass::kBackwardData, false, dy, w, std::nullopt, g.output(i));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, pd.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
-  const int xb = p.Define(g.output(i), pd.diff_src_desc());
+  const int xb = p.Define(dx, pd.diff_src_desc());
   return AppendPrimitive<dnnl::convolution_backward_data>(
       p, std::move(info), pd,
       {{DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()}, {DNNL_ARG_WEIGHTS, wb, pd.weights_desc()},
@@ -235,12 +261,14 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
 Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
-  const Value x = n.inputs[0], dy = n.inputs[1];
+  const graph::ZeroPadFold* fold = FoldOf(p, i);
+  const Value padded = n.inputs[0], dy = n.inputs[1];
+  const Value x = fold ? fold->source : padded;
   const Shape& ks = n.out_shapes[0];
   const int bias_grad = p.fusion.bias_grad[i];
-  const ConvGeo geo = Geometry(x.shape(), ks, n.attrs.conv);
+  const ConvGeo geo = Geometry(padded.shape(), ks, n.attrs.conv, fold);
   const dt ct = ComputeType(p);
-  STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, x.shape(), ks, dy.shape()));
+  STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, padded.shape(), ks, dy.shape()));
   const md src = Any(Dims(x.shape()), ct), dwei = Any(WeightsDims(ks, n.attrs.conv.groups), dt::f32),
            ddst = Any(Dims(dy.shape()), ct);
   auto d = bias_grad >= 0

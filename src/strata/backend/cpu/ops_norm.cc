@@ -1,8 +1,11 @@
 // Batch norm forward, inference and backward as oneDNN primitives (the moving statistics
-// after the forward primitive), and synchronized batch norm as Strata's own kernels.
+// after the forward primitive), and synchronized batch norm and batch norm + ReLU6 (both
+// directions) as Strata's own kernels.
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "strata/backend/cpu/norm_act_kernels.h"
 #include "strata/backend/cpu/norm_kernels.h"
 #include "strata/backend/cpu/ops_internal.h"
 
@@ -54,6 +57,94 @@ Status PlanSyncBatchNormGrad(Planner& p, int i) {
       });
 }
 
+// Batch norm + ReLU6 (graph/fusion.h, norm_act_kernels.h): Strata's own kernels over the
+// layout the batch norm's input already has, plain or oneDNN's nChw16c / nChw8c (f32); any
+// other layout is read plain.
+std::pair<md, ChannelLayout> NormActLayout(Planner& p, Value x) {
+  const Shape& s = x.shape();
+  const int64_t C = s[-1];
+  if (s.rank() == 4) {
+    const md& have = p.PrimaryDesc(x);
+    for (int64_t b : {16, 8}) {
+      const md blocked(Dims(s), dt::f32, b == 16 ? tag::aBcd16b : tag::aBcd8b);
+      if (have == blocked) return {blocked, ChannelLayout{s[0], (C + b - 1) / b, s[1] * s[2], b, C}};
+    }
+  }
+  return {PlainDesc(s, dt::f32), ChannelLayout{1, 1, s.num_elements() / C, C, C}};
+}
+
+constexpr float kRelu6Cap = 6.0f;
+
+// Forward: inputs x, gamma, beta, moving mean, moving variance; outputs the ReLU6 node's y and
+// the batch norm's batch mean and variance [C].
+Status PlanBatchNormRelu6(Planner& p, int i, int act_node) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const auto [xd, layout] = NormActLayout(p, x);
+  const int64_t C = layout.channels, M = layout.count();
+  const float eps = n.attrs.bn.epsilon, mom = n.attrs.bn.momentum;
+  const float unbias = M > 1 ? static_cast<float>(M) / static_cast<float>(M - 1) : 1.0f;
+  const md cdesc = PlainDesc(Shape{C}, dt::f32);
+  Kernel k;
+  k.info = Info(p, i, "bn_relu6_fwd", "strata:" + NormActIsa());
+  k.info.name = n.name + " (BatchNorm+Relu6)";
+  k.info.other_flops += g.OtherFlops(act_node);
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, xd));
+  k.bufs.push_back(xb);
+  for (int in = 1; in <= 4; ++in) {  // gamma, beta, moving mean, moving variance
+    STRATA_ASSIGN_OR_RETURN(int b, p.Use(n.inputs[in], cdesc));
+    k.bufs.push_back(b);
+  }
+  k.bufs.push_back(p.Define(g.output(act_node), xd));
+  k.bufs.push_back(p.Define(g.output(i, 1), cdesc));
+  k.bufs.push_back(p.Define(g.output(i, 2), cdesc));
+  auto scratch = std::make_shared<NormActScratch>(layout);
+  k.fn = [=, layout = layout](Kernel& kk, uint64_t) {
+    BatchNormClipForward(Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), layout, eps, kRelu6Cap, *scratch,
+                         Ptr<float>(kk, 5), Ptr<float>(kk, 6), Ptr<float>(kk, 7));
+    UpdateMovingStatistics(Ptr<float>(kk, 6), Ptr<float>(kk, 7), C, mom, unbias, Ptr<float>(kk, 3), Ptr<float>(kk, 4));
+    return Status::OK();
+  };
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
+// Backward: inputs x, gamma, batch mean, batch variance (of node i) and the forward's beta, and
+// dy of the ReLU6's output (the absorbed ActivationGrad's); outputs dx, dgamma, dbeta.
+Status PlanBatchNormRelu6Grad(Planner& p, int i, int act_grad) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const auto [xd, layout] = NormActLayout(p, x);
+  const float eps = n.attrs.bn.epsilon;
+  const md cdesc = PlainDesc(Shape{layout.channels}, dt::f32);
+  Kernel k;
+  k.info = Info(p, i, "bn_relu6_bwd", "strata:" + NormActIsa());
+  k.info.name = n.name + " (Relu6Grad+BatchNormGrad)";
+  k.info.other_flops += g.OtherFlops(act_grad);
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, xd));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(g.node(act_grad).inputs[1], xd));
+  k.bufs = {xb, db};
+  const Value beta = g.node(n.attrs.forward_node).inputs[2];
+  for (const Value& v : {n.inputs[1], beta, n.inputs[2], n.inputs[3]}) {  // gamma, beta, mean, var
+    STRATA_ASSIGN_OR_RETURN(int b, p.Use(v, cdesc));
+    k.bufs.push_back(b);
+  }
+  k.bufs.push_back(p.Define(g.output(i, 0), xd));
+  k.bufs.push_back(p.Define(g.output(i, 1), cdesc));
+  k.bufs.push_back(p.Define(g.output(i, 2), cdesc));
+  auto scratch = std::make_shared<NormActScratch>(layout);
+  k.fn = [=, layout = layout](Kernel& kk, uint64_t) {
+    BatchNormClipBackward(Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), Ptr<float>(kk, 3),
+                          Ptr<float>(kk, 4), Ptr<float>(kk, 5), layout, eps, kRelu6Cap, *scratch, Ptr<float>(kk, 6),
+                          Ptr<float>(kk, 7), Ptr<float>(kk, 8));
+    return Status::OK();
+  };
+  p.Append(std::move(k));
+  return p.FinishOutputs();
+}
+
 }  // namespace
 
 Status PlanBatchNorm(Planner& p, int i) {
@@ -63,6 +154,8 @@ Status PlanBatchNorm(Planner& p, int i) {
   if (training && n.attrs.bn.synchronized) return PlanSyncBatchNorm(p, i);
   const Value x = n.inputs[0];
   const int act_node = p.fusion.activation[i];
+  if (training && act_node >= 0 && g.node(act_node).attrs.activation == Activation::kRelu6)
+    return PlanBatchNormRelu6(p, i, act_node);
   const Value out = act_node >= 0 ? g.output(act_node) : g.output(i);
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   if (act_node >= 0) flags |= dnnl::normalization_flags::fuse_norm_relu;
@@ -118,6 +211,8 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   if (n.attrs.bn.synchronized) return PlanSyncBatchNormGrad(p, i);
   const int fwd = n.attrs.forward_node;
   const int act_grad = p.fusion.act_grad[i];
+  if (act_grad >= 0 && g.node(act_grad).attrs.activation == Activation::kRelu6)
+    return PlanBatchNormRelu6Grad(p, i, act_grad);
   const Value x = n.inputs[0];
   const Value dy = act_grad >= 0 ? g.node(act_grad).inputs[1] : n.inputs[4];
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;

@@ -1,0 +1,190 @@
+#include "strata/backend/cpu/norm_act_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "strata/core/cpu.h"
+
+namespace strata::backend::cpu {
+namespace {
+
+// Rows summed in f32 before the run's sums go into the f64 totals.
+constexpr int64_t kRun = 256;
+
+// The arrays of NormActScratch::f, each padded_channels() long.
+enum FloatArray { kRunSum1, kRunSum2, kMean, kScale, kShift, kMeanDz, kMeanDzXc, kFloatArrays };
+
+// One body per pass, inlined into an AVX-512, an AVX2 and a generic function and vectorised
+// by the compiler for each target. kW: the row width when it is known (blocked layouts: 16 or
+// 8, one vector register per row), 0 when it is the layout's (plain [M, C]).
+
+// Sums over every row of every run of (x, f(x)) per lane: s1 += u, s2 += v, where
+// (u, v) = term(block, lane, row). f32 within a run of kRun rows, f64 across runs.
+template <int kW, class Term>
+inline __attribute__((always_inline)) void ChannelSums(const ChannelLayout& l, NormActScratch& s, const Term& term) {
+  const int64_t w = kW > 0 ? kW : l.width, CP = l.blocks * w;
+  double* s1 = s.d.data();
+  double* s2 = s1 + CP;
+  std::fill(s1, s1 + 2 * CP, 0.0);
+  float local1[kW > 0 ? kW : 1], local2[kW > 0 ? kW : 1];
+  float* q1 = kW > 0 ? local1 : s.f.data() + kRunSum1 * CP;
+  float* q2 = kW > 0 ? local2 : s.f.data() + kRunSum2 * CP;
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t b = 0; b < l.blocks; ++b) {
+      const int64_t first = (o * l.blocks + b) * l.inner * w;
+      for (int64_t r0 = 0; r0 < l.inner; r0 += kRun) {
+        const int64_t r1 = std::min(l.inner, r0 + kRun);
+        for (int64_t j = 0; j < w; ++j) q1[j] = q2[j] = 0.0f;
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t at = first + r * w;
+          for (int64_t j = 0; j < w; ++j) {
+            float u, v;
+            term(b * w + j, at + j, u, v);
+            q1[j] += u;
+            q2[j] += v;
+          }
+        }
+        for (int64_t j = 0; j < w; ++j) {
+          s1[b * w + j] += q1[j];
+          s2[b * w + j] += q2[j];
+        }
+      }
+    }
+}
+
+// f(c, e) for every element e (channel c) in layout order.
+template <int kW, class Fn>
+inline __attribute__((always_inline)) void ForEach(const ChannelLayout& l, const Fn& fn) {
+  const int64_t w = kW > 0 ? kW : l.width;
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t b = 0; b < l.blocks; ++b) {
+      const int64_t first = (o * l.blocks + b) * l.inner * w;
+      for (int64_t r = 0; r < l.inner; ++r)
+        for (int64_t j = 0; j < w; ++j) fn(b * w + j, first + r * w + j);
+    }
+}
+
+// The forward's per-channel affine form, shared by both passes of both directions so that the
+// backward's pre-activation is the forward's to the bit: z = fma(x - mean, scale, shift).
+inline void AffineOf(const float* gamma, const float* beta, const float* mean, const float* var, int64_t channels,
+                     int64_t padded, float epsilon, float* fmean, float* scale, float* shift) {
+  for (int64_t c = 0; c < padded; ++c) {
+    if (c < channels) {
+      fmean[c] = mean[c];
+      scale[c] = gamma[c] * (1.0f / std::sqrt(var[c] + epsilon));
+      shift[c] = beta[c];
+    } else {  // padding: z = 0, so y = 0 and dz = 0
+      fmean[c] = scale[c] = shift[c] = 0.0f;
+    }
+  }
+}
+
+template <int kW>
+inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x, const float* gamma,
+                                                       const float* beta, const ChannelLayout& l, float epsilon,
+                                                       float cap, NormActScratch& s, float* __restrict y, float* mean,
+                                                       float* var) {
+  const int64_t CP = l.padded_channels(), C = l.channels;
+  ChannelSums<kW>(l, s, [x](int64_t, int64_t e, float& u, float& v) __attribute__((always_inline)) {
+    u = x[e];
+    v = x[e] * x[e];
+  });
+  const double count = static_cast<double>(l.count());
+  for (int64_t c = 0; c < C; ++c) {
+    const double mu = s.d[c] / count;
+    mean[c] = static_cast<float>(mu);
+    var[c] = static_cast<float>(std::max(s.d[CP + c] / count - mu * mu, 0.0));
+  }
+  float* fm = s.f.data() + kMean * CP;
+  float* fa = s.f.data() + kScale * CP;
+  float* fb = s.f.data() + kShift * CP;
+  AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
+  ForEach<kW>(l, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
+    const float z = std::fmaf(x[e] - fm[c], fa[c], fb[c]);
+    y[e] = std::min(std::max(z, 0.0f), cap);
+  });
+}
+
+template <int kW>
+inline __attribute__((always_inline)) void BackwardBody(const float* __restrict x, const float* __restrict dy,
+                                                        const float* gamma, const float* beta, const float* mean,
+                                                        const float* var, const ChannelLayout& l, float epsilon,
+                                                        float cap, NormActScratch& s, float* __restrict dx,
+                                                        float* dgamma, float* dbeta) {
+  const int64_t CP = l.padded_channels(), C = l.channels;
+  float* fm = s.f.data() + kMean * CP;
+  float* fa = s.f.data() + kScale * CP;
+  float* fb = s.f.data() + kShift * CP;
+  float* k2 = s.f.data() + kMeanDz * CP;
+  float* k3 = s.f.data() + kMeanDzXc * CP;
+  AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
+  // Sums of dz and dz * (x - mean).
+  ChannelSums<kW>(l, s, [=](int64_t c, int64_t e, float& u, float& v) __attribute__((always_inline)) {
+    const float xc = x[e] - fm[c];
+    const float z = std::fmaf(xc, fa[c], fb[c]);
+    const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
+    u = dz;
+    v = dz * xc;
+  });
+  const double count = static_cast<double>(l.count());
+  for (int64_t c = 0; c < CP; ++c) {
+    if (c < C) {
+      const double istd = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
+      dbeta[c] = static_cast<float>(s.d[c]);
+      dgamma[c] = static_cast<float>(s.d[CP + c] * istd);
+      k2[c] = static_cast<float>(s.d[c] / count);                       // mean dz
+      k3[c] = static_cast<float>(s.d[CP + c] * istd * istd / count);   // mean(dz * x_hat) / sigma
+    } else {
+      k2[c] = k3[c] = 0.0f;
+    }
+  }
+  // dx = gamma / sigma * (dz - mean(dz) - (x - mean) / sigma * mean(dz * x_hat)); fa = gamma / sigma.
+  ForEach<kW>(l, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
+    const float xc = x[e] - fm[c];
+    const float z = std::fmaf(xc, fa[c], fb[c]);
+    const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
+    dx[e] = fa[c] * (dz - k2[c] - xc * k3[c]);
+  });
+}
+
+#define STRATA_NORM_ACT_DISPATCH(SUFFIX, ATTR)                                                                    \
+  ATTR void Forward##SUFFIX(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,        \
+                            float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var) {     \
+    if (l.width == 16) return ForwardBody<16>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                 \
+    if (l.width == 8) return ForwardBody<8>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                   \
+    ForwardBody<0>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                                            \
+  }                                                                                                              \
+  ATTR void Backward##SUFFIX(const float* x, const float* dy, const float* gamma, const float* beta,              \
+                             const float* mean, const float* var, const ChannelLayout& l, float epsilon,         \
+                             float cap, NormActScratch& s, float* dx, float* dgamma, float* dbeta) {             \
+    if (l.width == 16) return BackwardBody<16>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta); \
+    if (l.width == 8) return BackwardBody<8>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);   \
+    BackwardBody<0>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);                       \
+  }
+
+STRATA_NORM_ACT_DISPATCH(Avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma,prefer-vector-width=512"), optimize("tree-vectorize"))))
+STRATA_NORM_ACT_DISPATCH(Avx2, __attribute__((target("avx2,fma"), optimize("tree-vectorize"))))
+STRATA_NORM_ACT_DISPATCH(Scalar, )
+
+bool UseAvx512() { return HostIsa().avx512f && HostIsa().avx512vl && HostIsa().avx512bw; }
+
+}  // namespace
+
+std::string NormActIsa() { return UseAvx512() ? "avx512" : HostIsa().avx2 ? "avx2" : "scalar"; }
+
+void BatchNormClipForward(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,
+                          float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var) {
+  if (UseAvx512()) return ForwardAvx512(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
+  if (HostIsa().avx2) return ForwardAvx2(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
+  ForwardScalar(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
+}
+
+void BatchNormClipBackward(const float* x, const float* dy, const float* gamma, const float* beta,
+                           const float* mean, const float* var, const ChannelLayout& l, float epsilon, float cap,
+                           NormActScratch& s, float* dx, float* dgamma, float* dbeta) {
+  if (UseAvx512()) return BackwardAvx512(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
+  if (HostIsa().avx2) return BackwardAvx2(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
+  BackwardScalar(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
+}
+
+}  // namespace strata::backend::cpu

@@ -258,9 +258,16 @@ void RegisterKeras(py::module_& m) {
           r = Unwrap(keras::LoadKerasWeights(m, path, {.by_name = by_name, .skip_mismatch = skip_mismatch}));
         }
         out["layout"] = r.layout == keras::KerasWeightsLayout::kKeras3 ? "keras3" : "h5";
-        out["loaded"] = r.loaded;
-        out["skipped"] = r.skipped;
-        out["absent"] = r.absent;
+        // Lists built here: a vector<string> cast can resolve to another file's instantiation
+        // (one without pybind11/stl.h) once LTO merges them.
+        auto list = [](const std::vector<std::string>& v) {
+          py::list l;
+          for (const std::string& s : v) l.append(py::str(s));
+          return l;
+        };
+        out["loaded"] = list(r.loaded);
+        out["skipped"] = list(r.skipped);
+        out["absent"] = list(r.absent);
         return out;
       }, py::arg("path"), py::arg("by_name") = false, py::arg("skip_mismatch") = false)
       .def_property("trainable", &Model::trainable, &Model::set_trainable)

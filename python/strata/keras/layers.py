@@ -23,8 +23,9 @@ __all__ = [
 class KerasTensor:
     """A symbolic tensor: ``strata.keras.Input(...)`` or a layer called on symbolic tensors."""
 
-    def __init__(self, cc, shape=None, dtype="float32", name=None):
+    def __init__(self, cc, shape=None, dtype="float32", name=None, keras_history=None):
         self._cc = cc
+        self._keras_history = keras_history  # (layer, inputs) that made it: keeps them alive
         self.shape = shape  # (None, ...) for an Input; None where not tracked
         self.dtype = dtype
         self.name = name
@@ -104,7 +105,7 @@ class Layer:
         return self._cc.class_name
 
     def __call__(self, inputs):
-        return KerasTensor(_k.call(self._cc, _symbolic(inputs)))
+        return KerasTensor(_k.call(self._cc, _symbolic(inputs)), keras_history=(self, inputs))
 
     def __repr__(self):
         return f"<{self._cc.class_name} name={self._cc.name}>"

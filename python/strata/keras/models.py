@@ -25,12 +25,14 @@ def _arrays(x):
     """numpy arrays (a list for several inputs) stay as they are; a Dataset passes through."""
     if isinstance(x, dict):
         raise TypeError("x: dict inputs are not supported; pass a list of arrays in the model's input order")
+    # Keras takes any array: a slice or transpose is made contiguous here (one copy; contiguous
+    # arrays pass as they are, borrowed by the C++ side).
     if isinstance(x, (list, tuple)):
-        return [np.asarray(a) for a in x]
+        return [np.ascontiguousarray(a) for a in x]
     if isinstance(x, np.ndarray) or np.isscalar(x):
-        return np.asarray(x)
+        return np.ascontiguousarray(x)
     if hasattr(x, "__array__") and not hasattr(x, "_to_cpp"):
-        return np.asarray(x)
+        return np.ascontiguousarray(x)
     return x
 
 
@@ -46,6 +48,9 @@ class Model:
             _cc = _k.Model.functional(layers_module._symbolic(_as_list(inputs)), layers_module._symbolic(_as_list(outputs)),
                                       name or "model")
         self._cc = _cc
+        self._wrapped = {}
+        # The Python layers live as long as the model (model.layers gives the same objects back).
+        self._outputs = outputs
         self._compiled_by_user = False
         self._strategy = None
         self.history = None
@@ -58,7 +63,13 @@ class Model:
     @property
     def layers(self):
         """Keras's model.layers (without the inputs), in Keras's order."""
-        return [layers_module._by_address.get(l._address) or layers_module.Layer._wrap(l) for l in self._cc.layers()]
+        out = []
+        for l in self._cc.layers():
+            layer = layers_module._by_address.get(l._address)
+            if layer is None:  # made in C++ (an application's): one wrapper per layer, kept
+                layer = self._wrapped.setdefault(l._address, layers_module.Layer._wrap(l))
+            out.append(layer)
+        return out
 
     def get_layer(self, name=None, index=None):
         layers = self.layers
@@ -143,8 +154,10 @@ class Model:
                 raise TypeError(f"metrics: Strata takes metric names ('accuracy', 'sparse_top_k_categorical_accuracy', "
                                 f"'f1_macro'), got {type(m).__name__}")
             names.append(m)
+        # strata.distribute's strategies wrap the C++ one (its _cpp).
+        cc_strategy = getattr(strategy, "_cpp", strategy)
         self._cc.compile(opt._spec(), loss_name, from_logits, smoothing, names, int(seed), precision, int(threads),
-                         strategy, bool(fold_batch_norm))
+                         cc_strategy, bool(fold_batch_norm))
         self._strategy = strategy
         self._optimizer = opt
         self._compiled_by_user = True
@@ -153,8 +166,11 @@ class Model:
         # Keras predicts and loads weights without compile(): a default compile creates the
         # variables (a later compile keeps them, as Keras's recompile does).
         if not self._cc.compiled:
-            self._cc.compile({"kind": "SGD", "learning_rate": 0.01}, "sparse_categorical_crossentropy",
-                             not self._cc.ends_in_softmax(), 0.0, [], 42, "float32", 1, None, True)
+            # Any loss the output takes will do: only the variables are wanted.
+            classifier = len(self._cc.output_shape(0)) == 1
+            self._cc.compile({"kind": "SGD", "learning_rate": 0.01},
+                             "sparse_categorical_crossentropy" if classifier else "mse",
+                             classifier and not self._cc.ends_in_softmax(), 0.0, [], 42, "float32", 1, None, True)
 
     # ---- training -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
@@ -180,7 +196,7 @@ class Model:
         if is_arrays and y is None:
             raise ValueError("fit: y is needed with numpy x (or pass a Dataset of (x, y) batches)")
         if y is not None:
-            y = np.asarray(y)
+            y = np.ascontiguousarray(y)
         val_x = val_y = None
         if validation_data is not None:
             if isinstance(validation_data, (tuple, list)):
@@ -313,6 +329,7 @@ class Sequential(Model):
             if not isinstance(l, layers_module.Layer):
                 raise TypeError(f"Sequential: expected strata.keras.layers objects, got {type(l).__name__}")
         super().__init__(_cc=_k.Model.sequential([l._cc for l in layers], name or "sequential"))
+        self._py_layers = layers
 
 
 def _as_list(x):

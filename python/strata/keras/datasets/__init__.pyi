@@ -1,0 +1,2 @@
+from . import fashion_mnist
+__all__ = ['fashion_mnist']

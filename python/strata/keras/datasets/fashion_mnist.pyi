@@ -1,0 +1,3 @@
+__all__ = ['load_data', 'DEFAULT_DIR']
+DEFAULT_DIR: str
+def load_data(path=...): ...

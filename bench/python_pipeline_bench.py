@@ -14,7 +14,8 @@ stage written into the batch rows, as the C++ recipe (datasets/flowers.cc) does.
 
 The records are the ones build/bench/data_bench writes on its first run (512 px JPEGs; jpegs.bin
 beside them is the PyTorch peer's input). Rounds alternate C++ / Python / PyTorch so that a
-change in the machine's load hits all three; the best round of each is reported.
+change in the machine's load hits all three; the best round of each and the median ratio of
+back-to-back rounds are reported.
 """
 import argparse
 import json
@@ -113,22 +114,30 @@ def main():
     import glob as globmod
     if not globmod.glob(a.data):
         sys.exit(f"no records match {a.data}: run {a.build}/bench/data_bench once (it writes them)")
-    best = {"cpp": 0.0, "python": 0.0, "torch": 0.0}
+    runs = {"cpp": [], "python": [], "torch": []}
     for r in range(a.rounds):
-        best["cpp"] = max(best["cpp"], run_cpp(a))
-        best["python"] = max(best["python"], run_python(strata, a))
+        runs["cpp"].append(run_cpp(a))
+        runs["python"].append(run_python(strata, a))
         if not a.no_torch:
-            best["torch"] = max(best["torch"], run_torch(a))
-        print(f"round {r + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in best.items()), file=sys.stderr)
+            runs["torch"].append(run_torch(a))
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in runs.items() if v), file=sys.stderr)
+    best = {k: max(v) if v else 0.0 for k, v in runs.items()}
+    # The machine's load moves between rounds: the ratio of runs made back to back is steadier.
+    ratios = sorted(p / c for p, c in zip(runs["python"], runs["cpp"]))
+    median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
     load = os.getloadavg()
-    print(f"flowers pipeline {a.size}px batch {a.batch}, {a.seconds:.0f} s x {a.rounds} rounds (best), "
+    print(f"flowers pipeline {a.size}px batch {a.batch}, {a.seconds:.0f} s x {a.rounds} rounds, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"strata bench-input (C++)       images/s {best['cpp']:.1f}")
-    print(f"strata.data from Python        images/s {best['python']:.1f}  ({best['python'] / best['cpp']:.3f} of C++)")
+    print(f"strata bench-input (C++)       images/s best {best['cpp']:.1f}  rounds " +
+          " ".join(f"{v:.1f}" for v in runs["cpp"]))
+    print(f"strata.data from Python        images/s best {best['python']:.1f}  rounds " +
+          " ".join(f"{v:.1f}" for v in runs["python"]))
+    print(f"Python / C++: best {best['python'] / best['cpp']:.3f}, median of back-to-back rounds {median:.3f} "
+          f"(each: {' '.join(f'{x:.3f}' for x in ratios)})")
     if not a.no_torch:
-        print(f"PyTorch DataLoader (peer)      images/s {best['torch']:.1f}  "
-              f"(strata.data from Python = {best['python'] / best['torch']:.2f}x PyTorch)")
-
+        print(f"PyTorch DataLoader (peer)      images/s best {best['torch']:.1f}  rounds " +
+              " ".join(f"{v:.1f}" for v in runs["torch"]))
+        print(f"strata.data from Python / PyTorch: best {best['python'] / best['torch']:.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -36,7 +36,7 @@ _data = _strata.data
 AUTOTUNE = _data.AUTOTUNE
 """Let the pipeline choose a parallelism or buffer size (tf.data.AUTOTUNE)."""
 
-__all__ = ["AUTOTUNE", "Dataset", "Iterator", "Options", "AutotuneOptions", "OptimizationOptions",
+__all__ = ["AUTOTUNE", "BuiltinMapFunction", "Dataset", "Iterator", "Options", "AutotuneOptions", "OptimizationOptions",
            "TFRecordDataset", "experimental"]
 
 

@@ -194,3 +194,14 @@ def test_a_signal_interrupts_an_endless_iteration():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_padded_batch_and_parallel_interleave():
+    ragged = D.Dataset.range(1, 5).map(lambda v: np.arange(v))
+    got = list(ragged.padded_batch(2, padded_shapes=[5], padding_values=-1))
+    assert [b.tolist() for b in got] == [[[0, -1, -1, -1, -1], [0, 1, -1, -1, -1]],
+                                         [[0, 1, 2, -1, -1], [0, 1, 2, 3, -1]]]
+    assert list(ragged.padded_batch(2))[0].shape == (2, 2)  # the batch's longest
+    inter = D.Dataset.range(4).interleave(lambda v: D.Dataset.range(v * 10, v * 10 + 3), cycle_length=2,
+                                          num_parallel_calls=2)
+    assert as_list(inter) == [0, 10, 1, 11, 2, 12, 20, 30, 21, 31, 22, 32]  # deterministic by default

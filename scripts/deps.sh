@@ -41,6 +41,7 @@ PACKAGES=(
   "pybind11-dev         import strata: the C++ <-> Python bindings (python/src/)"
   "python3-numpy        import strata: arrays in and out through the buffer protocol"
   "python3-pytest       the Python module's tests (tests/python/, run by make test)"
+  "python3-protobuf     tests/python/test_io.py: protobuf decodes the records strata.io parses (the oracle)"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

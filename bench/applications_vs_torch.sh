@@ -9,8 +9,9 @@
 #             (the step fit() runs: forward, loss, gradients, the all-reduce between the two
 #             replicas, the sharded SGD Nesterov update) against bench/torch_applications.py
 #             --mode train on the same global batch of 64 with 2 threads, SGD Nesterov momentum;
-#   inference Strata `applications_predict_bench` (Model::predict, batch 64, 2 oneDNN threads)
-#             against torch eval mode under inference_mode, batch 64, 2 threads.
+#   inference Strata `applications_predict_bench --replicas 2 --threads 1` (Model::predict,
+#             batch 64 split over 2 replicas, one core each, as fit's step) against torch eval
+#             mode under inference_mode, batch 64, 2 threads.
 # PyTorch runs at its default (glibc malloc as installed) and tuned (GLIBC_TUNABLES: no mmap, no
 # trim), each tuned run in NCHW and channels-last; "best" is the faster of the tuned two. Peak
 # RSS is each process's getrusage maximum. Utilization is bench-step's counted matrix FLOPs /
@@ -68,7 +69,7 @@ for r in $(seq "$REPEATS"); do
             --seconds "$SECONDS_PER_RUN"
       fi
       if [[ " $MODES " == *" infer "* ]]; then
-        run "$m.infer.strata.$p" "$PREDICT" --model "$m" --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" \
+        run "$m.infer.strata.$p" "$PREDICT" --model "$m" --image-size "$SIZE" --batch 64 --replicas 2 --threads 1 --precision "$p" \
             --seconds "$SECONDS_PER_RUN"
         run "$m.infer.torch_default.$p" "$PY" "$HERE/torch_applications.py" --model "$m" --mode infer \
             --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" --seconds "$SECONDS_PER_RUN"
@@ -96,19 +97,19 @@ def med(rows, key):
     return statistics.median(r[key] for r in rows)
 for m in models:
     print("\n#### %s, %s px" % (m, load("%s.train.strata.f32" % m)[0]["image_size"] if load("%s.train.strata.f32" % m) else "?"))
-    print("| mode | precision | configuration | images/s | step ms | images per CPU-s | peak RSS MiB | utilization | Strata / this |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| mode | precision | configuration | images/s (wall) | step ms | images per CPU-s x 2 | peak RSS MiB | utilization (per CPU-s) | Strata / this, wall | per CPU-s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for mode in modes:
         for p in precisions:
             s = load("%s.%s.strata.%s" % (m, mode, p))
             if not s:
-                print("| %s | %s | Strata | failed (see the log) | | | | | |" % (mode, p))
+                print("| %s | %s | Strata | failed (see the log) | | | | | | |" % (mode, p))
                 continue
-            s_ips = med(s, "images_per_second")
+            s_ips, s_cpu = med(s, "images_per_second"), med(s, "images_per_cpu_second")
             tuned = [(c, load("%s.%s.%s.%s" % (m, mode, c, p))) for c in ("torch_tuned", "torch_tuned_cl")]
             tuned = [(c, rows) for c, rows in tuned if rows]
             best = max(tuned, key=lambda t: med(t[1], "images_per_second"))[0] if tuned else None
-            for c, label in (("strata", "Strata bench-step, 32 x 2 replicas" if mode == "train" else "Strata predict, 2 threads"),
+            for c, label in (("strata", "Strata bench-step, 32 x 2 replicas" if mode == "train" else "Strata predict, 32 x 2 replicas"),
                              ("torch_default", "PyTorch, default malloc"),
                              ("torch_tuned", "PyTorch, tuned malloc"),
                              ("torch_tuned_cl", "PyTorch, tuned malloc, channels-last")):
@@ -119,11 +120,13 @@ for m in models:
                 util = ("%.1f %% (%.1f %% per CPU-s)" % (100 * med(rows, "utilization"), 100 * med(rows, "utilization_cpu"))
                         if "utilization" in rows[0] else "")
                 name = label + (" (best)" if c == best else "")
-                print("| %s | %s | %s | %.1f | %.0f | %.1f | %.0f | %s | %s |" % (
-                    mode, p, name, ips, med(rows, "step_ms"), med(rows, "images_per_cpu_second"),
-                    med(rows, "peak_rss_bytes") / 2**20, util, "" if c == "strata" else "%.2fx" % (s_ips / ips)))
+                cpu = med(rows, "images_per_cpu_second")
+                print("| %s | %s | %s | %.1f | %.0f | %.1f | %.0f | %s | %s | %s |" % (
+                    mode, p, name, ips, med(rows, "step_ms"), cpu,
+                    med(rows, "peak_rss_bytes") / 2**20, util, "" if c == "strata" else "%.2fx" % (s_ips / ips),
+                    "" if c == "strata" else "%.2fx" % (s_cpu / cpu)))
             if mode == "train" and "arena_bytes" in s[0]:
-                print("| | | Strata arena / program | %.0f MiB / %.0f MiB | | | | | |" % (
+                print("| | | Strata arena / program | %.0f MiB / %.0f MiB | | | | | | |" % (
                     s[0]["arena_bytes"] / 2**20, s[0]["program_bytes"] / 2**20))
 PYEOF
 

@@ -27,6 +27,14 @@ struct BuildContext {
   // non-trainable (no gradient, no optimizer slots) and a BatchNormalization runs in inference
   // mode, as in Keras >= 2.1. Model::BuildForward sets it around each layer's call.
   bool frozen = false;
+  // Inference programs only (predict / evaluate): a BatchNormalization whose input is a
+  // convolution's output (with or without its bias) folds into that convolution, which is
+  // re-emitted with kernel w * gamma / sqrt(var + eps) and bias (b - mean) * gamma /
+  // sqrt(var + eps) + beta, computed from the variables at every run (so always current);
+  // the original convolution is then read by nothing and not scheduled. Saves one pass over
+  // the activation per folded batch norm, and lets a following ReLU fuse into the convolution.
+  // Off for training graphs and for the graph exporters read (BuildInferenceGraph).
+  bool fold_batch_norm = false;
   // Variables created so far in this build, with their layer, for summary() and L2 losses.
   struct VariableUse {
     std::string layer;

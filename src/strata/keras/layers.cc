@@ -337,8 +337,48 @@ class BatchNormalizationLayer final : public Layer {
     bo.synchronized = o_.synchronized;
     // Frozen: inference mode (moving statistics, not updated), as Keras >= 2.1 does.
     if (ctx.training && !ctx.frozen) return ctx.graph->BatchNorm(x, gamma, beta, mean, var, bo, name());
+    if (!ctx.training && ctx.fold_batch_norm) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<Value> folded, FoldIntoConvolution(*ctx.graph, x, gamma, beta, mean, var, bo));
+      if (folded) return *folded;
+    }
     return ctx.graph->BatchNormInference(x, gamma, beta, mean, var, bo, name());
   }
+
+ private:
+  // BuildContext::fold_batch_norm: x = conv(in, w) [+ b] becomes conv(in, w') + b' with
+  // w' = w * s, b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps) per output channel
+  // (the last axis of w, depthwise included). Both are batch-norm inferences of existing
+  // kernels: w' with mean 0 and beta 0, b' on b (or zeros) as one row. nullopt: x is no
+  // convolution's f32 output, and the batch norm stays.
+  Result<std::optional<Value>> FoldIntoConvolution(graph::Graph& g, Value x, Value gamma, Value beta, Value mean,
+                                                   Value var, const graph::BatchNormOptions& bo) const {
+    const int64_t c = x.shape()[-1];
+    Value conv_out = x, bias;
+    if (g.node(x.node).kind == graph::OpKind::kBiasAdd) {
+      conv_out = g.node(x.node).inputs[0];
+      bias = g.node(x.node).inputs[1];
+    }
+    const graph::Node& conv = g.node(conv_out.node);
+    if (conv.kind != graph::OpKind::kConv2D || conv_out.output != 0 || x.dtype() != DType::kF32 ||
+        x.shape().rank() != 4)
+      return std::optional<Value>();
+    const Value in = conv.inputs[0], w = conv.inputs[1];
+    if (w.shape().rank() != 4 || w.shape()[3] != c || w.dtype() != DType::kF32) return std::optional<Value>();
+    const std::string base = name() + "/folded";
+    const Value zeros = g.Constant(0.0f, Shape{c}, base + "/zeros");
+    STRATA_ASSIGN_OR_RETURN(Value w_scaled, g.BatchNormInference(w, gamma, zeros, zeros, var, bo, base + "/kernel"));
+    Value b_row = g.Constant(0.0f, Shape{1, c}, base + "/no_bias");
+    if (bias.valid()) {
+      STRATA_ASSIGN_OR_RETURN(b_row, g.Reshape(bias, Shape{1, c}, base + "/bias_row"));
+    }
+    STRATA_ASSIGN_OR_RETURN(Value b_folded, g.BatchNormInference(b_row, gamma, beta, mean, var, bo, base + "/bias"));
+    STRATA_ASSIGN_OR_RETURN(b_folded, g.Reshape(b_folded, Shape{c}, base + "/bias_vector"));
+    STRATA_ASSIGN_OR_RETURN(Value y, g.Conv2D(in, w_scaled, conv.attrs.conv, conv.name + "+" + name()));
+    STRATA_ASSIGN_OR_RETURN(y, g.BiasAdd(y, b_folded, name()));
+    return std::optional<Value>(y);
+  }
+
+ public:
 
  private:
   BatchNormalizationOptions o_;

@@ -49,7 +49,8 @@ Status Model::compile(CompileOptions options) {
     strategy_ = owned_strategy_.get();
   }
   replicas_.clear();
-  eval_ = Compiled{};
+  evals_.clear();
+  eval_batch_ = 0;
   // The variables come from the training graph and do not depend on the batch size: build
   // it at batch 1 now so weights can be loaded (and counted) before the first fit.
   Compiled probe;
@@ -183,16 +184,48 @@ void Model::SetUpReducer() {
   }
 }
 
-Status Model::EnsureEvalProgram(int64_t batch) {
+Status Model::EnsureEvalPrograms(int64_t batch) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before evaluate() or predict()");
-  if (eval_.program && eval_.batch == batch) return Status::OK();
-  eval_ = Compiled{};
-  eval_.graph = std::make_unique<graph::Graph>();
-  BuildContext ctx;
-  STRATA_RETURN_IF_ERROR(BuildForward(*eval_.graph, /*training=*/false, batch, &eval_.inputs, &eval_.outputs, &ctx));
-  STRATA_ASSIGN_OR_RETURN(eval_.program, backend::Compile(*eval_.graph, BackendOptions(eval_.outputs, store_)));
-  eval_.batch = batch;
+  if (!evals_.empty() && eval_batch_ == batch) return Status::OK();
+  evals_.clear();
+  eval_batch_ = 0;
+  // Replica r runs rows [r P, (r + 1) P) of a global batch: no more programs than rows.
+  const int64_t r_count = std::min<int64_t>(num_replicas(), batch);
+  const int64_t per_replica = (batch + r_count - 1) / r_count;
+  std::vector<Compiled> built(static_cast<size_t>(r_count));
+  for (Compiled& c : built) {
+    c.graph = std::make_unique<graph::Graph>();
+    BuildContext ctx;
+    ctx.fold_batch_norm = compile_.fold_batch_norm;
+    STRATA_RETURN_IF_ERROR(BuildForward(*c.graph, /*training=*/false, per_replica, &c.inputs, &c.outputs, &ctx));
+    // Every replica reads the model's own variables: evaluation writes none.
+    auto program = backend::Compile(*c.graph, BackendOptions(c.outputs, store_));
+    if (!program.ok()) return program.status().WithContext("model " + name_ + " evaluation program");
+    c.program = std::move(program).value();
+    c.batch = per_replica;
+  }
+  evals_ = std::move(built);
+  eval_batch_ = batch;
   return Status::OK();
+}
+
+Status Model::RunEvalBatch(const data::Element& batch, int64_t rows, std::vector<float>* out, int64_t* k) {
+  const Compiled& c0 = evals_[0];
+  *k = c0.outputs[0].shape().num_elements() / c0.batch;
+  out->resize(static_cast<size_t>(rows * *k));
+  auto run_replica = [&](int r) -> Status {
+    if (r >= static_cast<int>(evals_.size())) return Status::OK();
+    Compiled& c = evals_[static_cast<size_t>(r)];
+    const int64_t row0 = std::min<int64_t>(rows, r * c.batch), n = std::min<int64_t>(rows - row0, c.batch);
+    if (n == 0) return Status::OK();  // a short last batch may leave the later replicas nothing
+    STRATA_RETURN_IF_ERROR(FeedInputs(c, batch, row0, n, /*with_labels=*/false));
+    STRATA_RETURN_IF_ERROR(c.program->Run());
+    const Tensor& y = c.program->fetch(c.outputs[0]);
+    std::memcpy(out->data() + row0 * *k, y.data<float>(), static_cast<size_t>(n * *k) * sizeof(float));
+    return Status::OK();
+  };
+  if (evals_.size() == 1) return run_replica(0);  // on the calling thread, as before
+  return strategy_->run(run_replica);
 }
 
 std::vector<std::unique_ptr<Metric>> Model::MakeMetrics() const {
@@ -374,7 +407,7 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
   STRATA_ASSIGN_OR_RETURN(auto it, ds.make_iterator());
   auto metrics = MakeMetrics();
   Mean loss_mean;
-  std::vector<float> per_example, collected;
+  std::vector<float> per_example, collected, outputs;
   Tensor dense;  // the labels as f32, where the loss needs them so
   std::vector<int64_t> row_shape;
   int64_t total_rows = 0;
@@ -385,23 +418,21 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
     if (end) break;
     if (batch.size() == 0 || batch[0].rank() == 0) return InvalidArgument("evaluate: elements must be batches");
     const int64_t rows = batch[0].shape()[0];
-    // The first batch fixes the program's batch; a shorter last batch is padded and cut.
-    if (!eval_.program || rows > eval_.batch) STRATA_RETURN_IF_ERROR(EnsureEvalProgram(rows));
-    STRATA_RETURN_IF_ERROR(FeedInputs(eval_, batch, 0, rows, /*with_labels=*/false));
-    STRATA_RETURN_IF_ERROR(eval_.program->Run());
-    const Tensor& out = eval_.program->fetch(eval_.outputs[0]);
-    const int64_t k = out.num_elements() / eval_.batch;
+    // The first batch fixes the programs' batch; a shorter last batch is padded and cut.
+    if (evals_.empty() || rows > eval_batch_) STRATA_RETURN_IF_ERROR(EnsureEvalPrograms(rows));
+    int64_t k = 0;
+    STRATA_RETURN_IF_ERROR(RunEvalBatch(batch, rows, &outputs, &k));
     if (predictions) {
-      collected.insert(collected.end(), out.data<float>(), out.data<float>() + rows * k);
-      row_shape.assign(out.shape().dims().begin() + 1, out.shape().dims().end());
+      collected.insert(collected.end(), outputs.begin(), outputs.end());
+      row_shape.assign(evals_[0].outputs[0].shape().dims().begin() + 1, evals_[0].outputs[0].shape().dims().end());
       total_rows += rows;
       continue;
     }
-    const size_t label_index = eval_.inputs.size();
+    const size_t label_index = evals_[0].inputs.size();
     STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, k, label_index));
     MetricBatch mb;
     STRATA_RETURN_IF_ERROR(
-        compile_.loss.Evaluate(out.data<float>(), rows, k, label_scratch_, batch[label_index], &per_example, &dense, &mb));
+        compile_.loss.Evaluate(outputs.data(), rows, k, label_scratch_, batch[label_index], &per_example, &dense, &mb));
     for (float l : per_example) loss_mean.Update(l);
     for (auto& m : metrics) m->Update(mb);
   }

@@ -13,7 +13,8 @@
 // per-replica batch shape and compiled into one program per replica (backend::Compile); each
 // step feeds the batch, runs the programs, reduces the gradients (distribute::Reducer) and
 // applies the optimizer's sharded update (keras/optimizer_state.h). The evaluation/predict
-// graph is a second program over the same variables.
+// graph is a second program over the same variables, one per replica: predict and evaluate
+// split each batch over the replicas' cores as fit does (MirroredStrategy's predict).
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
@@ -86,6 +87,9 @@ struct CompileOptions {
   // Where the replicas run. Null: the strategy of the enclosing Strategy::Scope, else one
   // replica (OneDeviceStrategy). The global batch is split evenly across its replicas.
   distribute::Strategy* strategy = nullptr;
+  // predict / evaluate: a BatchNormalization right after a convolution folds into it
+  // (BuildContext::fold_batch_norm); the outputs equal the unfolded ones to float rounding.
+  bool fold_batch_norm = true;
 };
 
 struct FitOptions {
@@ -217,6 +221,8 @@ class Model {
   const CompileOptions& compile_options() const { return compile_; }
   // Replica 0's compiled training program (null before the first batch), for the monitor.
   backend::Program* train_program() { return replicas_.empty() ? nullptr : replicas_[0].program.get(); }
+  // Replica 0's compiled predict/evaluate program (null before the first predict or evaluate).
+  backend::Program* eval_program() { return evals_.empty() ? nullptr : evals_[0].program.get(); }
   backend::VariableStore* variables() { return store_.get(); }
   // Replicas in this process (the local batch is split over them); the global count is
   // strategy()->num_replicas_in_sync().
@@ -243,7 +249,7 @@ class Model {
     graph::Value labels;                // training only
     graph::Value loss;                  // training only
     std::vector<graph::Value> outputs;  // model outputs
-    int64_t batch = 0;                  // rows per run: the per-replica batch (training), the evaluation batch
+    int64_t batch = 0;                  // rows per run: the per-replica batch (training and evaluation)
   };
   // One training step on a global batch (model.cc reads it top to bottom): splits it over
   // the replicas, runs forward and backward on each, reduces the gradients and applies the
@@ -267,7 +273,13 @@ class Model {
                       std::vector<graph::Value>* outputs, BuildContext* ctx) const;
   Status ProbeForward(graph::Graph& g, std::vector<graph::Value>* outputs) const;
   Status EnsureTrainPrograms(int64_t per_replica_batch);
-  Status EnsureEvalProgram(int64_t batch);
+  // The evaluation programs for a global batch of `batch` rows: one per local replica, each
+  // at ceil(batch / replicas) rows, all reading the model's variables (store_).
+  Status EnsureEvalPrograms(int64_t batch);
+  // Runs the evaluation programs on a batch of `rows` rows (<= eval_batch_), replica r on
+  // its rows [r P, min((r + 1) P, rows)) and on its own core, and gathers the (first)
+  // output's rows into `out` [rows * k]; k: the output's elements per row.
+  Status RunEvalBatch(const data::Element& batch, int64_t rows, std::vector<float>* out, int64_t* k);
   // Every layer's trainable flag, and whether they are still those compile() saw.
   std::vector<std::pair<const Layer*, bool>> TrainableFlags() const;
   Status CheckTrainableUnchanged() const;
@@ -295,7 +307,10 @@ class Model {
   std::unique_ptr<distribute::CrossReplicaSum> batch_norm_sum_;  // null: no synchronized batch norm to serve
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
   std::vector<Compiled> replicas_;
-  Compiled eval_;
+  // predict/evaluate: one program per local replica (a global batch is split over the cores
+  // as in training), compiled for a global batch of eval_batch_ rows.
+  std::vector<Compiled> evals_;
+  int64_t eval_batch_ = 0;
   std::vector<int64_t> label_scratch_;  // class indices of the current global batch
   double lr_scale_ = 1;
   double lr_override_ = -1;

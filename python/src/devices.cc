@@ -1,5 +1,7 @@
 // strata.devices() (what `strata devices` prints) and strata.monitor (the live page and
 // utilization / idle monitor of `strata train --monitor-port`, for fit and custom loops).
+#include <pybind11/stl.h>
+
 #include <algorithm>
 
 #include "bindings.h"

@@ -1,5 +1,7 @@
 // strata._strata.distribute: the C++ strategies (distribute/strategy.h) and ClusterResolver
 // (distribute/cluster_resolver.h). python/strata/distribute/ gives them tf.distribute's names.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <vector>
 

@@ -5,9 +5,39 @@
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(x, y, epochs=12)
 
+Submodules: strata.keras, strata.data, strata.io, strata.distribute, strata.monitor,
+strata.errors (each imported on first use). strata.devices() describes this host.
 docs/python.md maps each Keras and tf.data name to Strata's and lists what differs.
 """
-from . import errors
+import importlib
+from typing import List
+
+from . import _strata, errors
+from ._device import Device
 from ._strata import __version__
 
-__all__ = ["errors", "__version__"]
+# Imported on first access (PEP 562), so `import strata` stays cheap and each works alone.
+_SUBMODULES = ("data", "distribute", "io", "keras", "monitor")
+
+__all__ = ["Device", "data", "devices", "distribute", "errors", "io", "keras", "monitor", "__version__"]
+
+
+def devices(recalibrate: bool = False) -> List[Device]:
+    """This host as ``strata devices`` prints it: one Device (hostname, CPU model, usable cores,
+    ISA list, memory, replicas, calibrated peak FLOP/s per core for f32 and bf16, precisions).
+
+    The peak is measured once per machine and cached (a few hundred ms the first time);
+    ``recalibrate=True`` measures it again. Under mpirun/srun every worker's host is in
+    ``strata.distribute.ClusterResolver().connect().cluster_spec().host_info``.
+    """
+    return [Device(**d) for d in _strata._devices(bool(recalibrate))]
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'strata' has no attribute %r" % (name,))
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))

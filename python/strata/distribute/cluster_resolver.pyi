@@ -1,0 +1,29 @@
+from typing import Dict, List, Mapping, Optional
+
+from .. import Device
+
+class ClusterSpec:
+    hosts: int
+    replicas_per_host: int
+    host_info: List[Device]
+    def __init__(self, spec: dict) -> None: ...
+    @property
+    def num_replicas(self) -> int: ...
+    def as_dict(self) -> Dict[str, List[str]]: ...
+    def num_tasks(self, job_name: str = ...) -> int: ...
+
+class ClusterResolver:
+    environment: str
+    task_type: str
+    task_id: int
+    num_workers: int
+    launched_under_mpi: bool
+    worker_hosts: List[str]
+    rpc_layer: str
+    def __init__(self, replicas: Optional[int] = ..., recalibrate: bool = ...,
+                 environment: Optional[Mapping[str, str]] = ...) -> None: ...
+    def connect(self) -> ClusterResolver: ...
+    def cluster_spec(self) -> ClusterSpec: ...
+    def num_accelerators(self, task_type: Optional[str] = ..., task_id: Optional[int] = ...) -> Dict[str, int]: ...
+    def master(self, task_type: Optional[str] = ..., task_id: Optional[int] = ...,
+               rpc_layer: Optional[str] = ...) -> str: ...

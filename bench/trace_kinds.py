@@ -12,7 +12,10 @@ kernel), stem (3 input channels) and kxk. Memory-bound kinds are set against
 their roofline: the bytes each kernel must move at least (every tensor in its shapes read or
 written once) over the STREAM triad bandwidth measured here (torch a = b + s*c on 2^25 floats,
 one thread: one replica's core; best of 5), and the matrix kinds against the FLOPs the shapes
-imply at the calibrated peak when --peak-gflops is given.
+imply at the calibrated peak when --peak-gflops is given (bench-step's peak_gflops_per_core; one
+replica per core): a convolution's FLOPs are 2 x (elements of its output-side tensor: the
+forward's result, the data gradient's dy, the weight gradient's dy) x kh x kw x (input channels
+per group).
 """
 import argparse
 import collections
@@ -66,11 +69,32 @@ def kind(op, name, shapes):
     return op + " %dx%d" % (k[0], k[1]) if k else op
 
 
+def conv_flops(op, shapes):
+    """2 x output-side elements x kh x kw x input channels per group, from the trace's shapes."""
+    ts = tensors(shapes)
+    if len(ts) < 3:
+        return 0
+    batch = ts[0][1][0] if ts[0][1] else -1
+    window = [d for _, d, _ in ts if len(d) == 4 and d[0] <= 7 and d[0] == d[1] and d[0] != batch]
+    if not window:
+        return 0
+    k = window[0]
+    if op == "conv_fwd":
+        out = ts[-1]
+    elif op == "conv_bwd_data":
+        out = ts[0]
+    else:  # conv_bwd_weights: x, dy -> kernel
+        out = ts[1]
+    return 2 * (out[2] // SIZES[out[0]]) * k[0] * k[1] * k[2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace", nargs="?")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--triad-only", action="store_true")
+    ap.add_argument("--peak-gflops", type=float, default=0,
+                    help="peak GFLOP/s of one core (bench-step's peak_gflops_per_core): convolutions' %% of peak")
     a = ap.parse_args()
     bw1 = triad_gbs(1)
     if a.triad_only or not a.trace:
@@ -83,6 +107,7 @@ def main():
     total = collections.Counter()
     count = collections.Counter()
     bytes_moved = collections.Counter()
+    flops = collections.Counter()
     for l in lines:
         head, us = l.rsplit(",", 1)
         parts = head.split(",", 4)
@@ -92,19 +117,28 @@ def main():
         total[k] += t
         count[k] += 1
         bytes_moved[k] += sum(b for _, _, b in tensors(shapes))
+        if op.startswith("conv"):
+            flops[k] += conv_flops(op, shapes)
     step = sum(total.values()) / a.replicas
+    peak = ["", ""]
+    if a.peak_gflops > 0:
+        peak = [" GFLOP/s | %% of peak (%.0f GFLOP/s) |" % a.peak_gflops, "---|---|"]
     print("| kernel kind | kernels | ms per replica step | share | GB moved (at least) | GB/s achieved | "
-          "roofline (triad %.1f GB/s) |" % bw1)
-    print("|---|---|---|---|---|---|---|")
+          "roofline (triad %.1f GB/s) |%s" % (bw1, peak[0]))
+    print("|---|---|---|---|---|---|---|%s" % peak[1])
     for k, t in total.most_common():
         ms = t / a.replicas / 1e3
         gb = bytes_moved[k] / a.replicas / 1e9
         gbs = gb / (ms / 1e3) if ms > 0 else 0
         memory_bound = "depthwise" in k or "1x1" in k or not k.startswith(("conv", "matmul", "inner"))
         roof = "%.0f %% of triad" % (100 * gbs / bw1) if memory_bound and gb > 0 else ""
-        print("| %s | %d | %.1f | %.1f %% | %.3f | %.1f | %s |" % (k, count[k] // a.replicas, ms, 100 * ms / (step / 1e3),
-                                                             gb, gbs, roof))
-    print("| total | %d | %.1f | | | | |" % (len(lines) // a.replicas, step / 1e3))
+        compute = ""
+        if a.peak_gflops > 0:
+            gflops = flops[k] / a.replicas / 1e9 / (ms / 1e3) if ms > 0 and flops[k] else 0
+            compute = " %s | %s |" % (("%.1f" % gflops, "%.1f %%" % (100 * gflops / a.peak_gflops)) if gflops else ("", ""))
+        print("| %s | %d | %.1f | %.1f %% | %.3f | %.1f | %s |%s" % (k, count[k] // a.replicas, ms, 100 * ms / (step / 1e3),
+                                                               gb, gbs, roof, compute))
+    print("| total | %d | %.1f | | | | |%s" % (len(lines) // a.replicas, step / 1e3, " | |" if a.peak_gflops > 0 else ""))
 
 
 if __name__ == "__main__":

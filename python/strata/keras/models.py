@@ -21,6 +21,11 @@ def Input(shape, batch_size=None, name=None, dtype="float32"):
     return layers_module.KerasTensor(cc, shape=(None,) + shape, dtype=dtype, name=name)
 
 
+def _contiguous(a):
+    a = np.ascontiguousarray(a)
+    return a if a.flags.writeable else a.copy()  # the C++ side borrows writable buffers only
+
+
 def _arrays(x):
     """numpy arrays (a list for several inputs) stay as they are; a Dataset passes through."""
     if isinstance(x, dict):
@@ -28,11 +33,11 @@ def _arrays(x):
     # Keras takes any array: a slice or transpose is made contiguous here (one copy; contiguous
     # arrays pass as they are, borrowed by the C++ side).
     if isinstance(x, (list, tuple)):
-        return [np.ascontiguousarray(a) for a in x]
+        return [_contiguous(a) for a in x]
     if isinstance(x, np.ndarray) or np.isscalar(x):
-        return np.ascontiguousarray(x)
+        return _contiguous(x)
     if hasattr(x, "__array__") and not hasattr(x, "_to_cpp"):
-        return np.ascontiguousarray(x)
+        return _contiguous(x)
     return x
 
 
@@ -196,14 +201,14 @@ class Model:
         if is_arrays and y is None:
             raise ValueError("fit: y is needed with numpy x (or pass a Dataset of (x, y) batches)")
         if y is not None:
-            y = np.ascontiguousarray(y)
+            y = _contiguous(y)
         val_x = val_y = None
         if validation_data is not None:
             if isinstance(validation_data, (tuple, list)):
                 if len(validation_data) != 2:
                     raise ValueError("validation_data: expected (x_val, y_val)"
                                      + (" (sample weights are not supported)" if len(validation_data) == 3 else ""))
-                val_x, val_y = _arrays(validation_data[0]), np.asarray(validation_data[1])
+                val_x, val_y = _arrays(validation_data[0]), _contiguous(validation_data[1])
             else:
                 val_x = validation_data
         elif validation_split:
@@ -243,7 +248,7 @@ class Model:
             raise errors.InvalidArgumentError(f"model {self.name}: call compile() before evaluate()")
         x = _arrays(x)
         if y is not None:
-            y = np.asarray(y)
+            y = _contiguous(y)
         logs = _k.evaluate(self._cc, x, y, int(batch_size or 32), steps, 1 if verbose == "auto" else int(verbose))
         if return_dict:
             return dict(logs)
@@ -265,7 +270,7 @@ class Model:
 
     # ---- custom training loops ------------------------------------------------------------------
     def train_on_batch(self, x, y, return_dict=False):
-        logs = self._cc.train_on_batch(_arrays(x), np.asarray(y))
+        logs = self._cc.train_on_batch(_arrays(x), _contiguous(y))
         if return_dict:
             return logs
         values = list(logs.values())
@@ -277,7 +282,7 @@ class Model:
         ``gradients()``."""
         if not self._compiled_by_user:
             raise errors.InvalidArgumentError(f"model {self.name}: call compile() before compute_gradients()")
-        return self._cc.compute_gradients(_arrays(x), np.asarray(y))
+        return self._cc.compute_gradients(_arrays(x), _contiguous(y))
 
     def gradients(self):
         """The averaged gradients, one float32 vector over the trainable variables, over the

@@ -21,7 +21,7 @@ def _read_idx(path, magic, header_ints):
     body = np.frombuffer(data, dtype=np.uint8, offset=4 * (1 + header_ints))
     if body.size != int(np.prod(dims)):
         raise ValueError(f"{path}: {body.size} bytes of data for shape {tuple(dims)}")
-    return body.reshape(dims)
+    return body.reshape(dims).copy()  # writable, as Keras's
 
 
 def _find(directory, stem):

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import urllib.request
 
 import numpy as np
@@ -224,6 +226,34 @@ def test_fit_serves_the_live_monitor_page_as_strata_train_monitor_port_does(capf
     x, y = blobs(128)
     sequential().fit(x, y, batch_size=32, epochs=1, verbose=0, monitor_port=0, callbacks=[Probe()])
     assert isinstance(seen["monitor"], dict) and seen["monitor"]
+
+
+def test_fit_releases_the_gil_so_python_threads_run_during_training():
+    window = {}
+
+    class Window(strata.keras.callbacks.Callback):  # no batch hook: nothing in Python between these
+        def on_train_begin(self, logs=None):
+            window["begin"] = time.perf_counter()
+
+        def on_train_end(self, logs=None):
+            window["end"] = time.perf_counter()
+
+    stamps, done = [], threading.Event()
+
+    def spin():
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0.001)
+
+    x, y = blobs(256)
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        sequential().fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[Window()])
+    finally:
+        done.set()
+        thread.join()
+    assert any(window["begin"] < t < window["end"] for t in stamps)
 
 
 # ---- errors ----------------------------------------------------------------------------------

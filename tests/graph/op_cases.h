@@ -221,6 +221,32 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.Act(graph::Activation::kTanh, y);
                },
                1e-6, 1e-5, 2LL * 4 * 5 * 6});
+  // EfficientNet's squeeze-and-excitation and drop-connect (broadcast_kernels.h): on a 1x1
+  // convolution's 32 channels the cpu backend keeps oneDNN's channel-blocked layout (nChw16c,
+  // nChw8c under AVX2) through the broadcast multiply, the global pool's gradient and the sum
+  // over H and W; 37 channels run the plain path with a vector remainder.
+  auto conv1x1 = [](Graph& g, const std::vector<Value>& x) {
+    return g.Conv2D(x[0], x[1], {.padding = graph::Padding::kSame}, "conv");
+  };
+  c.push_back({"squeeze_excitation_on_conv_blocked", {{2, 3, 4, 8}, {1, 1, 8, 32}, {2, 1, 1, 32}},
+               [conv1x1](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value y, conv1x1(g, x));
+                 STRATA_ASSIGN_OR_RETURN(Value m, g.GlobalAvgPool(y));  // the factor's gradient flows back too
+                 STRATA_ASSIGN_OR_RETURN(m, g.Reshape(m, {2, 1, 1, 32}));
+                 STRATA_ASSIGN_OR_RETURN(Value f, g.Multiply(m, x[2]));
+                 return g.Multiply(y, f);
+               },
+               1e-6, 1e-5, 2LL * 2 * 3 * 4 * 32 * 8});
+  c.push_back({"drop_connect_on_conv_blocked", {{2, 3, 3, 8}, {1, 1, 8, 32}},
+               [conv1x1](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 STRATA_ASSIGN_OR_RETURN(Value y, conv1x1(g, x));
+                 return g.Dropout(y, 0.3f, 7, Shape{2, 1, 1, 1});
+               },
+               1e-6, 1e-5, 2LL * 2 * 3 * 3 * 32 * 8});
+  c.push_back({"multiply_broadcast_squeeze_excitation_37_channels", {{2, 3, 2, 37}, {2, 1, 1, 37}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Multiply(x[0], x[1]); }});
+  c.push_back({"global_avg_pool_37_channels", {{2, 3, 5, 37}},
+               [](Graph& g, const std::vector<Value>& x) { return g.GlobalAvgPool(x[0]); }});
   return c;
 }
 

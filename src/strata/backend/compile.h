@@ -107,6 +107,11 @@ struct CompileOptions {
   // 'valid' convolution after it (STRATA_FOLD_ZERO_PAD=0 turns it off). Off: to measure them.
   bool fuse_bn_relu6 = true;
   bool fold_zero_pad = true;
+  // A multiply by a factor broadcast along one run of axes (squeeze-and-excitation,
+  // drop-connect) and a global average pool's gradient as Strata's own vectorised kernels
+  // (backend/cpu/broadcast_kernels.h) instead of oneDNN 2.6's reference ones (env
+  // STRATA_BROADCAST_KERNELS=0 turns them off: to measure them).
+  bool broadcast_kernels = true;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::kAuto;
 };
 

@@ -39,34 +39,4 @@ void Gather(const float* x, const int32_t* index, int64_t count, float* y) {
   for (int64_t e = 0; e < count; ++e) y[e] = x[index[e]];
 }
 
-void SumMiddleAxis(const float* x, int64_t a, int64_t r, int64_t b, double scale, float* y) {
-  if (b == 1) {  // a sum over the innermost axes: four independent f64 partial sums
-    for (int64_t i = 0; i < a; ++i) {
-      const float* row = x + i * r;
-      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t j = 0;
-      for (; j + 4 <= r; j += 4) {
-        s0 += row[j];
-        s1 += row[j + 1];
-        s2 += row[j + 2];
-        s3 += row[j + 3];
-      }
-      for (; j < r; ++j) s0 += row[j];
-      y[i] = static_cast<float>((s0 + s1 + s2 + s3) * scale);
-    }
-    return;
-  }
-  thread_local std::vector<double> acc;
-  acc.resize(static_cast<size_t>(b));
-  for (int64_t i = 0; i < a; ++i) {
-    std::fill(acc.begin(), acc.end(), 0.0);
-    double* s = acc.data();
-    for (int64_t j = 0; j < r; ++j) {
-      const float* row = x + (i * r + j) * b;
-      for (int64_t k = 0; k < b; ++k) s[k] += row[k];
-    }
-    for (int64_t k = 0; k < b; ++k) y[i * b + k] = static_cast<float>(s[k] * scale);
-  }
-}
-
 }  // namespace strata::backend::cpu

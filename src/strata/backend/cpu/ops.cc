@@ -99,6 +99,26 @@ FusedEpilogue Epilogue(Planner& p, int i, const std::string& op) {
   return e;
 }
 
+std::optional<MiddleRun> BroadcastRun(const Shape& full, const Shape& part) {
+  if (full.rank() != part.rank()) return std::nullopt;
+  int first = -1, last = -1;
+  for (int d = 0; d < full.rank(); ++d) {
+    if (full[d] == 1) {  // an extent-1 axis joins a run it follows
+      if (first >= 0 && last == d - 1) last = d;
+      continue;
+    }
+    if (part[d] == full[d]) continue;
+    if (part[d] != 1) return std::nullopt;
+    if (first < 0) first = d;
+    else if (last != d - 1) return std::nullopt;  // a second run
+    last = d;
+  }
+  if (first < 0) return std::nullopt;
+  MiddleRun m{1, 1, 1};
+  for (int d = 0; d < full.rank(); ++d) (d < first ? m.a : d <= last ? m.r : m.b) *= full[d];
+  return m;
+}
+
 bool HasBackward(Planner& p, int fwd) {
   const graph::Graph& g = p.graph();
   for (int j : p.schedule.order)
@@ -107,17 +127,34 @@ bool HasBackward(Planner& p, int fwd) {
 }
 
 Status PlanHand(Planner& p, int i, const std::string& op, const std::vector<std::pair<Value, dt>>& ins,
-                const std::vector<Value>& outs, KernelFn fn) {
+                const std::vector<Value>& outs, KernelFn fn, const std::string& impl) {
+  std::vector<std::pair<Value, md>> in_descs, out_descs;
+  for (const auto& [v, type] : ins) in_descs.push_back({v, PlainDesc(v.shape(), type)});
+  for (const Value& v : outs) out_descs.push_back({v, PlainDesc(v.shape(), dt::f32)});
+  return PlanHandIn(p, i, op, in_descs, out_descs, std::move(fn), impl);
+}
+
+Status PlanHandIn(Planner& p, int i, const std::string& op, const std::vector<std::pair<Value, md>>& ins,
+                  const std::vector<std::pair<Value, md>>& outs, KernelFn fn, const std::string& impl) {
   Kernel k;
-  k.info = Info(p, i, op, "strata:scalar");
-  for (const auto& [v, type] : ins) {
-    STRATA_ASSIGN_OR_RETURN(int b, p.Use(v, PlainDesc(v.shape(), type)));
+  k.info = Info(p, i, op, impl);
+  for (const auto& [v, d] : ins) {
+    STRATA_ASSIGN_OR_RETURN(int b, p.Use(v, d));
     k.bufs.push_back(b);
   }
-  for (const Value& v : outs) k.bufs.push_back(p.Define(v, PlainDesc(v.shape(), dt::f32)));
+  for (const auto& [v, d] : outs) k.bufs.push_back(p.Define(v, d));
   k.fn = std::move(fn);
   p.Append(std::move(k));
   return p.FinishOutputs();
+}
+
+std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& s) {
+  if (s.rank() != 4 || d.data_type() != dt::f32) return std::nullopt;
+  const int64_t n = s[0], hw = s[1] * s[2], c = s[3];
+  if (d == PlainDesc(s, dt::f32)) return MiddleRun{n, hw, c};
+  for (const auto& [block, format] : {std::pair{16, tag::nChw16c}, std::pair{8, tag::nChw8c}})
+    if (c % block == 0 && d == md(Dims(s), dt::f32, format)) return MiddleRun{n * c / block, hw, block};
+  return std::nullopt;
 }
 
 }  // namespace ops

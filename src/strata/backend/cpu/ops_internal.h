@@ -4,6 +4,7 @@
 // fused into it) to the planner.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -82,6 +83,14 @@ Status AppendPrimitive(Planner& p, KernelInfo info, const typename Primitive::pr
   return AppendPrimitive<Primitive>(p, std::move(k), pd, std::move(args));
 }
 
+// A plain tensor of shape `full` seen as [a, r, b] against `part` seen as [a, 1, b]: `part`
+// equals `full` but for one contiguous run of axes where it is 1 (the run is r). nullopt
+// where `part` differs otherwise (ranks, extents, or two separate runs).
+struct MiddleRun {
+  int64_t a, r, b;
+};
+std::optional<MiddleRun> BroadcastRun(const Shape& full, const Shape& part);
+
 // ---- Plan functions, by family ---------------------------------------------------------------
 
 using PlanFn = Status(Planner& p, int i);
@@ -98,6 +107,7 @@ Status PlanAliasOrCopy(Planner& p, int i, dt type);  // Reshape, Cast, Identity
 PlanFn PlanSoftmaxCrossEntropy, PlanSoftmaxCrossEntropyGrad;
 Status PlanMse(Planner& p, int i, bool grad);
 
+
 // ---- hand-written kernels --------------------------------------------------------------------
 
 template <typename T>
@@ -105,7 +115,19 @@ T* Ptr(Kernel& k, int j) { return reinterpret_cast<T*>(k.ptrs[j]); }
 
 // A kernel of Strata's own over plain layouts: reads `ins` (each in its plain layout of the
 // given type) and writes `outs` (plain f32); fn sees their pointers in that order.
+// `impl` names the body in the trace ("strata:avx512" for a vectorised one).
 Status PlanHand(Planner& p, int i, const std::string& op, const std::vector<std::pair<Value, dt>>& ins,
-                const std::vector<Value>& outs, KernelFn fn);
+                const std::vector<Value>& outs, KernelFn fn, const std::string& impl = "strata:scalar");
+// The same with each input and output in a layout of the caller's choosing (a kernel that
+// works on oneDNN's blocked layouts as they are, without reorders).
+Status PlanHandIn(Planner& p, int i, const std::string& op, const std::vector<std::pair<Value, md>>& ins,
+                  const std::vector<std::pair<Value, md>>& outs, KernelFn fn, const std::string& impl);
+
+// How a tensor of shape [N, H, W, C] multiplied by (or spread from) a factor [N, 1, 1, C]
+// runs over layout `d` as [a, r, b] against [a, 1, b] (broadcast_kernels.h): plain NHWC is
+// [N, H * W, C]; oneDNN's channel-blocked nChw16c / nChw8c with C a multiple of the block is
+// [N * C / block, H * W, block], the factor's plain [N, C] read as [N * C / block, block].
+// nullopt for any other layout (padded blocks among them).
+std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& nhwc);
 
 }  // namespace strata::backend::cpu::ops

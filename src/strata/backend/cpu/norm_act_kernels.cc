@@ -14,53 +14,99 @@ constexpr int64_t kRun = 256;
 // The arrays of NormActScratch::f, each padded_channels() long.
 enum FloatArray { kRunSum1, kRunSum2, kMean, kScale, kShift, kMeanDz, kMeanDzXc, kFloatArrays };
 
-// One body per pass, inlined into an AVX-512, an AVX2 and a generic function and vectorised
-// by the compiler for each target. kW: the row width when it is known (blocked layouts: 16 or
-// 8, one vector register per row), 0 when it is the layout's (plain [M, C]).
+// How a body walks the tensor: `outer` x `blocks` runs of `inner` rows; block b holds channels
+// [b * width, b * width + lanes(b)). Blocked layouts hold `width` lanes per block in memory
+// (padding past `channels` included); plain [M, C] is one block of M whole rows (row by row:
+// column blocks strided a row apart ran 10x slower, measured), its sums in L1-resident arrays.
+struct Walk {
+  int64_t outer, blocks, inner, width, channels;
+  int64_t outer_stride, block_stride, row_stride;
+  bool padded;
+  int64_t lanes(int64_t b) const { return padded ? width : std::min(width, channels - b * width); }
+};
 
-// Sums over every row of every run of (x, f(x)) per lane: s1 += u, s2 += v, where
-// (u, v) = term(block, lane, row). f32 within a run of kRun rows, f64 across runs.
+Walk WalkOf(const ChannelLayout& l) {
+  if (l.outer == 1 && l.blocks == 1 && l.width == l.channels) {  // plain [M, C]: whole rows
+    return {1, 1, l.inner, l.channels, l.channels, 0, l.channels, l.channels, false};
+  }
+  return {l.outer, l.blocks, l.inner, l.width, l.channels, l.blocks * l.inner * l.width, l.inner * l.width, l.width,
+          true};
+}
+
+// One body per pass, inlined into an AVX-512, an AVX2 and a generic function and vectorised
+// by the compiler for each target. kW: the block's width when it is a vector block (16 or 8
+// lanes: one register per row, the sums in registers), else 0 (plain rows of any width,
+// `lanes`; restrict-qualified arrays, so that the loops vectorise).
+
+// Sums over every row of one block of (u, v) = term(channel, element): f32 within a run of
+// kRun rows, f64 across runs, into s1, s2 [channels].
 template <int kW, class Term>
-inline __attribute__((always_inline)) void ChannelSums(const ChannelLayout& l, NormActScratch& s, const Term& term) {
-  const int64_t w = kW > 0 ? kW : l.width, CP = l.blocks * w;
+inline __attribute__((always_inline)) void BlockSums(const Walk& wk, int64_t first, int64_t c0, int64_t lanes,
+                                                     double* __restrict s1, double* __restrict s2,
+                                                     float* __restrict q1_scratch, float* __restrict q2_scratch,
+                                                     const Term& term) {
+  const int64_t w = kW > 0 ? kW : lanes;
+  float local1[kW > 0 ? kW : 1], local2[kW > 0 ? kW : 1];
+  float* q1 = kW > 0 ? local1 : q1_scratch;
+  float* q2 = kW > 0 ? local2 : q2_scratch;
+  for (int64_t r0 = 0; r0 < wk.inner; r0 += kRun) {
+    const int64_t r1 = std::min(wk.inner, r0 + kRun);
+    for (int64_t j = 0; j < w; ++j) q1[j] = q2[j] = 0.0f;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t at = first + r * wk.row_stride;
+      for (int64_t j = 0; j < w; ++j) {
+        float u, v;
+        term(c0 + j, at + j, u, v);
+        q1[j] += u;
+        q2[j] += v;
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      s1[c0 + j] += q1[j];
+      s2[c0 + j] += q2[j];
+    }
+  }
+}
+
+template <int kW, class Term>
+inline __attribute__((always_inline)) void ChannelSums(const Walk& wk, int64_t padded_channels, NormActScratch& s,
+                                                       const Term& term) {
+  const int64_t CP = padded_channels;
   double* s1 = s.d.data();
   double* s2 = s1 + CP;
   std::fill(s1, s1 + 2 * CP, 0.0);
-  float local1[kW > 0 ? kW : 1], local2[kW > 0 ? kW : 1];
-  float* q1 = kW > 0 ? local1 : s.f.data() + kRunSum1 * CP;
-  float* q2 = kW > 0 ? local2 : s.f.data() + kRunSum2 * CP;
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t b = 0; b < l.blocks; ++b) {
-      const int64_t first = (o * l.blocks + b) * l.inner * w;
-      for (int64_t r0 = 0; r0 < l.inner; r0 += kRun) {
-        const int64_t r1 = std::min(l.inner, r0 + kRun);
-        for (int64_t j = 0; j < w; ++j) q1[j] = q2[j] = 0.0f;
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t at = first + r * w;
-          for (int64_t j = 0; j < w; ++j) {
-            float u, v;
-            term(b * w + j, at + j, u, v);
-            q1[j] += u;
-            q2[j] += v;
-          }
-        }
-        for (int64_t j = 0; j < w; ++j) {
-          s1[b * w + j] += q1[j];
-          s2[b * w + j] += q2[j];
-        }
+  float* q1 = s.f.data() + kRunSum1 * CP;
+  float* q2 = s.f.data() + kRunSum2 * CP;
+  for (int64_t o = 0; o < wk.outer; ++o)
+    for (int64_t b = 0; b < wk.blocks; ++b) {
+      const int64_t first = o * wk.outer_stride + b * wk.block_stride, lanes = wk.lanes(b);
+      if (kW > 0 && lanes == kW) {
+        BlockSums<kW>(wk, first, b * wk.width, lanes, s1, s2, q1, q2, term);
+      } else {
+        BlockSums<0>(wk, first, b * wk.width, lanes, s1, s2, q1, q2, term);
       }
     }
 }
 
-// f(c, e) for every element e (channel c) in layout order.
+// f(channel, element) for every element, block by block.
 template <int kW, class Fn>
-inline __attribute__((always_inline)) void ForEach(const ChannelLayout& l, const Fn& fn) {
-  const int64_t w = kW > 0 ? kW : l.width;
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t b = 0; b < l.blocks; ++b) {
-      const int64_t first = (o * l.blocks + b) * l.inner * w;
-      for (int64_t r = 0; r < l.inner; ++r)
-        for (int64_t j = 0; j < w; ++j) fn(b * w + j, first + r * w + j);
+inline __attribute__((always_inline)) void BlockEach(const Walk& wk, int64_t first, int64_t c0, int64_t lanes,
+                                                     const Fn& fn) {
+  const int64_t w = kW > 0 ? kW : lanes;
+  for (int64_t r = 0; r < wk.inner; ++r)
+    for (int64_t j = 0; j < w; ++j) fn(c0 + j, first + r * wk.row_stride + j);
+}
+
+template <int kW, class Fn>
+inline __attribute__((always_inline)) void ForEach(const Walk& wk, const Fn& fn) {
+  for (int64_t o = 0; o < wk.outer; ++o)
+    for (int64_t b = 0; b < wk.blocks; ++b) {
+      const int64_t first = o * wk.outer_stride + b * wk.block_stride, lanes = wk.lanes(b);
+      if (kW > 0 && lanes == kW) {
+        BlockEach<kW>(wk, first, b * wk.width, lanes, fn);
+      } else {
+        BlockEach<0>(wk, first, b * wk.width, lanes, fn);
+      }
     }
 }
 
@@ -81,11 +127,11 @@ inline void AffineOf(const float* gamma, const float* beta, const float* mean, c
 
 template <int kW>
 inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x, const float* gamma,
-                                                       const float* beta, const ChannelLayout& l, float epsilon,
-                                                       float cap, NormActScratch& s, float* __restrict y, float* mean,
-                                                       float* var) {
+                                                       const float* beta, const ChannelLayout& l, const Walk& wk,
+                                                       float epsilon, float cap, NormActScratch& s,
+                                                       float* __restrict y, float* mean, float* var) {
   const int64_t CP = l.padded_channels(), C = l.channels;
-  ChannelSums<kW>(l, s, [x](int64_t, int64_t e, float& u, float& v) __attribute__((always_inline)) {
+  ChannelSums<kW>(wk, CP, s, [x](int64_t, int64_t e, float& u, float& v) __attribute__((always_inline)) {
     u = x[e];
     v = x[e] * x[e];
   });
@@ -99,7 +145,7 @@ inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x
   float* fa = s.f.data() + kScale * CP;
   float* fb = s.f.data() + kShift * CP;
   AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
-  ForEach<kW>(l, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
+  ForEach<kW>(wk, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
     const float z = std::fmaf(x[e] - fm[c], fa[c], fb[c]);
     y[e] = std::min(std::max(z, 0.0f), cap);
   });
@@ -108,9 +154,9 @@ inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x
 template <int kW>
 inline __attribute__((always_inline)) void BackwardBody(const float* __restrict x, const float* __restrict dy,
                                                         const float* gamma, const float* beta, const float* mean,
-                                                        const float* var, const ChannelLayout& l, float epsilon,
-                                                        float cap, NormActScratch& s, float* __restrict dx,
-                                                        float* dgamma, float* dbeta) {
+                                                        const float* var, const ChannelLayout& l, const Walk& wk,
+                                                        float epsilon, float cap, NormActScratch& s,
+                                                        float* __restrict dx, float* dgamma, float* dbeta) {
   const int64_t CP = l.padded_channels(), C = l.channels;
   float* fm = s.f.data() + kMean * CP;
   float* fa = s.f.data() + kScale * CP;
@@ -119,7 +165,7 @@ inline __attribute__((always_inline)) void BackwardBody(const float* __restrict 
   float* k3 = s.f.data() + kMeanDzXc * CP;
   AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
   // Sums of dz and dz * (x - mean).
-  ChannelSums<kW>(l, s, [=](int64_t c, int64_t e, float& u, float& v) __attribute__((always_inline)) {
+  ChannelSums<kW>(wk, CP, s, [=](int64_t c, int64_t e, float& u, float& v) __attribute__((always_inline)) {
     const float xc = x[e] - fm[c];
     const float z = std::fmaf(xc, fa[c], fb[c]);
     const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
@@ -139,7 +185,7 @@ inline __attribute__((always_inline)) void BackwardBody(const float* __restrict 
     }
   }
   // dx = gamma / sigma * (dz - mean(dz) - (x - mean) / sigma * mean(dz * x_hat)); fa = gamma / sigma.
-  ForEach<kW>(l, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
+  ForEach<kW>(wk, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
     const float xc = x[e] - fm[c];
     const float z = std::fmaf(xc, fa[c], fb[c]);
     const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
@@ -147,19 +193,23 @@ inline __attribute__((always_inline)) void BackwardBody(const float* __restrict 
   });
 }
 
-#define STRATA_NORM_ACT_DISPATCH(SUFFIX, ATTR)                                                                    \
+#define STRATA_NORM_ACT_DISPATCH(SUFFIX, ATTR)                                                            \
   ATTR void Forward##SUFFIX(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,        \
                             float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var) {     \
-    if (l.width == 16) return ForwardBody<16>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                 \
-    if (l.width == 8) return ForwardBody<8>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                   \
-    ForwardBody<0>(x, gamma, beta, l, epsilon, cap, s, y, mean, var);                                            \
+    const Walk wk = WalkOf(l);                                                                           \
+    if (wk.width == 16) return ForwardBody<16>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);            \
+    if (wk.width == 8) return ForwardBody<8>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);              \
+    ForwardBody<0>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);                                        \
   }                                                                                                              \
   ATTR void Backward##SUFFIX(const float* x, const float* dy, const float* gamma, const float* beta,              \
                              const float* mean, const float* var, const ChannelLayout& l, float epsilon,         \
                              float cap, NormActScratch& s, float* dx, float* dgamma, float* dbeta) {             \
-    if (l.width == 16) return BackwardBody<16>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta); \
-    if (l.width == 8) return BackwardBody<8>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);   \
-    BackwardBody<0>(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);                       \
+    const Walk wk = WalkOf(l);                                                                           \
+    if (wk.width == 16)                                                                                          \
+      return BackwardBody<16>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);         \
+    if (wk.width == 8)                                                                                           \
+      return BackwardBody<8>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);          \
+    BackwardBody<0>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);                   \
   }
 
 STRATA_NORM_ACT_DISPATCH(Avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma,prefer-vector-width=512"), optimize("tree-vectorize"))))

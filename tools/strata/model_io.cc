@@ -278,6 +278,7 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   }
   if (out.info.channels == 0) out.info.channels = out.info.image_size == 28 && out.info.label_key == "label" ? 1 : 3;
   STRATA_ASSIGN_OR_RETURN(out.model, BuildModel(out.info));
+  STRATA_ASSIGN_OR_RETURN(out.strategy, distribute::MirroredStrategy(std::max(1, UsableCores())));
   // Loading checks the optimizer slots' size, so compile with an optimizer of the same shape:
   // none (plain SGD), one block (SGD with momentum) or two (Adam, RMSprop).
   const int64_t blocks = trainable > 0 ? slots / trainable : 0;
@@ -288,7 +289,8 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
       {.optimizer = opt,
        .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !out.model->ends_in_softmax()}),
        .metrics = {"accuracy"},
-       .threads = std::max(1, UsableCores())}));
+       .threads = 1,
+       .strategy = out.strategy.get()}));
   if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights));
   return out;
 }

@@ -19,6 +19,7 @@
 #include "strata/core/status.h"
 #include "strata/core/tensor.h"
 #include "strata/data/dataset.h"
+#include "strata/distribute/strategy.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/model.h"
 
@@ -68,7 +69,10 @@ bool IsCheckpoint(const std::string& path);
 
 // A model ready for evaluate/predict: --model CKPT (a checkpoint `strata train` wrote), or
 // --model SPEC (a built-in name or JSON file) with --weights CKPT (or fresh weights).
+// The model runs predict/evaluate as one replica per usable core (its batches split over them,
+// keras.md "predict and evaluate"): `strategy` outlives the model that points to it.
 struct LoadedModel {
+  std::unique_ptr<distribute::Strategy> strategy;
   std::unique_ptr<keras::Model> model;
   ModelInfo info;
 };

@@ -1,7 +1,12 @@
 """strata.distribute: tf.distribute's names over the C++ strategies. A custom training loop under
-strategy.run takes exactly the step fit and train_on_batch take (same weights, bit for bit);
+strategy.run takes exactly the step fit and train_on_batch take (same weights, bit for bit), also
+over two MPI workers;
 per-replica functions run on every replica's own thread; reduce, the distributed dataset and
 the cluster resolver behave as TensorFlow's, and misuse raises the right exception."""
+import json
+import os
+import pathlib
+import subprocess
 import threading
 
 import numpy as np
@@ -90,6 +95,25 @@ def test_running_the_strategy_inside_its_own_replica_is_an_error_not_a_deadlock(
     done = s.run(lambda _: other._cpp._run_per_replica(lambda r: None), args=(distribute.PerReplica([0, 1]),))
     assert done.values == (None, None)
 
+
+
+def test_threads_calling_one_strategy_at_once_take_turns():
+    """The C++ Strategy::run serves one caller at a time: callers from several threads queue
+    (before, two at once shared its one job slot: a hang or a crash)."""
+    s = distribute.MirroredStrategy(replicas=2)
+    calls = []
+
+    def caller():
+        for _ in range(20):
+            s._cpp._run_per_replica(calls.append)
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert sorted(calls) == [0] * 80 + [1] * 80
 
 def test_reduce_as_tensorflow():
     s = distribute.MirroredStrategy(replicas=2)
@@ -223,3 +247,62 @@ def test_a_custom_loop_ends_where_fit_ends():
     for a, b in zip(loop_model.get_weights(), fitted.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert history.history["loss"][0] == pytest.approx(np.mean(losses), rel=1e-6)
+
+
+WORKER = r'''
+import json, sys
+import numpy as np
+from strata import distribute, keras
+sys.path.insert(0, sys.argv[2])
+from test_distribute import GLOBAL_BATCH, custom_loop_steps, data, make_model
+
+strategy = distribute.MultiWorkerMirroredStrategy(replicas_per_worker=1)
+resolver = distribute.ClusterResolver().connect()
+rank, workers = strategy.worker_index, strategy.num_workers
+x, y = data(steps=8)
+model = make_model(strategy)
+half = GLOBAL_BATCH // workers
+# Each worker feeds its own rows of every global batch; the gradients are all-reduced.
+local = [(x[i + half * rank:i + half * (rank + 1)], y[i + half * rank:i + half * (rank + 1)])
+         for i in range(0, len(x), GLOBAL_BATCH)]
+losses = custom_loop_steps(strategy, model, local)
+np.save("%s/weights%d.npy" % (sys.argv[1], rank), np.concatenate([w.ravel() for w in model.get_weights()]))
+json.dump({"workers": workers, "in_sync": strategy.num_replicas_in_sync, "hosts": resolver.cluster_spec().hosts,
+           "sum": strategy.reduce("SUM", distribute.PerReplica([rank + 1.0])), "losses": losses},
+          open("%s/worker%d.json" % (sys.argv[1], rank), "w"))
+'''
+
+
+def custom_loop_steps(strategy, model, batches):
+    def step(xb, yb):
+        loss = model.compute_gradients(xb, yb)
+        model.apply_gradients()
+        return loss
+    return [strategy.reduce("MEAN", strategy.run(step, args=b), axis=None) for b in batches]
+
+
+def test_a_custom_loop_over_two_mpi_workers_equals_two_replicas_in_one_process(tmp_path):
+    assert os.path.exists("/usr/bin/mpirun"), "mpirun is not installed (scripts/deps.sh installs openmpi-bin)"
+    (tmp_path / "worker.py").write_text(WORKER)
+    (tmp_path / "session").mkdir()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_orte_tmpdir_base=str(tmp_path / "session"))
+    here = str(pathlib.Path(__file__).resolve().parent)
+    subprocess.run(["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp", "--mca",
+                    "btl_tcp_if_include", "lo", "-np", "2", "/usr/bin/python3", str(tmp_path / "worker.py"),
+                    str(tmp_path), here], check=True, env=env, timeout=300)
+    reports = [json.loads((tmp_path / ("worker%d.json" % r)).read_text()) for r in range(2)]
+    weights = [np.load(tmp_path / ("weights%d.npy" % r)) for r in range(2)]
+    for rep in reports:
+        assert rep["workers"] == 2 and rep["in_sync"] == 2 and rep["hosts"] == 2 and rep["sum"] == 3.0
+    np.testing.assert_array_equal(weights[0], weights[1])       # every worker holds the same model
+    assert reports[0]["losses"] == reports[1]["losses"]          # the loss reduced over the workers
+    # The same global batches on two replicas of one process: the same training, bit for bit (one
+    # replica per worker: the all-reduce adds the same two gradients the in-process reduction adds).
+    strategy = distribute.MirroredStrategy(replicas=2)
+    model = make_model(strategy)
+    x, y = data(steps=8)
+    losses = custom_loop_steps(strategy, model, [(x[i:i + GLOBAL_BATCH], y[i:i + GLOBAL_BATCH])
+                                                 for i in range(0, len(x), GLOBAL_BATCH)])
+    np.testing.assert_array_equal(weights[0], np.concatenate([w.ravel() for w in model.get_weights()]))
+    assert reports[0]["losses"] == losses

@@ -191,15 +191,21 @@ class Strategy:
         values are summed (or averaged) element by element; with an axis, each replica's value
         is also reduced along it (MEAN: the mean over every row of every replica). Scalars are
         reduced over every worker (an all-reduce); arrays over this worker's replicas. A value
-        that is not a PerReplica (what a model step returns) is already the whole step's: MEAN
-        returns it, SUM of it is a ValueError unless there is one replica (as in TensorFlow).
+        that is not a PerReplica (what a model step returns) is already this worker's replicas'
+        mean: MEAN returns it, averaged over the workers when there are several; SUM of it is a
+        ValueError unless there is one replica (as in TensorFlow).
         """
         op = _reduce_op(reduce_op)
         if not isinstance(value, PerReplica):
-            if op == "MEAN" or self.num_replicas_in_sync == 1:
+            if op == "SUM" and self.num_replicas_in_sync > 1:
+                raise ValueError("strategy.reduce: a value that is not a PerReplica (%r) cannot be reduced with SUM "
+                                 "over %d replicas" % (value, self.num_replicas_in_sync))
+            if self.num_workers == 1:
                 return value
-            raise ValueError("strategy.reduce: a value that is not a PerReplica (%r) cannot be reduced with SUM "
-                             "over %d replicas" % (value, self.num_replicas_in_sync))
+            if np.ndim(value) != 0:
+                raise NotImplementedError("strategy.reduce: across workers only scalars are reduced")
+            # A model step's value is this worker's (its replicas'): the mean over every worker.
+            return self._cpp._reduce("MEAN", [float(value)] * self.num_local_replicas)
         vals = value.values
         if len(vals) != self.num_local_replicas:
             raise ValueError("strategy.reduce: %d per-replica values for %d local replicas"

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <unordered_map>
+
 #include "strata/core/cpu.h"
 #include "strata/distribute/cluster_resolver.h"
 
@@ -12,6 +14,21 @@ thread_local Strategy* g_current = nullptr;
 // The strategy whose replica thread this is (null on other threads): run() from inside one of
 // its own replicas would wait for itself forever (a model step inside a per-replica function).
 thread_local const Strategy* g_replica_of = nullptr;
+
+// run() has one job slot, so it serves one caller at a time: each strategy's callers queue on
+// its own mutex (two Python threads, or two models sharing a strategy, may call it at once).
+// Kept here, keyed by strategy, so that the installed strategy.h keeps its layout.
+std::mutex g_run_mutexes_mu;
+std::unordered_map<const Strategy*, std::unique_ptr<std::mutex>>& RunMutexes() {
+  static auto* mutexes = new std::unordered_map<const Strategy*, std::unique_ptr<std::mutex>>();
+  return *mutexes;
+}
+std::mutex& RunMutex(const Strategy* s) {
+  std::lock_guard<std::mutex> lock(g_run_mutexes_mu);
+  std::unique_ptr<std::mutex>& m = RunMutexes()[s];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
 }  // namespace
 
 Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Collective> collective, int first_core)
@@ -22,6 +39,10 @@ Strategy::Strategy(std::string name, int replicas, bool pin, std::shared_ptr<Col
 }
 
 Strategy::~Strategy() {
+  {
+    std::lock_guard<std::mutex> lock(g_run_mutexes_mu);
+    RunMutexes().erase(this);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -66,6 +87,7 @@ Status Strategy::run(const std::function<Status(int)>& fn) {
     return InvalidArgument("Strategy::run called from inside one of " + name_ +
                            "'s own replicas (a model step inside a per-replica function?): the replicas "
                            "would wait for themselves; run the model step outside, it splits its batch itself");
+  std::lock_guard<std::mutex> one_caller(RunMutex(this));
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;

@@ -8,6 +8,10 @@
 #pragma once
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+// Every binding file sees the same type casters: std::vector, std::map, std::optional go as
+// lists, dicts, None. One file without it would instantiate pybind11's generic caster for the
+// same type, an ODR clash that -flto resolves either way ("Unregistered type: std::vector").
+#include <pybind11/stl.h>
 
 #include <optional>
 #include <string>

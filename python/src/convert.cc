@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -31,12 +32,16 @@ const char* ErrorClassName(StatusCode code) {
 
 }  // namespace
 
-void ThrowStatus(const Status& status) {
-  py::object cls = py::module_::import("strata.errors").attr(ErrorClassName(status.code()));
-  py::object err = cls(status.message());
-  PyErr_SetObject(cls.ptr(), err.ptr());
-  throw py::error_already_set();
-}
+// A Status on its way to Python. Thrown as a plain C++ exception, so Check/Unwrap work with the
+// GIL released too (inside fit, save_weights...); the translator registered by RegisterCore
+// makes it the strata.errors exception once pybind11 holds the GIL again.
+struct StatusException : std::exception {
+  explicit StatusException(Status s) : status(std::move(s)) {}
+  const char* what() const noexcept override { return status.message().c_str(); }
+  Status status;
+};
+
+void ThrowStatus(const Status& status) { throw StatusException(status); }
 
 void ThrowValueError(const std::string& message) { throw py::value_error(message); }
 void ThrowTypeError(const std::string& message) { throw py::type_error(message); }
@@ -141,11 +146,23 @@ py::array ArrayFromTensor(const Tensor& t) {
 
 void RegisterCore(py::module_& m) {
   m.attr("__version__") = STRATA_VERSION;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusException& e) {
+      py::object cls = py::module_::import("strata.errors").attr(ErrorClassName(e.status.code()));
+      PyErr_SetObject(cls.ptr(), cls(e.status.message()).ptr());
+    }
+  });
   m.def("_array_roundtrip", [](py::handle a) { return ArrayFromTensor(TensorFromArray(a, "a")); },
         "Tests only: the array borrowed (or copied) into a Tensor and handed back as an array.");
   m.def("_raise_status", [](int code, const std::string& message) {
     ThrowStatus(Status(static_cast<StatusCode>(code), message));
   }, "Tests only: raises the exception a C++ Status with this code becomes.");
+  m.def("_raise_status_without_gil", [](int code, const std::string& message) {
+    py::gil_scoped_release release;
+    ThrowStatus(Status(static_cast<StatusCode>(code), message));
+  }, "Tests only: the same, thrown while the GIL is released (as inside fit).");
 }
 
 }  // namespace strata::python

@@ -24,7 +24,8 @@ namespace strata::python {
 
 namespace py = pybind11;
 
-// Raises the strata.errors exception for `status` (which must not be OK).
+// Raises the strata.errors exception for `status` (which must not be OK). Safe with the GIL
+// released: the exception becomes Python's when it leaves the binding.
 [[noreturn]] void ThrowStatus(const Status& status);
 inline void Check(const Status& status) {
   if (!status.ok()) ThrowStatus(status);

@@ -83,3 +83,16 @@ def test_each_status_code_becomes_its_exception_with_the_message_unchanged(code,
         _strata._raise_status(code, "bad CRC in a.tfrecord at byte 12")
     assert isinstance(info.value, builtin)
     assert str(info.value) == "bad CRC in a.tfrecord at byte 12"
+
+
+@pytest.mark.parametrize("code,cls,builtin", CODES[:2])
+def test_a_status_thrown_with_the_gil_released_becomes_the_same_exception(code, cls, builtin):
+    with pytest.raises(cls, match="^no such file x.h5$"):
+        _strata._raise_status_without_gil(code, "no such file x.h5")
+
+
+def test_a_failing_save_weights_raises_instead_of_crashing(tmp_path):
+    from strata.keras import layers
+    model = strata.keras.Sequential([strata.keras.Input(shape=(4,)), layers.Dense(2)])
+    with pytest.raises(strata.errors.StrataError, match="nonexistent"):
+        model.save_weights(str(tmp_path / "nonexistent" / "w.ckpt"))

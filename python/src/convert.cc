@@ -105,7 +105,9 @@ Tensor TensorFromArray(py::handle obj, std::string_view arg, ArrayOptions option
   if (!dtype)
     ThrowTypeError(std::string(arg) + ": dtype " + std::string(py::str(a.dtype())) +
                    " is not one Strata holds (float32, int32, int64, uint8)");
-  void* data = a.mutable_data();
+  // Borrowed memory is only ever read (Tensor::sole_owner is false for it), so a read-only
+  // array (np.frombuffer, a memory map) is borrowed as well.
+  void* data = const_cast<void*>(a.data());
   const size_t bytes = static_cast<size_t>(a.nbytes());
   if (reinterpret_cast<uintptr_t>(data) % kTensorAlignment == 0) {
     // Borrow: the tensor holds a reference to the array; dropping it needs the GIL, which a

@@ -96,3 +96,11 @@ def test_a_failing_save_weights_raises_instead_of_crashing(tmp_path):
     model = strata.keras.Sequential([strata.keras.Input(shape=(4,)), layers.Dense(2)])
     with pytest.raises(strata.errors.StrataError, match="nonexistent"):
         model.save_weights(str(tmp_path / "nonexistent" / "w.ckpt"))
+
+
+def test_a_read_only_aligned_array_is_borrowed_too():
+    a = aligned((64,), np.float32)
+    a[...] = 3
+    a.flags.writeable = False
+    b = _strata._array_roundtrip(a)
+    assert b.ctypes.data == a.ctypes.data

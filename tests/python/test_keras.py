@@ -269,7 +269,22 @@ def test_an_input_of_the_wrong_rank_or_shape_names_the_argument_and_both_shapes(
     with pytest.raises(ValueError, match=r"x: model 'mlp' input 0 takes arrays of shape \(None, 8\), got an array of shape \(64, 8, 1\)"):
         sequential().fit(x[:, :, None], y, verbose=0)
     with pytest.raises(ValueError, match=r"takes arrays of shape \(None, 8\), got an array of shape \(64, 4\)"):
-        sequential().predict(x[:, :4])
+        sequential().predict(np.ascontiguousarray(x[:, :4]))
+
+
+def test_a_non_contiguous_array_is_a_value_error_naming_the_argument_and_its_shape():
+    x, y = blobs(64)
+    with pytest.raises(ValueError, match=r"x: the array of shape \(32, 8\) is not C-contiguous"):
+        sequential().predict(x[::2])
+    with pytest.raises(ValueError, match=r"y: the array of shape \(32,\) is not C-contiguous"):
+        sequential().fit(np.ascontiguousarray(x[::2]), y[::2], verbose=0)
+
+
+def test_a_read_only_array_is_accepted_as_it_is():
+    x, y = blobs(64)
+    x.flags.writeable = False
+    model = sequential()
+    np.testing.assert_array_equal(model.predict(x), model.predict(x.copy()))
 
 
 def test_an_input_of_a_non_numeric_dtype_is_a_type_error():

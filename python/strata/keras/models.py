@@ -21,23 +21,27 @@ def Input(shape, batch_size=None, name=None, dtype="float32"):
     return layers_module.KerasTensor(cc, shape=(None,) + shape, dtype=dtype, name=name)
 
 
-def _contiguous(a):
-    a = np.ascontiguousarray(a)
-    return a if a.flags.writeable else a.copy()  # the C++ side borrows writable buffers only
+def _contiguous(a, arg):
+    """An array the C++ side can borrow without a copy. As everywhere in strata, a non-contiguous
+    one (a strided slice, a transpose) is a ValueError naming the argument rather than a silent
+    copy of what may be the whole training set."""
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{arg}: the array of shape {a.shape} is not C-contiguous; "
+                         f"pass np.ascontiguousarray({arg.split('[')[0]}) (one copy)")
+    return a
 
 
-def _arrays(x):
+def _arrays(x, arg="x"):
     """numpy arrays (a list for several inputs) stay as they are; a Dataset passes through."""
     if isinstance(x, dict):
-        raise TypeError("x: dict inputs are not supported; pass a list of arrays in the model's input order")
-    # Keras takes any array: a slice or transpose is made contiguous here (one copy; contiguous
-    # arrays pass as they are, borrowed by the C++ side).
+        raise TypeError(f"{arg}: dict inputs are not supported; pass a list of arrays in the model's input order")
     if isinstance(x, (list, tuple)):
-        return [_contiguous(a) for a in x]
+        return [_contiguous(a, f"{arg}[{i}]") for i, a in enumerate(x)]
     if isinstance(x, np.ndarray) or np.isscalar(x):
-        return _contiguous(x)
+        return _contiguous(x, arg)
     if hasattr(x, "__array__") and not hasattr(x, "_to_cpp"):
-        return _contiguous(x)
+        return _contiguous(x, arg)
     return x
 
 
@@ -201,14 +205,14 @@ class Model:
         if is_arrays and y is None:
             raise ValueError("fit: y is needed with numpy x (or pass a Dataset of (x, y) batches)")
         if y is not None:
-            y = _contiguous(y)
+            y = _contiguous(y, "y")
         val_x = val_y = None
         if validation_data is not None:
             if isinstance(validation_data, (tuple, list)):
                 if len(validation_data) != 2:
                     raise ValueError("validation_data: expected (x_val, y_val)"
                                      + (" (sample weights are not supported)" if len(validation_data) == 3 else ""))
-                val_x, val_y = _arrays(validation_data[0]), _contiguous(validation_data[1])
+                val_x, val_y = _arrays(validation_data[0], "validation_data[0]"), _contiguous(validation_data[1], "validation_data[1]")
             else:
                 val_x = validation_data
         elif validation_split:
@@ -248,7 +252,7 @@ class Model:
             raise errors.InvalidArgumentError(f"model {self.name}: call compile() before evaluate()")
         x = _arrays(x)
         if y is not None:
-            y = _contiguous(y)
+            y = _contiguous(y, "y")
         logs = _k.evaluate(self._cc, x, y, int(batch_size or 32), steps, 1 if verbose == "auto" else int(verbose))
         if return_dict:
             return dict(logs)
@@ -270,7 +274,7 @@ class Model:
 
     # ---- custom training loops ------------------------------------------------------------------
     def train_on_batch(self, x, y, return_dict=False):
-        logs = self._cc.train_on_batch(_arrays(x), _contiguous(y))
+        logs = self._cc.train_on_batch(_arrays(x), _contiguous(y, "y"))
         if return_dict:
             return logs
         values = list(logs.values())
@@ -282,7 +286,7 @@ class Model:
         ``gradients()``."""
         if not self._compiled_by_user:
             raise errors.InvalidArgumentError(f"model {self.name}: call compile() before compute_gradients()")
-        return self._cc.compute_gradients(_arrays(x), _contiguous(y))
+        return self._cc.compute_gradients(_arrays(x), _contiguous(y, "y"))
 
     def gradients(self):
         """The averaged gradients, one float32 vector over the trainable variables, over the

@@ -358,7 +358,8 @@ class BatchNormalizationLayer final : public Layer {
       conv_out = g.node(x.node).inputs[0];
       bias = g.node(x.node).inputs[1];
     }
-    const graph::Node& conv = g.node(conv_out.node);
+    // Copies, not a reference: adding nodes below may move the graph's node storage.
+    const graph::Node conv = g.node(conv_out.node);
     if (conv.kind != graph::OpKind::kConv2D || conv_out.output != 0 || x.dtype() != DType::kF32 ||
         x.shape().rank() != 4)
       return std::optional<Value>();
@@ -378,9 +379,6 @@ class BatchNormalizationLayer final : public Layer {
     return std::optional<Value>(y);
   }
 
- public:
-
- private:
   BatchNormalizationOptions o_;
 };
 

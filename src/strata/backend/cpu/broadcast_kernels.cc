@@ -77,8 +77,24 @@ namespace {
     }                                                                                                       \
   }
 
+// One entry point per kernel and ISA, out of line so each keeps its namespace's target options.
+#define STRATA_BROADCAST_ENTRY_POINTS                                                                        \
+  __attribute__((noinline)) void Multiply(const float* x, const float* s, int64_t a, int64_t r, int64_t b,  \
+                                          float* y) {                                                       \
+    MultiplyBody(x, s, a, r, b, y);                                                                         \
+  }                                                                                                         \
+  __attribute__((noinline)) void Broadcast(const float* s, int64_t a, int64_t r, int64_t b, float scale,    \
+                                           float* y) {                                                      \
+    BroadcastBody(s, a, r, b, scale, y);                                                                    \
+  }                                                                                                         \
+  __attribute__((noinline)) void Sum(const float* x, int64_t a, int64_t r, int64_t b, double scale,         \
+                                     double* acc, float* y) {                                               \
+    SumBody(x, a, r, b, scale, acc, y);                                                                     \
+  }
+
 namespace generic {
 STRATA_BROADCAST_BODIES
+STRATA_BROADCAST_ENTRY_POINTS
 }  // namespace generic
 
 namespace avx2 {
@@ -86,16 +102,7 @@ namespace avx2 {
 #pragma GCC target("avx2,fma")
 #pragma GCC optimize("tree-vectorize")
 STRATA_BROADCAST_BODIES
-__attribute__((noinline)) void Multiply(const float* x, const float* s, int64_t a, int64_t r, int64_t b, float* y) {
-  MultiplyBody(x, s, a, r, b, y);
-}
-__attribute__((noinline)) void Broadcast(const float* s, int64_t a, int64_t r, int64_t b, float scale, float* y) {
-  BroadcastBody(s, a, r, b, scale, y);
-}
-__attribute__((noinline)) void Sum(const float* x, int64_t a, int64_t r, int64_t b, double scale, double* acc,
-                                   float* y) {
-  SumBody(x, a, r, b, scale, acc, y);
-}
+STRATA_BROADCAST_ENTRY_POINTS
 #pragma GCC pop_options
 }  // namespace avx2
 
@@ -104,20 +111,12 @@ namespace avx512 {
 #pragma GCC target("avx512f,avx512vl,avx2,fma")
 #pragma GCC optimize("tree-vectorize")
 STRATA_BROADCAST_BODIES
-__attribute__((noinline)) void Multiply(const float* x, const float* s, int64_t a, int64_t r, int64_t b, float* y) {
-  MultiplyBody(x, s, a, r, b, y);
-}
-__attribute__((noinline)) void Broadcast(const float* s, int64_t a, int64_t r, int64_t b, float scale, float* y) {
-  BroadcastBody(s, a, r, b, scale, y);
-}
-__attribute__((noinline)) void Sum(const float* x, int64_t a, int64_t r, int64_t b, double scale, double* acc,
-                                   float* y) {
-  SumBody(x, a, r, b, scale, acc, y);
-}
+STRATA_BROADCAST_ENTRY_POINTS
 #pragma GCC pop_options
 }  // namespace avx512
 
 #undef STRATA_BROADCAST_BODIES
+#undef STRATA_BROADCAST_ENTRY_POINTS
 
 }  // namespace
 
@@ -142,7 +141,7 @@ void MultiplyBroadcastMiddle(const float* x, const float* s, int64_t a, int64_t 
   switch (isa) {
     case BroadcastIsa::kAvx512: return avx512::Multiply(x, s, a, r, b, y);
     case BroadcastIsa::kAvx2: return avx2::Multiply(x, s, a, r, b, y);
-    case BroadcastIsa::kScalar: return generic::MultiplyBody(x, s, a, r, b, y);
+    case BroadcastIsa::kScalar: return generic::Multiply(x, s, a, r, b, y);
   }
 }
 
@@ -150,7 +149,7 @@ void BroadcastMiddle(const float* s, int64_t a, int64_t r, int64_t b, float scal
   switch (isa) {
     case BroadcastIsa::kAvx512: return avx512::Broadcast(s, a, r, b, scale, y);
     case BroadcastIsa::kAvx2: return avx2::Broadcast(s, a, r, b, scale, y);
-    case BroadcastIsa::kScalar: return generic::BroadcastBody(s, a, r, b, scale, y);
+    case BroadcastIsa::kScalar: return generic::Broadcast(s, a, r, b, scale, y);
   }
 }
 
@@ -160,7 +159,7 @@ void SumMiddle(const float* x, int64_t a, int64_t r, int64_t b, double scale, fl
   switch (isa) {
     case BroadcastIsa::kAvx512: return avx512::Sum(x, a, r, b, scale, acc.data(), y);
     case BroadcastIsa::kAvx2: return avx2::Sum(x, a, r, b, scale, acc.data(), y);
-    case BroadcastIsa::kScalar: return generic::SumBody(x, a, r, b, scale, acc.data(), y);
+    case BroadcastIsa::kScalar: return generic::Sum(x, a, r, b, scale, acc.data(), y);
   }
 }
 

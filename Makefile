@@ -47,6 +47,7 @@ test-thread: deps
 bench:
 	@scripts/deps.sh --bench
 	@$(MAKE) --no-print-directory build CMAKE_FLAGS="$(CMAKE_FLAGS) -DSTRATA_BENCH_LIBTORCH=ON"
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_programs
 	bench/run_all.sh $(BUILD)
 
 # ---- make package: the Debian packages, from the Release tree (cmake/StrataInstall.cmake) ----

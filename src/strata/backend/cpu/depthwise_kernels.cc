@@ -1,0 +1,88 @@
+#include "strata/backend/cpu/depthwise_kernels.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "strata/core/cpu.h"
+
+namespace strata::backend::cpu {
+namespace {
+
+namespace generic {
+#include "strata/backend/cpu/depthwise_kernels_body.inc"
+}  // namespace generic
+
+namespace avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "strata/backend/cpu/depthwise_kernels_body.inc"
+#pragma GCC pop_options
+}  // namespace avx2
+
+namespace avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx2,fma")
+#include "strata/backend/cpu/depthwise_kernels_body.inc"
+#pragma GCC pop_options
+}  // namespace avx512
+
+}  // namespace
+
+DepthwiseIsa BestDepthwiseIsa() {
+  const CpuIsa& isa = HostIsa();
+  if (isa.avx512f && isa.avx512vl) return DepthwiseIsa::kAvx512;
+  if (isa.avx2) return DepthwiseIsa::kAvx2;
+  return DepthwiseIsa::kScalar;
+}
+
+const char* DepthwiseImplName(DepthwiseIsa isa) {
+  switch (isa) {
+    case DepthwiseIsa::kAvx512: return "strata:avx512";
+    case DepthwiseIsa::kAvx2: return "strata:avx2";
+    case DepthwiseIsa::kScalar: return "strata:scalar";
+  }
+  return "strata:scalar";
+}
+
+ChannelBlocks BlockedChannelBlocks(int64_t h, int64_t w, int64_t c, int block) {
+  const int64_t blocks = (c + block - 1) / block;
+  return {.block = block,
+          .n_stride = blocks * h * w * block,
+          .block_stride = h * w * block,
+          .h_stride = w * block};
+}
+
+void DepthwiseConvBackwardWeights(const DepthwiseGeometry& g, const float* x, const ChannelBlocks& x_layout,
+                                  const float* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
+                                  DepthwiseIsa isa) {
+  // Scratch of this thread: img and the ring 64-byte aligned (a zmm load across two cache
+  // lines costs two), tot, the ring's row numbers.
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<double> tot;
+  thread_local std::vector<int64_t> ring_rows;
+  const int block = x_layout.block;
+  const size_t n = static_cast<size_t>(g.kernel_h) * g.kernel_w * block + block;
+  // The columns the kernel reaches, x's padding included: a padded row's width.
+  const int64_t padded_w = (g.out_w - 1) * g.stride_w + g.kernel_w;
+  const size_t ring_floats = static_cast<size_t>(g.kernel_h * padded_w * block);
+  scratch.resize(n + ring_floats + 16);
+  float* img = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  float* ring = img + n;  // n is a multiple of the block: 64-byte aligned for block 16
+  tot.resize(n);
+  ring_rows.resize(static_cast<size_t>(g.kernel_h));
+  if (g.batch <= 0 || g.out_h <= 0 || g.out_w <= 0) {  // nothing to sum: zero gradients
+    for (int64_t k = 0; k < g.kernel_h * g.kernel_w * g.channels; ++k) dw[k] = 0;
+    if (db != nullptr)
+      for (int64_t c = 0; c < g.channels; ++c) db[c] = 0;
+    return;
+  }
+#define STRATA_DW_ARGS g, x, x_layout, dy, dy_layout, dw, db, img, tot.data(), ring, ring_rows.data(), padded_w
+  switch (isa) {
+    case DepthwiseIsa::kAvx512: return avx512::BackwardWeights(STRATA_DW_ARGS);
+    case DepthwiseIsa::kAvx2: return avx2::BackwardWeights(STRATA_DW_ARGS);
+    case DepthwiseIsa::kScalar: return generic::BackwardWeights(STRATA_DW_ARGS);
+  }
+#undef STRATA_DW_ARGS
+}
+
+}  // namespace strata::backend::cpu

@@ -2,8 +2,8 @@
 // against a plain f64 loop, for 3x3 and 5x5 (and a 9x9, past one group of 8 kernel columns),
 // stride 1 and 2, same / valid / asymmetric padding, odd extents, channels that leave the last
 // block part padding (24, 40: the padding lanes hold NaN and must not leak), blocks of 16 and
-// 8, batch 3, with and without the bias gradient (the "avx2:" copies of these tests run under
-// STRATA_MAX_ISA=avx2, where the AVX-512 body is skipped).
+// 8, batch 3, with and without the bias gradient, f32 and bf16 inputs (the "avx2:" copies of
+// these tests run under STRATA_MAX_ISA=avx2, where the AVX-512 body is skipped).
 #include "strata/backend/cpu/depthwise_kernels.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/core/cpu.h"
+#include "strata/core/dtype.h"
 
 namespace strata::backend::cpu {
 namespace {
@@ -72,14 +73,29 @@ TEST(DepthwiseKernelsTest, DefaultBodyFollowsHostIsa) {
             want == DepthwiseIsa::kAvx512 ? "strata:avx512" : want == DepthwiseIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
 }
 
-TEST(DepthwiseKernelsTest, WeightAndBiasGradientsOfEveryBodyMatchAPlainLoop) {
+// v rounded to bf16: the values (as f32) and their bits.
+std::vector<uint16_t> RoundToBf16(std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    bits[i] = ToBF16(v[i]).bits;
+    v[i] = ToF32(bf16{bits[i]});
+  }
+  return bits;
+}
+
+void CheckEveryBody(bool bf16) {
   for (const Case& c : kCases) {
     const int64_t oh = Out(c.h, c.k, c.s, c.pad_top, c.pad_bottom), ow = Out(c.w, c.k, c.s, c.pad_left, c.pad_right);
     std::mt19937_64 rng(c.c * 131 + c.k);
     const ChannelBlocks xl = BlockedChannelBlocks(c.h, c.w, c.c, c.block);
     const ChannelBlocks dl = BlockedChannelBlocks(oh, ow, c.c, c.block);
-    const std::vector<float> x = Blocked(c.n, c.h, c.w, c.c, c.block, rng);
-    const std::vector<float> dy = Blocked(c.n, oh, ow, c.c, c.block, rng);
+    std::vector<float> x = Blocked(c.n, c.h, c.w, c.c, c.block, rng);
+    std::vector<float> dy = Blocked(c.n, oh, ow, c.c, c.block, rng);
+    std::vector<uint16_t> x16, dy16;
+    if (bf16) {
+      x16 = RoundToBf16(x);
+      dy16 = RoundToBf16(dy);
+    }
     std::vector<double> want_w(static_cast<size_t>(c.k * c.k * c.c)), want_b(static_cast<size_t>(c.c));
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t ch = 0; ch < c.c; ++ch)
@@ -108,11 +124,17 @@ TEST(DepthwiseKernelsTest, WeightAndBiasGradientsOfEveryBodyMatchAPlainLoop) {
     g.pad_top = c.pad_top;
     g.pad_left = c.pad_left;
     for (const DepthwiseIsa isa : RunnableIsas()) {
-      const std::string what = std::string(DepthwiseImplName(isa)) + " k" + std::to_string(c.k) + " s" +
+      const std::string what = std::string(DepthwiseImplName(isa)) + (bf16 ? " bf16" : " f32") + " k" +
+                               std::to_string(c.k) + " s" +
                                std::to_string(c.s) + " [" + std::to_string(c.n) + ", " + std::to_string(c.h) + ", " +
                                std::to_string(c.w) + ", " + std::to_string(c.c) + "] block " + std::to_string(c.block);
       std::vector<float> dw(want_w.size(), NAN), db(want_b.size(), NAN);
-      DepthwiseConvBackwardWeights(g, x.data(), xl, dy.data(), dl, dw.data(), c.bias ? db.data() : nullptr, isa);
+      float* dbp = c.bias ? db.data() : nullptr;
+      if (bf16) {
+        DepthwiseConvBackwardWeightsBf16(g, x16.data(), xl, dy16.data(), dl, dw.data(), dbp, isa);
+      } else {
+        DepthwiseConvBackwardWeights(g, x.data(), xl, dy.data(), dl, dw.data(), dbp, isa);
+      }
       for (size_t e = 0; e < dw.size(); ++e) ASSERT_NEAR(dw[e], want_w[e], 1e-5 * scale) << what << " dW " << e;
       for (size_t e = 0; e < db.size(); ++e) {
         if (c.bias) {
@@ -124,6 +146,10 @@ TEST(DepthwiseKernelsTest, WeightAndBiasGradientsOfEveryBodyMatchAPlainLoop) {
     }
   }
 }
+
+TEST(DepthwiseKernelsTest, WeightAndBiasGradientsOfEveryBodyMatchAPlainLoop) { CheckEveryBody(false); }
+
+TEST(DepthwiseKernelsTest, Bf16InputsWidenExactly) { CheckEveryBody(true); }
 
 }  // namespace
 }  // namespace strata::backend::cpu

@@ -1,8 +1,9 @@
 // Where the cpu backend plans depthwise_kernels.h: the weight gradient of a depthwise
 // convolution that oneDNN 2.6 would run as im2col + gemm (5x5, any stride; with its bias
 // gradient fused, behind a folded ZeroPadding2D's asymmetric padding, channels not a multiple
-// of the block) takes Strata's kernel for this host's ISA, and CompileOptions::depthwise_kernels
-// turns it back into oneDNN's primitive with the same gradients.
+// of the block; f32 and mixed bf16 programs) takes Strata's kernel for this host's ISA, and
+// CompileOptions::depthwise_kernels turns it back into oneDNN's primitive with the same
+// gradients.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,10 +80,11 @@ struct StepRun {
   std::vector<std::vector<float>> values;
 };
 
-void CompileAndRun(Step& s, bool depthwise_kernels, StepRun& out) {
+void CompileAndRun(Step& s, bool depthwise_kernels, Precision precision, StepRun& out) {
   CompileOptions o;
   o.fetches = s.fetches;
   o.depthwise_kernels = depthwise_kernels;
+  o.precision = precision;
   auto program = Compile(s.g, o);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   std::mt19937_64 rng(11);
@@ -99,12 +101,12 @@ void CompileAndRun(Step& s, bool depthwise_kernels, StepRun& out) {
   }
 }
 
-TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValues) {
+void CheckStep(Precision precision) {
   Step s;
   ASSERT_NO_FATAL_FAILURE(BuildStep(s));
   StepRun ours, onednn;
-  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, ours));
-  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, onednn));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, precision, ours));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, precision, onednn));
   const std::string impl = cpu::DepthwiseImplName(cpu::BestDepthwiseIsa());
   int strata = 0, with_bias = 0;
   for (const KernelInfo& info : ours.kernels) {
@@ -120,7 +122,8 @@ TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValu
       EXPECT_EQ(info.impl.rfind("strata:", 0), std::string::npos) << info.name;
     }
   }
-  // The sums differ in order only (and in f64 against f32 accumulation).
+  // The sums differ in order only (and in f64 against f32 accumulation): the products of bf16
+  // inputs are exact in f32 either way.
   ASSERT_EQ(ours.values.size(), onednn.values.size());
   for (size_t f = 0; f < ours.values.size(); ++f) {
     ASSERT_EQ(ours.values[f].size(), onednn.values[f].size());
@@ -130,6 +133,13 @@ TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValu
       ASSERT_NEAR(ours.values[f][e], onednn.values[f][e], 1e-5 * scale) << "fetch " << f << " element " << e;
     }
   }
+}
+
+TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValues) { CheckStep(Precision::kF32); }
+
+TEST(DepthwisePlanTest, MixedBf16ProgramsTakeItToo) {
+  if (!PrecisionSupported(Precision::kBF16).ok()) GTEST_SKIP() << "bf16 does not run on this host";
+  CheckStep(Precision::kBF16);
 }
 
 }  // namespace

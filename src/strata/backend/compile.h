@@ -112,7 +112,7 @@ struct CompileOptions {
   // (backend/cpu/broadcast_kernels.h) instead of oneDNN 2.6's reference ones (env
   // STRATA_BROADCAST_KERNELS=0 turns them off: to measure them).
   bool broadcast_kernels = true;
-  // A depthwise convolution's weight gradient (one-thread f32 programs, depth multiplier 1)
+  // A depthwise convolution's weight gradient (one-thread programs, depth multiplier 1)
   // that oneDNN 2.6 would run as im2col + gemm (every size but its jit_dw's 3x3: EfficientNet's
   // 5x5) as Strata's own vectorised kernel (backend/cpu/depthwise_kernels.h; env
   // STRATA_DEPTHWISE_KERNELS=0 turns it off: to measure it).

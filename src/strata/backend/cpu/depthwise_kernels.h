@@ -27,7 +27,7 @@ DepthwiseIsa BestDepthwiseIsa();
 // "strata:avx512", "strata:avx2" or "strata:scalar": the implementation a trace line names.
 const char* DepthwiseImplName(DepthwiseIsa isa);
 
-// Where element (n, c, h, w) of an [N, H, W, C] f32 tensor lies, in floats from its start:
+// Where element (n, c, h, w) of an [N, H, W, C] tensor lies, in elements from its start:
 // n * n_stride + (c / block) * block_stride + h * h_stride + w * block + c % block (a row's
 // pixels are one block apart).
 struct ChannelBlocks {
@@ -51,5 +51,10 @@ struct DepthwiseGeometry {
 void DepthwiseConvBackwardWeights(const DepthwiseGeometry& g, const float* x, const ChannelBlocks& x_layout,
                                   const float* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
                                   DepthwiseIsa isa = BestDepthwiseIsa());
+// The same with x and dy in bf16 (their bits), widened to f32 as they are read (a mixed
+// precision program's convolution inputs); the gradients are f32 as above.
+void DepthwiseConvBackwardWeightsBf16(const DepthwiseGeometry& g, const uint16_t* x, const ChannelBlocks& x_layout,
+                                      const uint16_t* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
+                                      DepthwiseIsa isa = BestDepthwiseIsa());
 
 }  // namespace strata::backend::cpu

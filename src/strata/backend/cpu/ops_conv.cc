@@ -186,23 +186,23 @@ Result<std::shared_ptr<dnnl::convolution_forward::primitive_desc>> ConvHint(Plan
 // oneDNN 2.6 runs the backward-weights of a depthwise convolution as its jit_dw kernel for 3x3
 // only (and not all of those: some tiny AVX2 shapes too go to gemm); every other size
 // (EfficientNet's 5x5) as im2col + gemm (x64:gemm:jit), 15-40x slower than Strata's kernel on
-// EfficientNetB0's shapes. An f32, one-thread program (replicas run one thread each; a wider
-// program keeps oneDNN's parallel primitive) with depth multiplier 1 and dilation 1 runs
+// EfficientNetB0's shapes. A one-thread program (replicas run one thread each; a wider program
+// keeps oneDNN's parallel primitive), f32 or mixed bf16, with depth multiplier 1 and dilation 1 runs
 // Strata's kernel wherever oneDNN did not pick jit_dw, reading x and dy in the channel blocks
 // they already have. jit_dw stays: against it, Strata's kernel measured 1.5x faster on large
 // 3x3 images but 1.5-2x slower on the small ones (12x12, 6x6), no gain over a step.
 
-// The block (16 or 8) of oneDNN's nChw16c / nChw8c layout d of an [N, H, W, C] f32 tensor
-// (channels padded to a whole block), or 0 for any other layout.
-int ChannelBlockOf(const md& d, const Shape& s) {
+// The block (16 or 8) of oneDNN's nChw16c / nChw8c layout d of an [N, H, W, C] tensor of
+// type t (channels padded to a whole block), or 0 for any other layout.
+int ChannelBlockOf(const md& d, const Shape& s, dt t) {
   for (const auto& [block, format] : {std::pair{16, tag::nChw16c}, std::pair{8, tag::nChw8c}})
-    if (d == md(Dims(s), dt::f32, format)) return block;
+    if (d == md(Dims(s), t, format)) return block;
   return 0;
 }
 
 bool DepthwiseKernelApplies(Planner& p, const Node& n, const Value& x, const Value& dy, const Shape& ks) {
   const graph::Conv2DOptions& o = n.attrs.conv;
-  return p.options().depthwise_kernels && !p.bf16() && p.options().threads == 1 && x.dtype() == DType::kF32 &&
+  return p.options().depthwise_kernels && p.options().threads == 1 && x.dtype() == DType::kF32 &&
          dy.dtype() == DType::kF32 && x.shape().rank() == 4 && ks[2] == 1 && o.groups == ks[3] && o.groups > 1 &&
          o.dilation_h == 1 && o.dilation_w == 1;
 }
@@ -213,8 +213,11 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   const Node& n = g.node(i);
   const Shape& xs = x.shape();
   const Shape& ys = dy.shape();
-  // x's block where it has one already, else the host's vector width (a reorder then runs first).
-  int block = ChannelBlockOf(DataDesc(p, x), xs);
+  // x and dy in the type oneDNN's primitive would read them in (bf16 in a mixed precision
+  // program) and x's block where it has one already, else the host's vector width (a reorder
+  // then runs first).
+  const dt type = ComputeType(p);
+  int block = ChannelBlockOf(DataDesc(p, x), xs, type);
   if (block == 0) block = BestDepthwiseIsa() == DepthwiseIsa::kAvx512 ? 16 : 8;
   const tag format = block == 16 ? tag::nChw16c : tag::nChw8c;
   const DepthwiseIsa isa = BestDepthwiseIsa();
@@ -240,14 +243,21 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
     k.info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
     k.info.other_flops += g.OtherFlops(bias_grad);
   }
-  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, md(Dims(xs), dt::f32, format)));
-  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, md(Dims(ys), dt::f32, format)));
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, md(Dims(xs), type, format)));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, md(Dims(ys), type, format)));
   k.bufs = {xb, db, p.Define(g.output(i), PlainDesc(ks, dt::f32))};
   if (bias_grad >= 0) k.bufs.push_back(p.Define(g.output(bias_grad), PlainDesc(g.output(bias_grad).shape(), dt::f32)));
   const bool has_bias = bias_grad >= 0;
-  k.fn = [dg, xl, dl, isa, has_bias](Kernel& k, uint64_t) {
-    DepthwiseConvBackwardWeights(dg, Ptr<const float>(k, 0), xl, Ptr<const float>(k, 1), dl, Ptr<float>(k, 2),
-                                 has_bias ? Ptr<float>(k, 3) : nullptr, isa);
+  const bool bf16 = type == dt::bf16;
+  k.fn = [dg, xl, dl, isa, has_bias, bf16](Kernel& k, uint64_t) {
+    float* db = has_bias ? Ptr<float>(k, 3) : nullptr;
+    if (bf16) {
+      DepthwiseConvBackwardWeightsBf16(dg, Ptr<const uint16_t>(k, 0), xl, Ptr<const uint16_t>(k, 1), dl,
+                                       Ptr<float>(k, 2), db, isa);
+    } else {
+      DepthwiseConvBackwardWeights(dg, Ptr<const float>(k, 0), xl, Ptr<const float>(k, 1), dl, Ptr<float>(k, 2), db,
+                                   isa);
+    }
     return Status::OK();
   };
   p.Append(std::move(k));

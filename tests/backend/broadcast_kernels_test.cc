@@ -17,10 +17,10 @@
 namespace strata::backend::cpu {
 namespace {
 
-std::vector<BroadcastIsa> RunnableIsas() {
-  std::vector<BroadcastIsa> isas = {BroadcastIsa::kScalar};
-  if (HostIsa().avx2) isas.push_back(BroadcastIsa::kAvx2);
-  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(BroadcastIsa::kAvx512);
+std::vector<KernelIsa> RunnableIsas() {
+  std::vector<KernelIsa> isas = {KernelIsa::kScalar};
+  if (HostIsa().avx2) isas.push_back(KernelIsa::kAvx2);
+  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(KernelIsa::kAvx512);
   return isas;
 }
 
@@ -40,16 +40,16 @@ struct Extents {
 const Extents kExtents[] = {{3, 101, 1}, {2, 7, 1}, {4, 9, 16}, {3, 11, 8}, {2, 6, 37}, {2, 5, 5}, {1, 3, 100}};
 
 TEST(BroadcastKernelsTest, DefaultBodyFollowsHostIsa) {
-  const BroadcastIsa want = HostIsa().avx512f && HostIsa().avx512vl ? BroadcastIsa::kAvx512
-                            : HostIsa().avx2                         ? BroadcastIsa::kAvx2
-                                                                     : BroadcastIsa::kScalar;
-  EXPECT_EQ(BestBroadcastIsa(), want);
-  EXPECT_EQ(std::string(BroadcastImplName(want)),
-            want == BroadcastIsa::kAvx512 ? "strata:avx512" : want == BroadcastIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
+  const KernelIsa want = HostIsa().avx512f && HostIsa().avx512vl ? KernelIsa::kAvx512
+                            : HostIsa().avx2                         ? KernelIsa::kAvx2
+                                                                     : KernelIsa::kScalar;
+  EXPECT_EQ(BestKernelIsa(), want);
+  EXPECT_EQ(std::string(KernelImplName(want)),
+            want == KernelIsa::kAvx512 ? "strata:avx512" : want == KernelIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
 }
 
 TEST(BroadcastKernelsTest, MultiplyBroadcastMiddleIsTheProductOfEveryBody) {
-  for (const BroadcastIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> x = Random(e.a * e.r * e.b, 1), s = Random(e.a * e.b, 2);
       std::vector<float> y(x.size(), NAN), in_place = x;
@@ -59,16 +59,16 @@ TEST(BroadcastKernelsTest, MultiplyBroadcastMiddleIsTheProductOfEveryBody) {
         for (int64_t j = 0; j < e.r; ++j)
           for (int64_t k = 0; k < e.b; ++k) {
             const int64_t at = (i * e.r + j) * e.b + k;
-            ASSERT_EQ(y[at], x[at] * s[i * e.b + k]) << BroadcastImplName(isa) << " [" << e.a << ", " << e.r << ", "
+            ASSERT_EQ(y[at], x[at] * s[i * e.b + k]) << KernelImplName(isa) << " [" << e.a << ", " << e.r << ", "
                                                      << e.b << "] at " << at;
-            ASSERT_EQ(in_place[at], y[at]) << BroadcastImplName(isa) << " in place, at " << at;
+            ASSERT_EQ(in_place[at], y[at]) << KernelImplName(isa) << " in place, at " << at;
           }
     }
   }
 }
 
 TEST(BroadcastKernelsTest, BroadcastMiddleSpreadsTheScaledFactor) {
-  for (const BroadcastIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> s = Random(e.a * e.b, 3);
       std::vector<float> y(e.a * e.r * e.b, NAN);
@@ -78,13 +78,13 @@ TEST(BroadcastKernelsTest, BroadcastMiddleSpreadsTheScaledFactor) {
         for (int64_t j = 0; j < e.r; ++j)
           for (int64_t k = 0; k < e.b; ++k)
             ASSERT_EQ(y[(i * e.r + j) * e.b + k], scale * s[i * e.b + k])
-                << BroadcastImplName(isa) << " [" << e.a << ", " << e.r << ", " << e.b << "]";
+                << KernelImplName(isa) << " [" << e.a << ", " << e.r << ", " << e.b << "]";
     }
   }
 }
 
 TEST(BroadcastKernelsTest, SumMiddleIsTheF64SumOfEveryBody) {
-  for (const BroadcastIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> x = Random(e.a * e.r * e.b, 4);
       std::vector<float> y(e.a * e.b, NAN);
@@ -96,7 +96,7 @@ TEST(BroadcastKernelsTest, SumMiddleIsTheF64SumOfEveryBody) {
           for (int64_t j = 0; j < e.r; ++j) want += x[(i * e.r + j) * e.b + k];
           // f64 partial sums in another order round to the same f32 or its neighbour.
           ASSERT_NEAR(y[i * e.b + k], want * scale, 2.5e-7 * std::max(1.0, std::fabs(want * scale)))
-              << BroadcastImplName(isa) << " [" << e.a << ", " << e.r << ", " << e.b << "] at " << i << ", " << k;
+              << KernelImplName(isa) << " [" << e.a << ", " << e.r << ", " << e.b << "] at " << i << ", " << k;
         }
     }
   }
@@ -110,10 +110,10 @@ TEST(BroadcastKernelsTest, SumMiddleOfALongRowKeepsF64Accuracy) {
   for (int64_t j = 0; j < r; ++j) x[j] = 1.0f + static_cast<float>(j % 7) * 1e-3f;
   double want = 0;
   for (float v : x) want += v;
-  for (const BroadcastIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableIsas()) {
     float y = NAN;
     SumMiddle(x.data(), 1, r, 1, 1.0, &y, isa);
-    EXPECT_EQ(y, static_cast<float>(want)) << BroadcastImplName(isa);
+    EXPECT_EQ(y, static_cast<float>(want)) << KernelImplName(isa);
   }
 }
 

@@ -83,7 +83,7 @@ TEST(BroadcastPlanTest, SqueezeExcitationAndDropConnectTakeStrataKernelsInTheBlo
   StepRun ours, onednn;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, onednn));
-  const std::string impl = cpu::BroadcastImplName(cpu::BestBroadcastIsa());
+  const std::string impl = cpu::KernelImplName(cpu::BestKernelIsa());
   int broadcast = 0, pool_grad = 0;
   for (size_t k = 0; k < ours.kernels.size(); ++k) {
     const KernelInfo& info = ours.kernels[k];

@@ -20,10 +20,10 @@
 namespace strata::backend::cpu {
 namespace {
 
-std::vector<DepthwiseIsa> RunnableIsas() {
-  std::vector<DepthwiseIsa> isas = {DepthwiseIsa::kScalar};
-  if (HostIsa().avx2) isas.push_back(DepthwiseIsa::kAvx2);
-  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(DepthwiseIsa::kAvx512);
+std::vector<KernelIsa> RunnableIsas() {
+  std::vector<KernelIsa> isas = {KernelIsa::kScalar};
+  if (HostIsa().avx2) isas.push_back(KernelIsa::kAvx2);
+  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(KernelIsa::kAvx512);
   return isas;
 }
 
@@ -65,12 +65,12 @@ const Case kCases[] = {
 };
 
 TEST(DepthwiseKernelsTest, DefaultBodyFollowsHostIsa) {
-  const DepthwiseIsa want = HostIsa().avx512f && HostIsa().avx512vl ? DepthwiseIsa::kAvx512
-                            : HostIsa().avx2                         ? DepthwiseIsa::kAvx2
-                                                                     : DepthwiseIsa::kScalar;
-  EXPECT_EQ(BestDepthwiseIsa(), want);
-  EXPECT_EQ(std::string(DepthwiseImplName(want)),
-            want == DepthwiseIsa::kAvx512 ? "strata:avx512" : want == DepthwiseIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
+  const KernelIsa want = HostIsa().avx512f && HostIsa().avx512vl ? KernelIsa::kAvx512
+                            : HostIsa().avx2                         ? KernelIsa::kAvx2
+                                                                     : KernelIsa::kScalar;
+  EXPECT_EQ(BestKernelIsa(), want);
+  EXPECT_EQ(std::string(KernelImplName(want)),
+            want == KernelIsa::kAvx512 ? "strata:avx512" : want == KernelIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
 }
 
 // v rounded to bf16: the values (as f32) and their bits.
@@ -123,8 +123,8 @@ void CheckEveryBody(bool bf16) {
     g.stride_h = g.stride_w = c.s;
     g.pad_top = c.pad_top;
     g.pad_left = c.pad_left;
-    for (const DepthwiseIsa isa : RunnableIsas()) {
-      const std::string what = std::string(DepthwiseImplName(isa)) + (bf16 ? " bf16" : " f32") + " k" +
+    for (const KernelIsa isa : RunnableIsas()) {
+      const std::string what = std::string(KernelImplName(isa)) + (bf16 ? " bf16" : " f32") + " k" +
                                std::to_string(c.k) + " s" +
                                std::to_string(c.s) + " [" + std::to_string(c.n) + ", " + std::to_string(c.h) + ", " +
                                std::to_string(c.w) + ", " + std::to_string(c.c) + "] block " + std::to_string(c.block);

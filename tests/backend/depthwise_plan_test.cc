@@ -107,7 +107,7 @@ void CheckStep(Precision precision) {
   StepRun ours, onednn;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, precision, ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, precision, onednn));
-  const std::string impl = cpu::DepthwiseImplName(cpu::BestDepthwiseIsa());
+  const std::string impl = cpu::KernelImplName(cpu::BestKernelIsa());
   int strata = 0, with_bias = 0;
   for (const KernelInfo& info : ours.kernels) {
     if (info.op != "conv_bwd_weights") continue;

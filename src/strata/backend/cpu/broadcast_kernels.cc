@@ -120,46 +120,31 @@ STRATA_BROADCAST_ENTRY_POINTS
 
 }  // namespace
 
-BroadcastIsa BestBroadcastIsa() {
-  const CpuIsa& isa = HostIsa();
-  if (isa.avx512f && isa.avx512vl) return BroadcastIsa::kAvx512;
-  if (isa.avx2) return BroadcastIsa::kAvx2;
-  return BroadcastIsa::kScalar;
-}
-
-const char* BroadcastImplName(BroadcastIsa isa) {
-  switch (isa) {
-    case BroadcastIsa::kAvx512: return "strata:avx512";
-    case BroadcastIsa::kAvx2: return "strata:avx2";
-    case BroadcastIsa::kScalar: return "strata:scalar";
-  }
-  return "strata:scalar";
-}
 
 void MultiplyBroadcastMiddle(const float* x, const float* s, int64_t a, int64_t r, int64_t b, float* y,
-                             BroadcastIsa isa) {
+                             KernelIsa isa) {
   switch (isa) {
-    case BroadcastIsa::kAvx512: return avx512::Multiply(x, s, a, r, b, y);
-    case BroadcastIsa::kAvx2: return avx2::Multiply(x, s, a, r, b, y);
-    case BroadcastIsa::kScalar: return generic::Multiply(x, s, a, r, b, y);
+    case KernelIsa::kAvx512: return avx512::Multiply(x, s, a, r, b, y);
+    case KernelIsa::kAvx2: return avx2::Multiply(x, s, a, r, b, y);
+    case KernelIsa::kScalar: return generic::Multiply(x, s, a, r, b, y);
   }
 }
 
-void BroadcastMiddle(const float* s, int64_t a, int64_t r, int64_t b, float scale, float* y, BroadcastIsa isa) {
+void BroadcastMiddle(const float* s, int64_t a, int64_t r, int64_t b, float scale, float* y, KernelIsa isa) {
   switch (isa) {
-    case BroadcastIsa::kAvx512: return avx512::Broadcast(s, a, r, b, scale, y);
-    case BroadcastIsa::kAvx2: return avx2::Broadcast(s, a, r, b, scale, y);
-    case BroadcastIsa::kScalar: return generic::Broadcast(s, a, r, b, scale, y);
+    case KernelIsa::kAvx512: return avx512::Broadcast(s, a, r, b, scale, y);
+    case KernelIsa::kAvx2: return avx2::Broadcast(s, a, r, b, scale, y);
+    case KernelIsa::kScalar: return generic::Broadcast(s, a, r, b, scale, y);
   }
 }
 
-void SumMiddle(const float* x, int64_t a, int64_t r, int64_t b, double scale, float* y, BroadcastIsa isa) {
+void SumMiddle(const float* x, int64_t a, int64_t r, int64_t b, double scale, float* y, KernelIsa isa) {
   thread_local std::vector<double> acc;
   acc.resize(static_cast<size_t>(b));
   switch (isa) {
-    case BroadcastIsa::kAvx512: return avx512::Sum(x, a, r, b, scale, acc.data(), y);
-    case BroadcastIsa::kAvx2: return avx2::Sum(x, a, r, b, scale, acc.data(), y);
-    case BroadcastIsa::kScalar: return generic::Sum(x, a, r, b, scale, acc.data(), y);
+    case KernelIsa::kAvx512: return avx512::Sum(x, a, r, b, scale, acc.data(), y);
+    case KernelIsa::kAvx2: return avx2::Sum(x, a, r, b, scale, acc.data(), y);
+    case KernelIsa::kScalar: return generic::Sum(x, a, r, b, scale, acc.data(), y);
   }
 }
 

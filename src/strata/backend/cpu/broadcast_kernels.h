@@ -13,27 +13,22 @@
 
 #include <cstdint>
 
+#include "strata/backend/cpu/kernel_isa.h"
+
 namespace strata::backend::cpu {
-
-enum class BroadcastIsa { kScalar, kAvx2, kAvx512 };
-
-// The widest body HostIsa() allows.
-BroadcastIsa BestBroadcastIsa();
-// "strata:avx512", "strata:avx2" or "strata:scalar": the implementation a trace line names.
-const char* BroadcastImplName(BroadcastIsa isa);
 
 // y[i, j, k] = x[i, j, k] * s[i, k]. x, y [a * r * b] (y may be x), s [a * b].
 void MultiplyBroadcastMiddle(const float* x, const float* s, int64_t a, int64_t r, int64_t b, float* y,
-                             BroadcastIsa isa = BestBroadcastIsa());
+                             KernelIsa isa = BestKernelIsa());
 
 // y[i, j, k] = scale * s[i, k]. s [a * b], y [a * r * b].
 void BroadcastMiddle(const float* s, int64_t a, int64_t r, int64_t b, float scale, float* y,
-                     BroadcastIsa isa = BestBroadcastIsa());
+                     KernelIsa isa = BestKernelIsa());
 
 // y[i, k] = scale * sum_j x[i, j, k], accumulated in f64: the reverse of BroadcastMiddle (a
 // ReduceSum / ReduceMean over one contiguous run of axes; squeeze-and-excitation's factor
 // gradient over H * W). x [a * r * b], y [a * b].
 void SumMiddle(const float* x, int64_t a, int64_t r, int64_t b, double scale, float* y,
-               BroadcastIsa isa = BestBroadcastIsa());
+               KernelIsa isa = BestKernelIsa());
 
 }  // namespace strata::backend::cpu

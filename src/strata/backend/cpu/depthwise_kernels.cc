@@ -30,21 +30,6 @@ namespace avx512 {
 
 }  // namespace
 
-DepthwiseIsa BestDepthwiseIsa() {
-  const CpuIsa& isa = HostIsa();
-  if (isa.avx512f && isa.avx512vl) return DepthwiseIsa::kAvx512;
-  if (isa.avx2) return DepthwiseIsa::kAvx2;
-  return DepthwiseIsa::kScalar;
-}
-
-const char* DepthwiseImplName(DepthwiseIsa isa) {
-  switch (isa) {
-    case DepthwiseIsa::kAvx512: return "strata:avx512";
-    case DepthwiseIsa::kAvx2: return "strata:avx2";
-    case DepthwiseIsa::kScalar: return "strata:scalar";
-  }
-  return "strata:scalar";
-}
 
 ChannelBlocks BlockedChannelBlocks(int64_t h, int64_t w, int64_t c, int block) {
   const int64_t blocks = (c + block - 1) / block;
@@ -57,7 +42,7 @@ ChannelBlocks BlockedChannelBlocks(int64_t h, int64_t w, int64_t c, int block) {
 namespace {
 
 void Dispatch(const DepthwiseGeometry& g, const void* x, const ChannelBlocks& x_layout, const void* dy,
-              const ChannelBlocks& dy_layout, bool bf16, float* dw, float* db, DepthwiseIsa isa) {
+              const ChannelBlocks& dy_layout, bool bf16, float* dw, float* db, KernelIsa isa) {
   if (g.batch <= 0 || g.out_h <= 0 || g.out_w <= 0) {  // nothing to sum: zero gradients
     for (int64_t k = 0; k < g.kernel_h * g.kernel_w * g.channels; ++k) dw[k] = 0;
     if (db != nullptr)
@@ -83,9 +68,9 @@ void Dispatch(const DepthwiseGeometry& g, const void* x, const ChannelBlocks& x_
   ring_rows.resize(static_cast<size_t>(g.kernel_h));
 #define STRATA_DW_ARGS g, x, x_layout, dy, dy_layout, bf16, dw, db, img, tot.data(), ring, ring_rows.data(), padded_w, dy_f32
   switch (isa) {
-    case DepthwiseIsa::kAvx512: return avx512::BackwardWeights(STRATA_DW_ARGS);
-    case DepthwiseIsa::kAvx2: return avx2::BackwardWeights(STRATA_DW_ARGS);
-    case DepthwiseIsa::kScalar: return generic::BackwardWeights(STRATA_DW_ARGS);
+    case KernelIsa::kAvx512: return avx512::BackwardWeights(STRATA_DW_ARGS);
+    case KernelIsa::kAvx2: return avx2::BackwardWeights(STRATA_DW_ARGS);
+    case KernelIsa::kScalar: return generic::BackwardWeights(STRATA_DW_ARGS);
   }
 #undef STRATA_DW_ARGS
 }
@@ -94,13 +79,13 @@ void Dispatch(const DepthwiseGeometry& g, const void* x, const ChannelBlocks& x_
 
 void DepthwiseConvBackwardWeights(const DepthwiseGeometry& g, const float* x, const ChannelBlocks& x_layout,
                                   const float* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
-                                  DepthwiseIsa isa) {
+                                  KernelIsa isa) {
   Dispatch(g, x, x_layout, dy, dy_layout, false, dw, db, isa);
 }
 
 void DepthwiseConvBackwardWeightsBf16(const DepthwiseGeometry& g, const uint16_t* x, const ChannelBlocks& x_layout,
                                       const uint16_t* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
-                                      DepthwiseIsa isa) {
+                                      KernelIsa isa) {
   Dispatch(g, x, x_layout, dy, dy_layout, true, dw, db, isa);
 }
 

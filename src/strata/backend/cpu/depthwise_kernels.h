@@ -18,14 +18,9 @@
 
 #include <cstdint>
 
+#include "strata/backend/cpu/kernel_isa.h"
+
 namespace strata::backend::cpu {
-
-enum class DepthwiseIsa { kScalar, kAvx2, kAvx512 };
-
-// The widest body HostIsa() allows.
-DepthwiseIsa BestDepthwiseIsa();
-// "strata:avx512", "strata:avx2" or "strata:scalar": the implementation a trace line names.
-const char* DepthwiseImplName(DepthwiseIsa isa);
 
 // Where element (n, c, h, w) of an [N, H, W, C] tensor lies, in elements from its start:
 // n * n_stride + (c / block) * block_stride + h * h_stride + w * block + c % block (a row's
@@ -50,11 +45,11 @@ struct DepthwiseGeometry {
 // and, unless db is null, db [channels]. x and dy must have the same block.
 void DepthwiseConvBackwardWeights(const DepthwiseGeometry& g, const float* x, const ChannelBlocks& x_layout,
                                   const float* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
-                                  DepthwiseIsa isa = BestDepthwiseIsa());
+                                  KernelIsa isa = BestKernelIsa());
 // The same with x and dy in bf16 (their bits), widened to f32 as they are read (a mixed
 // precision program's convolution inputs); the gradients are f32 as above.
 void DepthwiseConvBackwardWeightsBf16(const DepthwiseGeometry& g, const uint16_t* x, const ChannelBlocks& x_layout,
                                       const uint16_t* dy, const ChannelBlocks& dy_layout, float* dw, float* db,
-                                      DepthwiseIsa isa = BestDepthwiseIsa());
+                                      KernelIsa isa = BestKernelIsa());
 
 }  // namespace strata::backend::cpu

@@ -218,9 +218,9 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   // then runs first).
   const dt type = ComputeType(p);
   int block = ChannelBlockOf(DataDesc(p, x), xs, type);
-  if (block == 0) block = BestDepthwiseIsa() == DepthwiseIsa::kAvx512 ? 16 : 8;
+  if (block == 0) block = BestKernelIsa() == KernelIsa::kAvx512 ? 16 : 8;
   const tag format = block == 16 ? tag::nChw16c : tag::nChw8c;
-  const DepthwiseIsa isa = BestDepthwiseIsa();
+  const KernelIsa isa = BestKernelIsa();
   DepthwiseGeometry dg;
   dg.batch = xs[0];
   dg.channels = xs[3];
@@ -238,7 +238,7 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   const ChannelBlocks dl = BlockedChannelBlocks(ys[1], ys[2], ys[3], block);
 
   Kernel k;
-  k.info = Info(p, i, "conv_bwd_weights", DepthwiseImplName(isa));
+  k.info = Info(p, i, "conv_bwd_weights", KernelImplName(isa));
   if (bias_grad >= 0) {
     k.info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
     k.info.other_flops += g.OtherFlops(bias_grad);

@@ -123,7 +123,7 @@ Status PlanBinary(Planner& p, int i) {
     if (const std::optional<MiddleRun> run = BroadcastRun(x.shape(), b.shape());
         run && p.options().broadcast_kernels && n.kind == OpKind::kMultiply && x.dtype() == DType::kF32 &&
         b.dtype() == DType::kF32) {
-      const BroadcastIsa isa = BestBroadcastIsa();
+      const KernelIsa isa = BestKernelIsa();
       // x in the layout it already has where the kernel can read it (oneDNN's channel blocks:
       // the per-channel factor then runs in blocks of 16 channels; a per-example factor
       // covers an example's elements in any order), so no reorder on either side.
@@ -144,7 +144,7 @@ Status PlanBinary(Planner& p, int i) {
             MultiplyBroadcastMiddle(Ptr<const float>(k, 0), Ptr<const float>(k, 1), m.a, m.r, m.b, Ptr<float>(k, 2), isa);
             return Status::OK();
           },
-          BroadcastImplName(isa));
+          KernelImplName(isa));
     }
     // Otherwise oneDNN's binary reads the second input in place, plain, in its own dtype.
     const md bd = PlainDesc(b.shape(), a.data_type() == dt::bf16 && b.dtype() == DType::kBF16 ? dt::bf16 : dt::f32);
@@ -194,14 +194,14 @@ Status PlanReduce(Planner& p, int i) {
         xd = DataDesc(p, x);
         m = *blocked;
       }
-    const BroadcastIsa isa = BestBroadcastIsa();
+    const KernelIsa isa = BestKernelIsa();
     return PlanHandIn(
         p, i, "reduce_sum_middle", {{x, xd}}, {{g.output(i), PlainDesc(g.output(i).shape(), dt::f32)}},
         [=](Kernel& k, uint64_t) {
           SumMiddle(Ptr<const float>(k, 0), m.a, m.r, m.b, scale, Ptr<float>(k, 1), isa);
           return Status::OK();
         },
-        BroadcastImplName(isa));
+        KernelImplName(isa));
   }
   const md src = DataDesc(p, x);
   const md dst = PlainDesc(Shape(kept), dt::f32);

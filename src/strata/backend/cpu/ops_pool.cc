@@ -62,7 +62,7 @@ Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
   const bool global = !max && geo.kernel[0] == xs[1] && geo.kernel[1] == xs[2] && dy.shape()[1] == 1 &&
                       dy.shape()[2] == 1 && geo.pad_l == dims{0, 0} && geo.pad_r == dims{0, 0};
   if (global && p.options().broadcast_kernels && dy.dtype() == DType::kF32 && n.out_dtypes[0] == DType::kF32) {
-    const BroadcastIsa isa = BestBroadcastIsa();
+    const KernelIsa isa = BestKernelIsa();
     // dx in the forward input's layout where that is plain or channel-blocked (its reader,
     // the gradient sum, then needs no reorder).
     md dxd = PlainDesc(xs, dt::f32);
@@ -78,7 +78,7 @@ Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
           BroadcastMiddle(Ptr<const float>(k, 0), m.a, m.r, m.b, scale, Ptr<float>(k, 1), isa);
           return Status::OK();
         },
-        BroadcastImplName(isa));
+        KernelImplName(isa));
   }
   const dt type = hint.src_desc().data_type();
   auto d = dnnl::pooling_backward::desc(max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding,

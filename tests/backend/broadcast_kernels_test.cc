@@ -1,7 +1,7 @@
 // broadcast_kernels.h called directly: every body this host can run (generic, AVX2, AVX-512)
-// against a plain loop, on extents that exercise the vector loops and their remainders; the
-// default body follows HostIsa() (the "avx2:" copies of these tests run under
-// STRATA_MAX_ISA=avx2, where the AVX-512 body is skipped and the default is AVX2).
+// against a plain loop, on extents that exercise the vector loops and their remainders (which
+// body is the default: kernel_isa_test.cc). The "avx2:" copies of these tests run under
+// STRATA_MAX_ISA=avx2, where the AVX-512 body is skipped and the default is AVX2.
 #include "strata/backend/cpu/broadcast_kernels.h"
 
 #include <gtest/gtest.h>
@@ -12,17 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "strata/core/cpu.h"
 
 namespace strata::backend::cpu {
 namespace {
-
-std::vector<KernelIsa> RunnableIsas() {
-  std::vector<KernelIsa> isas = {KernelIsa::kScalar};
-  if (HostIsa().avx2) isas.push_back(KernelIsa::kAvx2);
-  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(KernelIsa::kAvx512);
-  return isas;
-}
 
 std::vector<float> Random(int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -39,17 +31,8 @@ struct Extents {
 // with remainders (37, 5), and r shorter than one vector.
 const Extents kExtents[] = {{3, 101, 1}, {2, 7, 1}, {4, 9, 16}, {3, 11, 8}, {2, 6, 37}, {2, 5, 5}, {1, 3, 100}};
 
-TEST(BroadcastKernelsTest, DefaultBodyFollowsHostIsa) {
-  const KernelIsa want = HostIsa().avx512f && HostIsa().avx512vl ? KernelIsa::kAvx512
-                            : HostIsa().avx2                         ? KernelIsa::kAvx2
-                                                                     : KernelIsa::kScalar;
-  EXPECT_EQ(BestKernelIsa(), want);
-  EXPECT_EQ(std::string(KernelImplName(want)),
-            want == KernelIsa::kAvx512 ? "strata:avx512" : want == KernelIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
-}
-
 TEST(BroadcastKernelsTest, MultiplyBroadcastMiddleIsTheProductOfEveryBody) {
-  for (const KernelIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableKernelIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> x = Random(e.a * e.r * e.b, 1), s = Random(e.a * e.b, 2);
       std::vector<float> y(x.size(), NAN), in_place = x;
@@ -68,7 +51,7 @@ TEST(BroadcastKernelsTest, MultiplyBroadcastMiddleIsTheProductOfEveryBody) {
 }
 
 TEST(BroadcastKernelsTest, BroadcastMiddleSpreadsTheScaledFactor) {
-  for (const KernelIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableKernelIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> s = Random(e.a * e.b, 3);
       std::vector<float> y(e.a * e.r * e.b, NAN);
@@ -84,7 +67,7 @@ TEST(BroadcastKernelsTest, BroadcastMiddleSpreadsTheScaledFactor) {
 }
 
 TEST(BroadcastKernelsTest, SumMiddleIsTheF64SumOfEveryBody) {
-  for (const KernelIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableKernelIsas()) {
     for (const Extents& e : kExtents) {
       const std::vector<float> x = Random(e.a * e.r * e.b, 4);
       std::vector<float> y(e.a * e.b, NAN);
@@ -110,7 +93,7 @@ TEST(BroadcastKernelsTest, SumMiddleOfALongRowKeepsF64Accuracy) {
   for (int64_t j = 0; j < r; ++j) x[j] = 1.0f + static_cast<float>(j % 7) * 1e-3f;
   double want = 0;
   for (float v : x) want += v;
-  for (const KernelIsa isa : RunnableIsas()) {
+  for (const KernelIsa isa : RunnableKernelIsas()) {
     float y = NAN;
     SumMiddle(x.data(), 1, r, 1, 1.0, &y, isa);
     EXPECT_EQ(y, static_cast<float>(want)) << KernelImplName(isa);

@@ -14,18 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "strata/core/cpu.h"
 #include "strata/core/dtype.h"
 
 namespace strata::backend::cpu {
 namespace {
-
-std::vector<KernelIsa> RunnableIsas() {
-  std::vector<KernelIsa> isas = {KernelIsa::kScalar};
-  if (HostIsa().avx2) isas.push_back(KernelIsa::kAvx2);
-  if (HostIsa().avx512f && HostIsa().avx512vl) isas.push_back(KernelIsa::kAvx512);
-  return isas;
-}
 
 struct Case {
   int64_t n, h, w, c;
@@ -63,15 +55,6 @@ const Case kCases[] = {
     {2, 5, 13, 8, 9, 1, 4, 4, 4, 4, 8, true},     // 9x9: two groups of kernel columns
     {3, 1, 1, 24, 5, 1, 2, 2, 2, 2, 16, true},    // one pixel: every column but one in the padding
 };
-
-TEST(DepthwiseKernelsTest, DefaultBodyFollowsHostIsa) {
-  const KernelIsa want = HostIsa().avx512f && HostIsa().avx512vl ? KernelIsa::kAvx512
-                            : HostIsa().avx2                         ? KernelIsa::kAvx2
-                                                                     : KernelIsa::kScalar;
-  EXPECT_EQ(BestKernelIsa(), want);
-  EXPECT_EQ(std::string(KernelImplName(want)),
-            want == KernelIsa::kAvx512 ? "strata:avx512" : want == KernelIsa::kAvx2 ? "strata:avx2" : "strata:scalar");
-}
 
 // v rounded to bf16: the values (as f32) and their bits.
 std::vector<uint16_t> RoundToBf16(std::vector<float>& v) {
@@ -123,7 +106,7 @@ void CheckEveryBody(bool bf16) {
     g.stride_h = g.stride_w = c.s;
     g.pad_top = c.pad_top;
     g.pad_left = c.pad_left;
-    for (const KernelIsa isa : RunnableIsas()) {
+    for (const KernelIsa isa : RunnableKernelIsas()) {
       const std::string what = std::string(KernelImplName(isa)) + (bf16 ? " bf16" : " f32") + " k" +
                                std::to_string(c.k) + " s" +
                                std::to_string(c.s) + " [" + std::to_string(c.n) + ", " + std::to_string(c.h) + ", " +

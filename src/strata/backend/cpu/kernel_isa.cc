@@ -11,6 +11,14 @@ KernelIsa BestKernelIsa() {
   return KernelIsa::kScalar;
 }
 
+std::vector<KernelIsa> RunnableKernelIsas() {
+  std::vector<KernelIsa> isas = {KernelIsa::kScalar};
+  const KernelIsa best = BestKernelIsa();
+  if (best >= KernelIsa::kAvx2) isas.push_back(KernelIsa::kAvx2);
+  if (best >= KernelIsa::kAvx512) isas.push_back(KernelIsa::kAvx512);
+  return isas;
+}
+
 const char* KernelImplName(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::kAvx512: return "strata:avx512";

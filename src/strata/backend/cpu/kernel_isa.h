@@ -4,12 +4,16 @@
 // other bodies on a wide host.
 #pragma once
 
+#include <vector>
+
 namespace strata::backend::cpu {
 
 enum class KernelIsa { kScalar, kAvx2, kAvx512 };
 
 // The widest body HostIsa() allows.
 KernelIsa BestKernelIsa();
+// Every body this host can run, narrowest first, up to BestKernelIsa(): what tests check each of.
+std::vector<KernelIsa> RunnableKernelIsas();
 // "strata:avx512", "strata:avx2" or "strata:scalar": the implementation a trace line names.
 const char* KernelImplName(KernelIsa isa);
 

@@ -217,10 +217,10 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   // program) and x's block where it has one already, else the host's vector width (a reorder
   // then runs first).
   const dt type = ComputeType(p);
-  int block = ChannelBlockOf(DataDesc(p, x), xs, type);
-  if (block == 0) block = BestKernelIsa() == KernelIsa::kAvx512 ? 16 : 8;
-  const tag format = block == 16 ? tag::nChw16c : tag::nChw8c;
   const KernelIsa isa = BestKernelIsa();
+  int block = ChannelBlockOf(DataDesc(p, x), xs, type);
+  if (block == 0) block = isa == KernelIsa::kAvx512 ? 16 : 8;
+  const tag format = block == 16 ? tag::nChw16c : tag::nChw8c;
   DepthwiseGeometry dg;
   dg.batch = xs[0];
   dg.channels = xs[3];

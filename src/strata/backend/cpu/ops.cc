@@ -157,6 +157,13 @@ std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& s) {
   return std::nullopt;
 }
 
+std::optional<ChannelBlockFormat> WholeChannelBlocks(const md& d, const Shape& s) {
+  if (s.rank() != 4) return std::nullopt;
+  for (const ChannelBlockFormat b : {ChannelBlockFormat{tag::nChw16c, 16}, ChannelBlockFormat{tag::nChw8c, 8}})
+    if (s[3] % b.block == 0 && d == md(Dims(s), d.data_type(), b.format)) return b;
+  return std::nullopt;
+}
+
 }  // namespace ops
 
 Status PlanNode(Planner& p, int i) {

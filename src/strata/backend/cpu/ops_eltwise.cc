@@ -220,14 +220,43 @@ Status PlanReduce(Planner& p, int i) {
                                           {{DNNL_ARG_SRC, xb, src}, {DNNL_ARG_DST, yb, dst}});
 }
 
+namespace {
+
+// The channel-blocked layout a concat along channels keeps: the one its first blocked input
+// has, where every input and the result are whole blocks of it (DenseNet's dense blocks: the
+// growing input, its batch norm and the 1x1 convolution reading it stay blocked, instead of a
+// reorder to plain before each concat and one back after it). Inputs in another layout are
+// reordered to it. nullopt: plain.
+std::optional<ChannelBlockFormat> ConcatBlockFormat(Planner& p, const Node& n, const Shape& out, dt type) {
+  if (out.rank() != 4 || n.attrs.axis != 3) return std::nullopt;
+  std::optional<ChannelBlockFormat> blocks;
+  for (const Value& v : n.inputs) {
+    const md& have = p.PrimaryDesc(v);
+    if (have.data_type() != type) continue;
+    if (std::optional<ChannelBlockFormat> b = WholeChannelBlocks(have, v.shape())) {
+      blocks = b;
+      break;
+    }
+  }
+  if (!blocks) return std::nullopt;
+  for (const Value& v : n.inputs)
+    if (v.shape()[3] % blocks->block != 0) return std::nullopt;
+  return blocks;
+}
+
+}  // namespace
+
 Status PlanConcat(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const dt type = DataDesc(p, n.inputs[0]).data_type();
+  const Shape& out = n.out_shapes[0];
+  const std::optional<ChannelBlockFormat> blocks = ConcatBlockFormat(p, n, out, type);
+  auto layout = [&](const Shape& s) { return blocks ? md(Dims(s), type, blocks->format) : PlainDesc(s, type); };
   std::vector<md> srcs;
-  for (const Value& v : n.inputs) srcs.push_back(PlainDesc(v.shape(), type));
-  const md dst = PlainDesc(n.out_shapes[0], type);
-  dnnl::concat::primitive_desc pd(dst, DnnlAxis(n.out_shapes[0].rank(), n.attrs.axis), srcs, p.engine(), p.Attr());
+  for (const Value& v : n.inputs) srcs.push_back(layout(v.shape()));
+  const md dst = layout(out);
+  dnnl::concat::primitive_desc pd(dst, DnnlAxis(out.rank(), n.attrs.axis), srcs, p.engine(), p.Attr());
   DnnlArgs args;
   for (size_t j = 0; j < n.inputs.size(); ++j) {
     STRATA_ASSIGN_OR_RETURN(int b, p.Use(n.inputs[j], srcs[j]));
@@ -241,12 +270,21 @@ Status PlanSlice(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const Value x = n.inputs[0];
-  const dt type = DataDesc(p, x).data_type();
-  const md full = PlainDesc(x.shape(), type);
-  dims sub = Dims(n.out_shapes[0]), offsets(sub.size(), 0);
-  offsets[DnnlAxis(x.shape().rank(), n.attrs.axis)] = n.attrs.begin;
+  const Shape& out = n.out_shapes[0];
+  const md have = DataDesc(p, x);
+  const dt type = have.data_type();
+  // A slice of whole channel blocks reads the blocked layout x has and keeps it (a concat's
+  // gradient in DenseNet); anything else is a slice of the plain layout.
+  md full = PlainDesc(x.shape(), type), dst = PlainDesc(out, type);
+  const int axis = n.attrs.axis;  // the graph keeps it in [0, rank)
+  if (const std::optional<ChannelBlockFormat> b = WholeChannelBlocks(have, x.shape());
+      b && axis == 3 && n.attrs.begin % b->block == 0 && out[3] % b->block == 0) {
+    full = have;
+    dst = md(Dims(out), type, b->format);
+  }
+  dims sub = Dims(out), offsets(sub.size(), 0);
+  offsets[DnnlAxis(x.shape().rank(), axis)] = n.attrs.begin;
   const md src = full.submemory_desc(sub, offsets);
-  const md dst = PlainDesc(n.out_shapes[0], type);
   dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, full));
   const int yb = p.Define(g.output(i), dst);

@@ -130,4 +130,13 @@ Status PlanHandIn(Planner& p, int i, const std::string& op, const std::vector<st
 // nullopt for any other layout (padded blocks among them).
 std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& nhwc);
 
+// oneDNN's channel-blocked layout of a rank-4 [N, H, W, C] tensor, nChw16c or nChw8c, with its
+// block: where `d` is one of them and C is whole blocks (no padded block), else nullopt. A
+// concat or slice along channels at whole blocks keeps it (DenseNet's dense blocks).
+struct ChannelBlockFormat {
+  tag format;
+  int64_t block;
+};
+std::optional<ChannelBlockFormat> WholeChannelBlocks(const md& d, const Shape& nhwc);
+
 }  // namespace strata::backend::cpu::ops

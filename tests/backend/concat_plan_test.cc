@@ -1,0 +1,130 @@
+// Where the cpu backend plans a concat and a slice along channels: in the channel-blocked layout
+// the convolutions write (nChw16c, or nChw8c on an AVX2 host) when every channel count is whole
+// blocks, as in DenseNet's dense blocks, so neither the forward concats nor the slices of their
+// gradients reorder to plain and back; in the plain layout otherwise. Either way the numbers
+// are the reference backend's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/backend/compile.h"
+#include "strata/graph/autodiff.h"
+#include "strata/graph/graph.h"
+
+namespace strata::backend {
+namespace {
+
+using graph::Value;
+
+struct DenseStep {
+  graph::Graph g;
+  std::vector<Value> inputs, fetches;
+};
+
+// Two dense layers over x (`c` channels, plain: a graph input), each a convolution of the
+// concatenation so far whose `growth` channels are appended to it, a 1x1 convolution of the
+// last concatenation (DenseNet's transition: the concatenations' gradients come from
+// convolutions) and the gradients of a weighted sum of its output.
+void BuildDenseStep(DenseStep& s, int64_t c, int64_t growth) {
+  graph::Graph& g = s.g;
+  const Value x = g.Input("x", DType::kF32, {2, 5, 4, c});
+  const Value w1 = g.Input("w1", DType::kF32, {1, 1, c, growth});
+  const Value w2 = g.Input("w2", DType::kF32, {3, 3, c + growth, growth});
+  const Value w3 = g.Input("w3", DType::kF32, {1, 1, c + 2 * growth, growth});
+  const Value r = g.Input("r", DType::kF32, {2, 5, 4, growth});
+  s.inputs = {x, w1, w2, w3, r};
+  auto y1 = g.Conv2D(x, w1, {.padding = graph::Padding::kSame}, "conv1");
+  ASSERT_TRUE(y1.ok());
+  auto cat1 = g.Concat({x, *y1}, 3, "cat1");
+  ASSERT_TRUE(cat1.ok());
+  auto y2 = g.Conv2D(*cat1, w2, {.padding = graph::Padding::kSame}, "conv2");
+  ASSERT_TRUE(y2.ok());
+  auto cat2 = g.Concat({*cat1, *y2}, 3, "cat2");
+  ASSERT_TRUE(cat2.ok());
+  auto y3 = g.Conv2D(*cat2, w3, {.padding = graph::Padding::kSame}, "transition");
+  ASSERT_TRUE(y3.ok());
+  auto p = g.Multiply(*y3, r, "weigh");
+  ASSERT_TRUE(p.ok());
+  auto loss = g.ReduceSum(*p, {}, "loss");
+  ASSERT_TRUE(loss.ok());
+  auto grads = graph::Gradients(g, *loss, {x, w1, w2, w3});
+  ASSERT_TRUE(grads.ok()) << grads.status().ToString();
+  s.fetches = {*loss, *cat2, (*grads)[0], (*grads)[1], (*grads)[2], (*grads)[3]};
+}
+
+struct StepRun {
+  std::vector<KernelInfo> kernels;
+  std::vector<std::vector<float>> values;
+};
+
+void CompileAndRun(DenseStep& s, const std::string& backend, StepRun& out) {
+  CompileOptions o;
+  o.fetches = s.fetches;
+  o.backend = backend;
+  auto program = Compile(s.g, o);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Value& v : s.inputs) {
+    Tensor& t = (*program)->input(v);
+    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = u(rng);
+  }
+  ASSERT_TRUE((*program)->Run().ok());
+  out.kernels = (*program)->kernels();
+  for (const Value& f : s.fetches) {
+    const Tensor& t = (*program)->fetch(f);
+    out.values.emplace_back(t.data<float>(), t.data<float>() + t.num_elements());
+  }
+}
+
+void ExpectSameValues(const StepRun& ours, const StepRun& ref) {
+  ASSERT_EQ(ours.values.size(), ref.values.size());
+  for (size_t f = 0; f < ours.values.size(); ++f) {
+    ASSERT_EQ(ours.values[f].size(), ref.values[f].size());
+    double scale = 1e-3;
+    for (float v : ref.values[f]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    for (size_t e = 0; e < ours.values[f].size(); ++e)
+      ASSERT_NEAR(ours.values[f][e], ref.values[f][e], 1e-4 * scale) << "fetch " << f << " element " << e;
+  }
+}
+
+int Count(const StepRun& run, const std::string& op) {
+  return static_cast<int>(std::count_if(run.kernels.begin(), run.kernels.end(),
+                                        [&](const KernelInfo& k) { return k.op == op; }));
+}
+
+TEST(ConcatPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradients) {
+  DenseStep s;
+  ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 32, 16));  // whole blocks of 16 (and of 8)
+  StepRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
+  EXPECT_EQ(Count(ours, "concat"), 2);
+  EXPECT_GE(Count(ours, "slice"), 2);
+  // The only layout changes inside the block are x's (a plain graph input) into the blocks and
+  // those the fetches need (plain program memory); a concat or a slice of a gradient in plain
+  // layout would add a reorder of a convolution's output, of a concatenation or of a slice.
+  for (const KernelInfo& k : ours.kernels) {
+    if (k.op != "reorder") continue;
+    for (const char* kept : {"conv1/reorder", "conv2/reorder", "cat1/reorder", "cat1/grad", "cat2/grad"})
+      EXPECT_NE(k.name.rfind(kept, 0), 0u) << k.name << ": " << k.shapes;
+  }
+  ExpectSameValues(ours, ref);
+}
+
+TEST(ConcatPlanTest, PartChannelBlocksConcatPlain) {
+  DenseStep s;
+  ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 12, 4));  // no whole blocks: the plain layout
+  StepRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
+  EXPECT_EQ(Count(ours, "concat"), 2);
+  ExpectSameValues(ours, ref);
+}
+
+}  // namespace
+}  // namespace strata::backend

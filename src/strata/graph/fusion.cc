@@ -156,11 +156,13 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
         f.activation[i] = a;
         f.absorbed_by[a] = i;
       }
-    } else if (nd.kind == OpKind::kBatchNorm && !nd.attrs.bn.synchronized) {  // synchronized: strata's own kernel
+    } else if ((nd.kind == OpKind::kBatchNorm && !nd.attrs.bn.synchronized) ||  // synchronized: strata's own kernel
+               nd.kind == OpKind::kBatchNormInference) {  // a pre-activation network's (DenseNet's) inference
       int a = SoleConsumer(g, s, i, 0);
+      const bool training = nd.kind == OpKind::kBatchNorm;
       const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation &&
                            (g.node(a).attrs.activation == Activation::kRelu ||
-                            (bn_relu6 && g.node(a).attrs.activation == Activation::kRelu6));
+                            (training && bn_relu6 && g.node(a).attrs.activation == Activation::kRelu6));
       if (fusable) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;

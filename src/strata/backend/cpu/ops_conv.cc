@@ -70,11 +70,12 @@ auto WinogradOrDirect(bool try_winograd, const Make& make) -> decltype(make(algo
 Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int fwd, const Shape& xs, const Shape& ks,
                                                                 const Shape& ys, const graph::Conv2DOptions& o,
                                                                 bool bias, dt out, const dnnl::primitive_attr& attr,
-                                                                prop_kind prop) {
+                                                                prop_kind prop, std::optional<md> src_layout = std::nullopt) {
   const dt ct = ComputeType(p);
   const graph::ZeroPadFold* fold = FoldOf(p, fwd);
   const ConvGeo geo = Geometry(xs, ks, o, fold);
-  const md src = Any(Dims(ReadShape(xs, fold)), ct), wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
+  md src = Any(Dims(ReadShape(xs, fold)), ct);
+  const md wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
   auto pd = [&](algorithm alg) {
     // oneDNN's inference Winograd takes its weights pre-transformed (wino_reorder, a reference
     // reorder) and Strata's weights are variables, so that reorder ran at every step: 857 of a
@@ -87,7 +88,19 @@ Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int 
                                                     geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, p.engine());
   };
-  return WinogradOrDirect(TryWinograd(p, ks, o.groups) && fold == nullptr, pd);
+  const bool winograd = TryWinograd(p, ks, o.groups) && fold == nullptr;
+  if (src_layout && fold == nullptr) {
+    const md any = src;
+    src = *src_layout;
+    try {
+      auto given = WinogradOrDirect(winograd, pd);
+      const std::string impl = given.impl_info_str();
+      if (impl.find("ref") == std::string::npos && impl.find("gemm") == std::string::npos) return given;
+    } catch (const dnnl::error&) {  // no kernel for that layout: oneDNN's choice below
+    }
+    src = any;
+  }
+  return WinogradOrDirect(winograd, pd);
 }
 
 // ---- Strata's AVX2 Winograd (winograd.h) --------------------------------------------------
@@ -275,8 +288,16 @@ Status PlanConv(Planner& p, int i) {
   const int bias_node = fused.bias_node, act_node = fused.act_node;
   const Value out = fused.out;
   const prop_kind prop = HasBackward(p, i) ? prop_kind::forward_training : prop_kind::forward_inference;
+  // Inference: a convolution reads an input that is already in whole channel blocks as it is.
+  // oneDNN's own choice there is often brgconv's channels-last layout, which cost a reorder of
+  // the input to plain and of the output back to blocks (DenseNet's 1x1 convolutions between
+  // its blocked batch norms and Winograd 3x3s). Training's choice is the blocked layout anyway.
+  std::optional<md> src_layout;
+  if (const md have = DataDesc(p, x); prop == prop_kind::forward_inference && have.data_type() == ComputeType(p) &&
+                                      WholeChannelBlocks(have, x.shape()))
+    src_layout = have;
   STRATA_ASSIGN_OR_RETURN(auto pd, ConvForwardPd(p, i, n.inputs[0].shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
-                                                 bias_node >= 0, OutType(p, out), fused.attr, prop));
+                                                 bias_node >= 0, OutType(p, out), fused.attr, prop, src_layout));
   p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
   KernelInfo info = Info(p, i, "conv_fwd", pd.impl_info_str());
   info.name = n.name + " (" + (fold ? "ZeroPadding2D+" : "") + fused.name + ")";

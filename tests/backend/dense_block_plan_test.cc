@@ -1,8 +1,9 @@
-// Where the cpu backend plans a concat and a slice along channels: in the channel-blocked layout
-// the convolutions write (nChw16c, or nChw8c on an AVX2 host) when every channel count is whole
-// blocks, as in DenseNet's dense blocks, so neither the forward concats nor the slices of their
-// gradients reorder to plain and back; in the plain layout otherwise. Either way the numbers
-// are the reference backend's.
+// How the cpu backend plans DenseNet's dense blocks. A concat and a slice along channels run in
+// the channel-blocked layout the convolutions write (nChw16c, or nChw8c on an AVX2 host) when
+// every channel count is whole blocks, so neither the forward concats nor the slices of their
+// gradients reorder to plain and back (the plain layout otherwise). At inference the batch norm
+// and ReLU before each convolution are one kernel, and the convolution reads their blocked
+// output as it is. Either way the numbers are the reference backend's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,7 +72,8 @@ void CompileAndRun(DenseStep& s, const std::string& backend, StepRun& out) {
   std::uniform_real_distribution<float> u(-1, 1);
   for (const Value& v : s.inputs) {
     Tensor& t = (*program)->input(v);
-    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = u(rng);
+    const bool variance = s.g.node(v.node).name == "variance";  // positive
+    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = variance ? 1.5f + u(rng) : u(rng);
   }
   ASSERT_TRUE((*program)->Run().ok());
   out.kernels = (*program)->kernels();
@@ -97,7 +99,7 @@ int Count(const StepRun& run, const std::string& op) {
                                         [&](const KernelInfo& k) { return k.op == op; }));
 }
 
-TEST(ConcatPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradients) {
+TEST(DenseBlockPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradients) {
   DenseStep s;
   ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 32, 16));  // whole blocks of 16 (and of 8)
   StepRun ours, ref;
@@ -116,13 +118,53 @@ TEST(ConcatPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradient
   ExpectSameValues(ours, ref);
 }
 
-TEST(ConcatPlanTest, PartChannelBlocksConcatPlain) {
+TEST(DenseBlockPlanTest, PartChannelBlocksConcatPlain) {
   DenseStep s;
   ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 12, 4));  // no whole blocks: the plain layout
   StepRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
   EXPECT_EQ(Count(ours, "concat"), 2);
+  ExpectSameValues(ours, ref);
+}
+
+// Inference: conv 3x3 -> concat with its input -> batch norm -> ReLU -> conv 1x1.
+TEST(DenseBlockPlanTest, InferenceBatchNormReluIsOneKernelThatTheConvolutionReadsAsItIs) {
+  DenseStep s;
+  graph::Graph& g = s.g;
+  const Value x = g.Input("x", DType::kF32, {2, 6, 6, 32});
+  const Value w1 = g.Input("w1", DType::kF32, {3, 3, 32, 16});
+  const Value w2 = g.Input("w2", DType::kF32, {1, 1, 48, 16});
+  s.inputs = {x, w1, w2};
+  std::vector<Value> stats;
+  for (const char* name : {"gamma", "beta", "mean", "variance"}) {
+    stats.push_back(g.Input(name, DType::kF32, {48}));
+    s.inputs.push_back(stats.back());
+  }
+  auto y1 = g.Conv2D(x, w1, {.padding = graph::Padding::kSame}, "conv1");
+  ASSERT_TRUE(y1.ok());
+  auto cat = g.Concat({x, *y1}, 3, "cat");
+  ASSERT_TRUE(cat.ok());
+  auto bn = g.BatchNormInference(*cat, stats[0], stats[1], stats[2], stats[3], {}, "bn");
+  ASSERT_TRUE(bn.ok());
+  auto relu = g.Relu(*bn, "relu");
+  ASSERT_TRUE(relu.ok());
+  auto y2 = g.Conv2D(*relu, w2, {.padding = graph::Padding::kSame}, "conv2");
+  ASSERT_TRUE(y2.ok());
+  s.fetches = {*y2};
+  StepRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
+  ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
+  int bn_relu = 0;
+  for (const KernelInfo& k : ours.kernels) {
+    EXPECT_EQ(k.op.rfind("eltwise", 0), std::string::npos) << k.name << ": the ReLU runs apart from the batch norm";
+    if (k.op == "bn_inference" && k.name == "bn (BatchNormInference+Relu)") ++bn_relu;
+    if (k.op == "reorder") {
+      for (const char* kept : {"cat/reorder", "relu/reorder"})
+        EXPECT_NE(k.name.rfind(kept, 0), 0u) << k.name << ": " << k.shapes;
+    }
+  }
+  EXPECT_EQ(bn_relu, 1);
   ExpectSameValues(ours, ref);
 }
 

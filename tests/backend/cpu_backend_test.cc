@@ -136,11 +136,12 @@ TEST(CpuBackendTest, ReferenceCnnStepMatchesReferenceEvaluatorDirect) {
   ExpectStepMatchesReferenceEvaluator(ConvAlgorithm::kDirect);
 }
 
-// Which convolutions take Winograd: f32 forward and backward-data of the layers with whole
-// channel blocks; never the 1-channel first layer (padded to a block it is slower),
-// backward-weights or bf16. Who implements it depends on the CPU: oneDNN on AVX-512, Strata's
-// own F(4x4, 3x3) on AVX2 (backend/cpu/winograd.h), nobody without AVX2.
-TEST(CpuBackendTest, WinogradForF32ForwardAndBackwardDataOfBlockedChannels) {
+// Which convolutions take Winograd: f32 forward, backward-data and (oneDNN's, AVX-512 only)
+// backward-weights of the layers with whole channel blocks; never the 1-channel first layer
+// (padded to a block it is slower) or bf16. Who implements it depends on the CPU: oneDNN on
+// AVX-512, Strata's own F(4x4, 3x3) forward and backward-data on AVX2 (backend/cpu/winograd.h),
+// nobody without AVX2.
+TEST(CpuBackendTest, WinogradForF32ConvolutionsOfBlockedChannels) {
   const bool any_winograd = OneDnnHasAvx512() || HostIsa().avx2;
   for (ConvAlgorithm a : {ConvAlgorithm::kAuto, ConvAlgorithm::kDirect}) {
     for (Precision precision : {Precision::kF32, Precision::kBF16}) {
@@ -151,14 +152,20 @@ TEST(CpuBackendTest, WinogradForF32ForwardAndBackwardDataOfBlockedChannels) {
       for (const KernelInfo& k : s.program->kernels()) {
         if (k.impl.find("wino") == std::string::npos) continue;
         ++wino;
-        EXPECT_TRUE(k.op == "conv_fwd" || k.op == "conv_bwd_data") << k.op << " " << k.name;
+        const bool weights_too = OneDnnHasAvx512();
+        EXPECT_TRUE(k.op == "conv_fwd" || k.op == "conv_bwd_data" || (weights_too && k.op == "conv_bwd_weights"))
+            << k.op << " " << k.name;
         EXPECT_EQ(k.name.find("conv2d "), std::string::npos) << "the 1-channel first layer: " << k.name;
-        if (!OneDnnHasAvx512()) EXPECT_EQ(k.impl, "strata:avx2-winograd") << k.name;
+        if (!OneDnnHasAvx512()) {
+          EXPECT_EQ(k.impl, "strata:avx2-winograd") << k.name;
+        }
       }
-      // conv2d_1..3 forward and backward-data.
-      const bool expect = a == ConvAlgorithm::kAuto && precision == Precision::kF32 && any_winograd;
-      EXPECT_EQ(wino, expect ? 6 : 0) << (a == ConvAlgorithm::kAuto ? "auto " : "direct ")
-                                      << (precision == Precision::kF32 ? "f32" : "bf16");
+      // conv2d_1..3 forward and backward-data, and on AVX-512 backward-weights.
+      const int expect = a == ConvAlgorithm::kAuto && precision == Precision::kF32 && any_winograd
+                             ? (OneDnnHasAvx512() ? 9 : 6)
+                             : 0;
+      EXPECT_EQ(wino, expect) << (a == ConvAlgorithm::kAuto ? "auto " : "direct ")
+                              << (precision == Precision::kF32 ? "f32" : "bf16");
     }
   }
 }

@@ -376,13 +376,18 @@ Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
   STRATA_ASSIGN_OR_RETURN(auto hint, ConvHint(p, n, n.attrs.forward_node, padded.shape(), ks, dy.shape()));
   const md src = Any(Dims(x.shape()), ct), dwei = Any(WeightsDims(ks, n.attrs.conv.groups), dt::f32),
            ddst = Any(Dims(dy.shape()), ct);
-  auto d = bias_grad >= 0
-               ? dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, src, dwei,
-                                                          md({ks[3]}, dt::f32, tag::a), ddst, geo.strides, geo.dilates,
-                                                          geo.pad_l, geo.pad_r)
-               : dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, src, dwei, ddst, geo.strides,
-                                                          geo.dilates, geo.pad_l, geo.pad_r);
-  dnnl::convolution_backward_weights::primitive_desc pd(d, p.Attr(), p.engine(), *hint);
+  auto make = [&](algorithm alg) {
+    auto d = bias_grad >= 0
+                 ? dnnl::convolution_backward_weights::desc(alg, src, dwei, md({ks[3]}, dt::f32, tag::a), ddst,
+                                                            geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
+                 : dnnl::convolution_backward_weights::desc(alg, src, dwei, ddst, geo.strides, geo.dilates, geo.pad_l,
+                                                            geo.pad_r);
+    return dnnl::convolution_backward_weights::primitive_desc(d, p.Attr(), p.engine(), *hint);
+  };
+  // Winograd where the forward may take it: 1.2-2.8x faster than direct on every 3x3 shape of
+  // DenseNet121, ResNet50 and the reference CNN on a Zen 4 core (docs/engine.md).
+  const dnnl::convolution_backward_weights::primitive_desc pd =
+      WinogradOrDirect(TryWinograd(p, ks, n.attrs.conv.groups) && fold == nullptr, make);
   // Where oneDNN has no depthwise kernel of its own for this shape (jit_dw: 3x3 only), Strata's.
   if (DepthwiseKernelApplies(p, n, x, dy, ks) && std::string(pd.impl_info_str()).rfind("jit_dw", 0) != 0)
     return AppendDepthwiseBackwardWeights(p, i, x, dy, ks, geo, bias_grad);

@@ -80,6 +80,21 @@ void BM_Winograd(benchmark::State& state, Layer l, Pass pass) {
   state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Fills (and so first-touches) a oneDNN primitive's arguments, then times its runs on one thread.
+void TimePrimitive(benchmark::State& state, const dnnl::primitive& prim, dnnl::stream& s,
+                   std::unordered_map<int, dnnl::memory>& args, const Layer& l) {
+  for (auto& [id, m] : args) {
+    float* p = static_cast<float*>(m.get_data_handle());
+    const size_t count = m.get_desc().get_size() / sizeof(float);
+    for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>(i % 17) * 0.01f;
+  }
+  for (auto _ : state) {
+    prim.execute(s, args);
+    s.wait();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_OneDnnDirect(benchmark::State& state, Layer l, Pass pass) {
   OneThread();
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -110,16 +125,7 @@ void BM_OneDnnDirect(benchmark::State& state, Layer l, Pass pass) {
             {DNNL_ARG_DIFF_SRC, dnnl::memory(bpd.diff_src_desc(), eng)}};
     state.SetLabel(bpd.impl_info_str());
   }
-  for (auto& [id, m] : args) {  // touch and fill
-    float* p = static_cast<float*>(m.get_data_handle());
-    const size_t count = m.get_desc().get_size() / sizeof(float);
-    for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>(i % 17) * 0.01f;
-  }
-  for (auto _ : state) {
-    prim.execute(s, args);
-    s.wait();
-  }
-  state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  TimePrimitive(state, prim, s, args, l);
 }
 
 // oneDNN's backward-weights of a 3x3 'same' convolution with bias, direct or Winograd (which
@@ -146,18 +152,8 @@ void BM_OneDnnWeights(benchmark::State& state, Layer l, dnnl::algorithm alg) {
                                                 {DNNL_ARG_DIFF_DST, dnnl::memory(pd->diff_dst_desc(), eng)},
                                                 {DNNL_ARG_DIFF_WEIGHTS, dnnl::memory(pd->diff_weights_desc(), eng)},
                                                 {DNNL_ARG_DIFF_BIAS, dnnl::memory(pd->diff_bias_desc(), eng)}};
-  std::vector<char> scratch(pd->scratchpad_desc().get_size());
-  for (auto& [id, m] : args) {  // touch and fill
-    float* p = static_cast<float*>(m.get_data_handle());
-    const size_t count = m.get_desc().get_size() / sizeof(float);
-    for (size_t i = 0; i < count; ++i) p[i] = static_cast<float>(i % 17) * 0.01f;
-  }
-  for (auto _ : state) {
-    prim.execute(s, args);
-    s.wait();
-  }
   state.SetLabel(pd->impl_info_str());
-  state.counters["GFLOP/s"] = benchmark::Counter(Flops(l) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  TimePrimitive(state, prim, s, args, l);
 }
 
 std::string ShapeName(const Layer& l) {

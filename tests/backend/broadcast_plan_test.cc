@@ -5,12 +5,10 @@
 // results.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/plan_run.h"
 #include "strata/backend/compile.h"
 #include "strata/backend/cpu/broadcast_kernels.h"
 #include "strata/graph/autodiff.h"
@@ -21,10 +19,8 @@ namespace {
 
 using graph::Value;
 
-struct SeStep {
-  graph::Graph g;
-  std::vector<Value> inputs, fetches;
-};
+using SeStep = test_plans::PlanStep;
+using test_plans::PlanRun;
 
 // conv 1x1 (32 channels) -> x * mean_hw(x) -> drop-connect, and the gradients of a weighted sum.
 void BuildSeStep(SeStep& s) {
@@ -52,35 +48,16 @@ void BuildSeStep(SeStep& s) {
   s.fetches = {*loss, (*grads)[0], (*grads)[1], *d};
 }
 
-struct StepRun {
-  std::vector<KernelInfo> kernels;
-  std::vector<std::vector<float>> values;
-};
-
-void CompileAndRun(SeStep& s, bool broadcast_kernels, StepRun& out) {
+void CompileAndRun(const SeStep& s, bool broadcast_kernels, PlanRun& out) {
   CompileOptions o;
-  o.fetches = s.fetches;
   o.broadcast_kernels = broadcast_kernels;
-  auto program = Compile(s.g, o);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const Value& v : s.inputs) {
-    Tensor& t = (*program)->input(v);
-    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = u(rng);
-  }
-  ASSERT_TRUE((*program)->Run().ok());
-  out.kernels = (*program)->kernels();
-  for (const Value& f : s.fetches) {
-    const Tensor& t = (*program)->fetch(f);
-    out.values.emplace_back(t.data<float>(), t.data<float>() + t.num_elements());
-  }
+  test_plans::CompileAndRun(s, o, 9, out);
 }
 
 TEST(BroadcastPlanTest, SqueezeExcitationAndDropConnectTakeStrataKernelsInTheBlockedLayout) {
   SeStep s;
   ASSERT_NO_FATAL_FAILURE(BuildSeStep(s));
-  StepRun ours, onednn;
+  PlanRun ours, onednn;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, onednn));
   const std::string impl = cpu::KernelImplName(cpu::BestKernelIsa());
@@ -93,10 +70,12 @@ TEST(BroadcastPlanTest, SqueezeExcitationAndDropConnectTakeStrataKernelsInTheBlo
     EXPECT_EQ(info.impl, impl) << info.name;
     // The forward scale reads the convolution's output as the convolution wrote it (the only
     // reorder before it is the pooled factor's, [2, 32] to plain).
-    if (info.name.rfind("excite (", 0) == 0)
-      for (size_t j = 0; j < k; ++j)
+    if (info.name.rfind("excite (", 0) == 0) {
+      for (size_t j = 0; j < k; ++j) {
         EXPECT_NE(ours.kernels[j].name.rfind("conv/reorder", 0), 0u) << "the convolution's output reordered for "
                                                                       << info.name;
+      }
+    }
   }
   // excite, drop forward; excite/grad/a, drop/grad/a backward; the squeeze's gradient.
   EXPECT_EQ(broadcast, 4);
@@ -107,14 +86,7 @@ TEST(BroadcastPlanTest, SqueezeExcitationAndDropConnectTakeStrataKernelsInTheBlo
     }
   }
   // Products are exact either way; the sums differ in order only.
-  ASSERT_EQ(ours.values.size(), onednn.values.size());
-  for (size_t f = 0; f < ours.values.size(); ++f) {
-    ASSERT_EQ(ours.values[f].size(), onednn.values[f].size());
-    double scale = 1e-3;
-    for (float v : onednn.values[f]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-    for (size_t e = 0; e < ours.values[f].size(); ++e)
-      ASSERT_NEAR(ours.values[f][e], onednn.values[f][e], 1e-5 * scale) << "fetch " << f << " element " << e;
-  }
+  test_plans::ExpectSameValues(ours, onednn, 1e-5);
 }
 
 }  // namespace

@@ -7,11 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/plan_run.h"
 #include "strata/backend/compile.h"
 #include "strata/graph/autodiff.h"
 #include "strata/graph/graph.h"
@@ -21,10 +20,9 @@ namespace {
 
 using graph::Value;
 
-struct DenseStep {
-  graph::Graph g;
-  std::vector<Value> inputs, fetches;
-};
+using DenseStep = test_plans::PlanStep;
+using test_plans::ExpectSameValues;
+using test_plans::PlanRun;
 
 // Two dense layers over x (`c` channels, plain: a graph input), each a convolution of the
 // concatenation so far whose `growth` channels are appended to it, a 1x1 convolution of the
@@ -57,44 +55,13 @@ void BuildDenseStep(DenseStep& s, int64_t c, int64_t growth) {
   s.fetches = {*loss, *cat2, (*grads)[0], (*grads)[1], (*grads)[2], (*grads)[3]};
 }
 
-struct StepRun {
-  std::vector<KernelInfo> kernels;
-  std::vector<std::vector<float>> values;
-};
-
-void CompileAndRun(DenseStep& s, const std::string& backend, StepRun& out) {
+void CompileAndRun(const DenseStep& s, const std::string& backend, PlanRun& out) {
   CompileOptions o;
-  o.fetches = s.fetches;
   o.backend = backend;
-  auto program = Compile(s.g, o);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const Value& v : s.inputs) {
-    Tensor& t = (*program)->input(v);
-    const bool variance = s.g.node(v.node).name == "variance";  // positive
-    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = variance ? 1.5f + u(rng) : u(rng);
-  }
-  ASSERT_TRUE((*program)->Run().ok());
-  out.kernels = (*program)->kernels();
-  for (const Value& f : s.fetches) {
-    const Tensor& t = (*program)->fetch(f);
-    out.values.emplace_back(t.data<float>(), t.data<float>() + t.num_elements());
-  }
+  test_plans::CompileAndRun(s, o, 11, out);
 }
 
-void ExpectSameValues(const StepRun& ours, const StepRun& ref) {
-  ASSERT_EQ(ours.values.size(), ref.values.size());
-  for (size_t f = 0; f < ours.values.size(); ++f) {
-    ASSERT_EQ(ours.values[f].size(), ref.values[f].size());
-    double scale = 1e-3;
-    for (float v : ref.values[f]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-    for (size_t e = 0; e < ours.values[f].size(); ++e)
-      ASSERT_NEAR(ours.values[f][e], ref.values[f][e], 1e-4 * scale) << "fetch " << f << " element " << e;
-  }
-}
-
-int Count(const StepRun& run, const std::string& op) {
+int Count(const PlanRun& run, const std::string& op) {
   return static_cast<int>(std::count_if(run.kernels.begin(), run.kernels.end(),
                                         [&](const KernelInfo& k) { return k.op == op; }));
 }
@@ -102,7 +69,7 @@ int Count(const StepRun& run, const std::string& op) {
 TEST(DenseBlockPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradients) {
   DenseStep s;
   ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 32, 16));  // whole blocks of 16 (and of 8)
-  StepRun ours, ref;
+  PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
   EXPECT_EQ(Count(ours, "concat"), 2);
@@ -115,17 +82,17 @@ TEST(DenseBlockPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGrad
     for (const char* kept : {"conv1/reorder", "conv2/reorder", "cat1/reorder", "cat1/grad", "cat2/grad"})
       EXPECT_NE(k.name.rfind(kept, 0), 0u) << k.name << ": " << k.shapes;
   }
-  ExpectSameValues(ours, ref);
+  ExpectSameValues(ours, ref, 1e-4);
 }
 
 TEST(DenseBlockPlanTest, PartChannelBlocksConcatPlain) {
   DenseStep s;
   ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 12, 4));  // no whole blocks: the plain layout
-  StepRun ours, ref;
+  PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
   EXPECT_EQ(Count(ours, "concat"), 2);
-  ExpectSameValues(ours, ref);
+  ExpectSameValues(ours, ref, 1e-4);
 }
 
 // Inference: conv 3x3 -> concat with its input -> batch norm -> ReLU -> conv 1x1.
@@ -141,6 +108,7 @@ TEST(DenseBlockPlanTest, InferenceBatchNormReluIsOneKernelThatTheConvolutionRead
     stats.push_back(g.Input(name, DType::kF32, {48}));
     s.inputs.push_back(stats.back());
   }
+  s.positive = {stats[3]};
   auto y1 = g.Conv2D(x, w1, {.padding = graph::Padding::kSame}, "conv1");
   ASSERT_TRUE(y1.ok());
   auto cat = g.Concat({x, *y1}, 3, "cat");
@@ -152,7 +120,7 @@ TEST(DenseBlockPlanTest, InferenceBatchNormReluIsOneKernelThatTheConvolutionRead
   auto y2 = g.Conv2D(*relu, w2, {.padding = graph::Padding::kSame}, "conv2");
   ASSERT_TRUE(y2.ok());
   s.fetches = {*y2};
-  StepRun ours, ref;
+  PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
   int bn_relu = 0;
@@ -165,7 +133,7 @@ TEST(DenseBlockPlanTest, InferenceBatchNormReluIsOneKernelThatTheConvolutionRead
     }
   }
   EXPECT_EQ(bn_relu, 1);
-  ExpectSameValues(ours, ref);
+  ExpectSameValues(ours, ref, 1e-4);
 }
 
 }  // namespace

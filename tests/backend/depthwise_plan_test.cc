@@ -6,12 +6,10 @@
 // gradients.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/plan_run.h"
 #include "strata/backend/compile.h"
 #include "strata/backend/cpu/depthwise_kernels.h"
 #include "strata/graph/autodiff.h"
@@ -23,10 +21,8 @@ namespace {
 using graph::Padding;
 using graph::Value;
 
-struct Step {
-  graph::Graph g;
-  std::vector<Value> inputs, fetches;
-};
+using Step = test_plans::PlanStep;
+using test_plans::PlanRun;
 
 // Three depthwise convolutions of odd-sized inputs, each weighed by a random tensor and summed:
 //   a: 5x5 'same' + BiasAdd, 24 channels (one and a half blocks of 16);
@@ -75,36 +71,17 @@ void BuildStep(Step& s) {
   for (const Value& v : *grads) s.fetches.push_back(v);
 }
 
-struct StepRun {
-  std::vector<KernelInfo> kernels;
-  std::vector<std::vector<float>> values;
-};
-
-void CompileAndRun(Step& s, bool depthwise_kernels, Precision precision, StepRun& out) {
+void CompileAndRun(const Step& s, bool depthwise_kernels, Precision precision, PlanRun& out) {
   CompileOptions o;
-  o.fetches = s.fetches;
   o.depthwise_kernels = depthwise_kernels;
   o.precision = precision;
-  auto program = Compile(s.g, o);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const Value& v : s.inputs) {
-    Tensor& t = (*program)->input(v);
-    for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = u(rng);
-  }
-  ASSERT_TRUE((*program)->Run().ok());
-  out.kernels = (*program)->kernels();
-  for (const Value& f : s.fetches) {
-    const Tensor& t = (*program)->fetch(f);
-    out.values.emplace_back(t.data<float>(), t.data<float>() + t.num_elements());
-  }
+  test_plans::CompileAndRun(s, o, 11, out);
 }
 
 void CheckStep(Precision precision) {
   Step s;
   ASSERT_NO_FATAL_FAILURE(BuildStep(s));
-  StepRun ours, onednn;
+  PlanRun ours, onednn;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, true, precision, ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, false, precision, onednn));
   const std::string impl = cpu::KernelImplName(cpu::BestKernelIsa());
@@ -124,15 +101,7 @@ void CheckStep(Precision precision) {
   }
   // The sums differ in order only (and in f64 against f32 accumulation): the products of bf16
   // inputs are exact in f32 either way.
-  ASSERT_EQ(ours.values.size(), onednn.values.size());
-  for (size_t f = 0; f < ours.values.size(); ++f) {
-    ASSERT_EQ(ours.values[f].size(), onednn.values[f].size());
-    double scale = 1e-3;
-    for (float v : onednn.values[f]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-    for (size_t e = 0; e < ours.values[f].size(); ++e) {
-      ASSERT_NEAR(ours.values[f][e], onednn.values[f][e], 1e-5 * scale) << "fetch " << f << " element " << e;
-    }
-  }
+  test_plans::ExpectSameValues(ours, onednn, 1e-5);
 }
 
 TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValues) { CheckStep(Precision::kF32); }

@@ -384,8 +384,8 @@ Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
                                                             geo.pad_r);
     return dnnl::convolution_backward_weights::primitive_desc(d, p.Attr(), p.engine(), *hint);
   };
-  // Winograd where the forward may take it: 1.2-2.8x faster than direct on every 3x3 shape of
-  // DenseNet121, ResNet50 and the reference CNN on a Zen 4 core (docs/engine.md).
+  // Winograd where the forward may take it: 1.2-2.2x faster than direct on every 3x3 shape of
+  // DenseNet121, ResNet50 and the reference CNN on a Zen 4 core (winograd_bench, docs/engine.md).
   const dnnl::convolution_backward_weights::primitive_desc pd =
       WinogradOrDirect(TryWinograd(p, ks, n.attrs.conv.groups) && fold == nullptr, make);
   // Where oneDNN has no depthwise kernel of its own for this shape (jit_dw: 3x3 only), Strata's.

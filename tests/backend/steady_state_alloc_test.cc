@@ -1,5 +1,5 @@
 // The steady-state training step allocates nothing: operator new and malloc/calloc/realloc/
-// posix_memalign are counted process-wide while Run() and the optimizer update after it
+// posix_memalign/aligned_alloc/memalign are counted process-wide while Run() and the optimizer update after it
 // (Backend::ApplyUpdate, outside the program) execute (replaced here; under
 // AddressSanitizer, whose allocator owns them, through its allocation hooks), and attributed
 // to where they happen.
@@ -8,7 +8,8 @@
 // argument array into a std::unordered_map on every call (exec_ctx_t), a few small nodes
 // freed before it returns. The test interposes dnnl_primitive_execute to tell those apart
 // and pins them: every one is small (no fresh page is touched) and nothing else allocates.
-// Below AVX-512 oneDNN's jit GEMM adds one packing buffer per call (see the bound below).
+// Below AVX-512 oneDNN's jit GEMM adds one packing buffer per call, and on AVX-512 its Winograd
+// weight gradient one small block (see the bounds below).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -118,6 +119,10 @@ void* aligned_alloc(size_t align, size_t n) {
   Count(n);
   return __libc_memalign(align, n);
 }
+void* memalign(size_t align, size_t n) {
+  Count(n);
+  return __libc_memalign(align, n);
+}
 }
 #endif
 
@@ -171,9 +176,15 @@ void ExpectNoAllocationInSteadyState(Precision precision) {
   // own packing buffer (16 KiB here) inside each call, whatever the scratchpad mode. Below
   // glibc's mmap threshold (128 KiB) the same freed chunk comes back every call: no fresh page
   // is touched. That one is allowed where such a kernel runs; nothing larger is.
-  bool jit_gemm = false;
-  for (const KernelInfo& k : (*p)->kernels()) jit_gemm |= k.impl.rfind("gemm:", 0) == 0;
-  const int64_t largest_allowed = jit_gemm ? 64 * 1024 : 1024;
+  // oneDNN 2.6's Winograd weight gradient (jit_wino_4x3, AVX-512 f32) memaligns one small block
+  // (1,568 bytes here) inside each call and frees it before returning: the same reused chunk,
+  // no fresh page. That one is allowed where that kernel runs, up to 4 KiB.
+  bool jit_gemm = false, wino_weights = false;
+  for (const KernelInfo& k : (*p)->kernels()) {
+    jit_gemm |= k.impl.rfind("gemm:", 0) == 0;
+    wino_weights |= k.op == "conv_bwd_weights" && k.impl.rfind("jit_wino", 0) == 0;
+  }
+  const int64_t largest_allowed = jit_gemm ? 64 * 1024 : wino_weights ? 4 * 1024 : 1024;
   EXPECT_LE(g_dnnl_largest.load(), largest_allowed) << "oneDNN allocated a large block inside execute, in "
                                                     << PrimitiveName(g_dnnl_largest_in.load());
   int64_t dnnl_calls = 0;

@@ -152,16 +152,21 @@ std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& s) {
   if (s.rank() != 4 || d.data_type() != dt::f32) return std::nullopt;
   const int64_t n = s[0], hw = s[1] * s[2], c = s[3];
   if (d == PlainDesc(s, dt::f32)) return MiddleRun{n, hw, c};
-  for (const auto& [block, format] : {std::pair{16, tag::nChw16c}, std::pair{8, tag::nChw8c}})
-    if (c % block == 0 && d == md(Dims(s), dt::f32, format)) return MiddleRun{n * c / block, hw, block};
+  if (const std::optional<ChannelBlockFormat> b = WholeChannelBlocks(d, s)) return MiddleRun{n * c / b->block, hw, b->block};
+  return std::nullopt;
+}
+
+std::optional<ChannelBlockFormat> ChannelBlocksOf(const md& d, const Shape& s) {
+  if (s.rank() != 4) return std::nullopt;
+  for (const ChannelBlockFormat b : {ChannelBlockFormat{tag::nChw16c, 16}, ChannelBlockFormat{tag::nChw8c, 8}})
+    if (d == md(Dims(s), d.data_type(), b.format)) return b;
   return std::nullopt;
 }
 
 std::optional<ChannelBlockFormat> WholeChannelBlocks(const md& d, const Shape& s) {
-  if (s.rank() != 4) return std::nullopt;
-  for (const ChannelBlockFormat b : {ChannelBlockFormat{tag::nChw16c, 16}, ChannelBlockFormat{tag::nChw8c, 8}})
-    if (s[3] % b.block == 0 && d == md(Dims(s), d.data_type(), b.format)) return b;
-  return std::nullopt;
+  const std::optional<ChannelBlockFormat> b = ChannelBlocksOf(d, s);
+  if (!b || s[3] % b->block != 0) return std::nullopt;
+  return b;
 }
 
 }  // namespace ops

@@ -205,14 +205,6 @@ Result<std::shared_ptr<dnnl::convolution_forward::primitive_desc>> ConvHint(Plan
 // they already have. jit_dw stays: against it, Strata's kernel measured 1.5x faster on large
 // 3x3 images but 1.5-2x slower on the small ones (12x12, 6x6), no gain over a step.
 
-// The block (16 or 8) of oneDNN's nChw16c / nChw8c layout d of an [N, H, W, C] tensor of
-// type t (channels padded to a whole block), or 0 for any other layout.
-int ChannelBlockOf(const md& d, const Shape& s, dt t) {
-  for (const auto& [block, format] : {std::pair{16, tag::nChw16c}, std::pair{8, tag::nChw8c}})
-    if (d == md(Dims(s), t, format)) return block;
-  return 0;
-}
-
 bool DepthwiseKernelApplies(Planner& p, const Node& n, const Value& x, const Value& dy, const Shape& ks) {
   const graph::Conv2DOptions& o = n.attrs.conv;
   return p.options().depthwise_kernels && p.options().threads == 1 && x.dtype() == DType::kF32 &&
@@ -231,8 +223,9 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   // then runs first).
   const dt type = ComputeType(p);
   const KernelIsa isa = BestKernelIsa();
-  int block = ChannelBlockOf(DataDesc(p, x), xs, type);
-  if (block == 0) block = isa == KernelIsa::kAvx512 ? 16 : 8;
+  const md have = DataDesc(p, x);
+  const std::optional<ChannelBlockFormat> blocks = have.data_type() == type ? ChannelBlocksOf(have, xs) : std::nullopt;
+  const int block = blocks ? static_cast<int>(blocks->block) : isa == KernelIsa::kAvx512 ? 16 : 8;
   const tag format = block == 16 ? tag::nChw16c : tag::nChw8c;
   DepthwiseGeometry dg;
   dg.batch = xs[0];

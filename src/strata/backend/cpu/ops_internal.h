@@ -130,13 +130,16 @@ Status PlanHandIn(Planner& p, int i, const std::string& op, const std::vector<st
 // nullopt for any other layout (padded blocks among them).
 std::optional<MiddleRun> ChannelBroadcastRun(const md& d, const Shape& nhwc);
 
-// oneDNN's channel-blocked layout of a rank-4 [N, H, W, C] tensor, nChw16c or nChw8c, with its
-// block: where `d` is one of them and C is whole blocks (no padded block), else nullopt. A
-// concat or slice along channels at whole blocks keeps it (DenseNet's dense blocks).
+// oneDNN's channel-blocked layouts of a rank-4 [N, H, W, C] tensor, nChw16c or nChw8c, with
+// their block.
 struct ChannelBlockFormat {
   tag format;
   int64_t block;
 };
+// The one `d` is (in its own data type; channels padded to a whole block), else nullopt.
+std::optional<ChannelBlockFormat> ChannelBlocksOf(const md& d, const Shape& nhwc);
+// The same where C is whole blocks (no padded block). A concat or slice along channels at whole
+// blocks keeps it (DenseNet's dense blocks).
 std::optional<ChannelBlockFormat> WholeChannelBlocks(const md& d, const Shape& nhwc);
 
 }  // namespace strata::backend::cpu::ops

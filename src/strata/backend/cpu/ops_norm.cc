@@ -63,12 +63,11 @@ Status PlanSyncBatchNormGrad(Planner& p, int i) {
 std::pair<md, ChannelLayout> NormActLayout(Planner& p, Value x) {
   const Shape& s = x.shape();
   const int64_t C = s[-1];
-  if (s.rank() == 4) {
-    const md& have = p.PrimaryDesc(x);
-    for (int64_t b : {16, 8}) {
-      const md blocked(Dims(s), dt::f32, b == 16 ? tag::aBcd16b : tag::aBcd8b);
-      if (have == blocked) return {blocked, ChannelLayout{s[0], (C + b - 1) / b, s[1] * s[2], b, C}};
-    }
+  const md& have = p.PrimaryDesc(x);
+  if (const std::optional<ChannelBlockFormat> blocks = ChannelBlocksOf(have, s);
+      blocks && have.data_type() == dt::f32) {
+    const int64_t b = blocks->block;
+    return {have, ChannelLayout{s[0], (C + b - 1) / b, s[1] * s[2], b, C}};
   }
   return {PlainDesc(s, dt::f32), ChannelLayout{1, 1, s.num_elements() / C, C, C}};
 }

@@ -51,6 +51,19 @@ Value SliceOf(const Graph& g, const Schedule& s, Value v, int axis, int64_t begi
   return g.output(c);
 }
 
+// When node r is Add(x, other) or Add(other, x), same shapes and types, with `other` computed
+// before node `head` runs (so the fused kernel can read it there): `other`; else invalid.
+Value ResidualOperand(const Graph& g, const Schedule& s, int r, Value x, int head) {
+  const Node& add = g.node(r);
+  if (add.kind != OpKind::kAdd || add.inputs.size() != 2) return Value{};
+  const int k = add.inputs[0] == x ? 1 : add.inputs[1] == x ? 0 : -1;
+  if (k < 0 || add.inputs[k] == x) return Value{};
+  const Value other = add.inputs[k];
+  if (other.shape() != x.shape() || other.dtype() != x.dtype()) return Value{};
+  // A leaf (input, variable, constant) is not in the schedule: position -1, always ready.
+  return PositionOf(s, other.node) < PositionOf(s, head) ? other : Value{};
+}
+
 // Folds the ZeroPad2D before 'valid' Conv2D node i into it where it may (see ZeroPadFold).
 void FoldZeroPad(const Graph& g, const Schedule& s, int i, const std::vector<Value>& fetches, FusionPlan& f) {
   const Node& conv = g.node(i);
@@ -133,8 +146,13 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
   f.act_grad.assign(n, -1);
   f.bias_grad.assign(n, -1);
   f.zero_pad.assign(n, -1);
+  f.residual.assign(n, -1);
   if (!o.enabled) return f;
-  auto is_fetch_or_grad = [&](int node, int k) { return g.GradientOf(g.output(node, k)) >= 0; };
+  // A fetched value, or one whose gradient is asked for, is computed as it is, not folded away.
+  auto is_fetch_or_grad = [&](int node, int k) {
+    const Value v = g.output(node, k);
+    return g.GradientOf(v) >= 0 || std::find(fetches.begin(), fetches.end(), v) != fetches.end();
+  };
   if (o.zero_pad)
     for (int i : s.order)
       if (g.node(i).kind == OpKind::kConv2D) FoldZeroPad(g, s, i, fetches, f);
@@ -150,9 +168,26 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
         f.absorbed_by[b] = i;
         tail = b;
       }
+      if (nd.kind == OpKind::kConv2D) {  // a residual sum: ResNet's and MobileNetV2's blocks
+        const int r = SoleConsumer(g, s, tail, 0);
+        if (r >= 0 && !is_fetch_or_grad(tail, 0) && ResidualOperand(g, s, r, g.output(tail), i).valid()) {
+          f.residual[i] = r;
+          f.absorbed_by[r] = i;
+          tail = r;
+        }
+      }
       int a = SoleConsumer(g, s, tail, 0);
       if (a >= 0 && g.node(a).kind == OpKind::kActivation && g.node(a).attrs.activation != Activation::kLinear &&
           !is_fetch_or_grad(tail, 0)) {
+        f.activation[i] = a;
+        f.absorbed_by[a] = i;
+      }
+    } else if (nd.kind == OpKind::kAdd && nd.inputs[0].shape() == nd.inputs[1].shape()) {
+      // A residual sum that follows a batch norm (training's): the activation after it runs
+      // inside the same pass over the tensor.
+      const int a = SoleConsumer(g, s, i, 0);
+      if (a >= 0 && g.node(a).kind == OpKind::kActivation && g.node(a).attrs.activation != Activation::kLinear &&
+          !is_fetch_or_grad(i, 0)) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;
       }

@@ -2,6 +2,11 @@
 // that can fuse (oneDNN post-ops here, cuDNN later) sees the same groups.
 //
 //   Conv2D|MatMul -> BiasAdd -> Activation   one kernel (bias and activation as post-ops)
+//   Conv2D -> [BiasAdd] -> Add(, other) -> [Activation]
+//                                            one kernel: the residual sum (the other operand
+//                                            computed before the convolution runs) as a
+//                                            post-op, the activation after it
+//   Add -> Activation                        one kernel (a residual sum after a batch norm)
 //   BatchNorm(Inference) -> Relu             one kernel (oneDNN fuse_norm_relu); and backward:
 //   ActivationGrad(relu) -> BatchNormGrad    one kernel, using the forward's workspace
 //   BatchNorm -> Relu6, and backward         one kernel each way where the backend has one
@@ -37,7 +42,8 @@ struct ZeroPadFold {
 struct FusionPlan {
   std::vector<int> absorbed_by;  // [node] -> the head node that computes it, or -1
   std::vector<int> bias;         // [head] Conv2D/MatMul: its BiasAdd node, or -1
-  std::vector<int> activation;   // [head] Conv2D/MatMul/BatchNorm(Inference): its Activation node, or -1
+  std::vector<int> activation;   // [head] Conv2D/MatMul/BatchNorm(Inference)/Add: its Activation node, or -1
+  std::vector<int> residual;     // [head] Conv2D: the Add of its output (after any bias) to another value, or -1
   std::vector<int> act_grad;     // [head] BatchNormGrad: the absorbed ActivationGrad(relu|relu6), or -1
   std::vector<int> bias_grad;    // [head] Conv2DBackpropFilter: its BiasAddGrad node, or -1
   // [Conv2D, its Conv2DBackpropFilter and Conv2DBackpropInput nodes] -> index into zero_pads, or -1

@@ -82,21 +82,35 @@ EltwiseAlg ForwardAlg(Activation a, bool for_backward) {
 
 FusedEpilogue Epilogue(Planner& p, int i, const std::string& op) {
   const graph::Graph& g = p.graph();
-  const int bias_node = p.fusion.bias[i], act_node = p.fusion.activation[i];
+  const int bias_node = p.fusion.bias[i], act_node = p.fusion.activation[i], res_node = p.fusion.residual[i];
   FusedEpilogue e{.bias_node = bias_node,
                   .act_node = act_node,
-                  .out = act_node >= 0 ? g.output(act_node) : bias_node >= 0 ? g.output(bias_node) : g.output(i),
+                  .residual_node = res_node,
+                  .out = act_node >= 0   ? g.output(act_node)
+                         : res_node >= 0 ? g.output(res_node)
+                         : bias_node >= 0 ? g.output(bias_node)
+                                          : g.output(i),
                   .name = op,
                   .attr = p.Attr()};
   if (bias_node >= 0) e.name += "+BiasAdd";
+  if (res_node >= 0) {
+    const Node& add = g.node(res_node);
+    const Value sum = bias_node >= 0 ? g.output(bias_node) : g.output(i);
+    e.other = add.inputs[0] == sum ? add.inputs[1] : add.inputs[0];
+    e.name += "+Add";
+  }
   if (act_node >= 0) {
-    const EltwiseAlg a = ForwardAlg(g.node(act_node).attrs.activation, false);
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, a.alg, a.alpha, a.beta);
-    e.attr.set_post_ops(po);
     e.name += std::string("+") + graph::ActivationName(g.node(act_node).attrs.activation);
+    // With a residual sum the activation comes after it: the caller builds that chain.
+    if (res_node < 0) e.attr.set_post_ops(ActivationPostOp(g.node(act_node).attrs.activation));
   }
   return e;
+}
+
+dnnl::post_ops ActivationPostOp(Activation a, dnnl::post_ops po) {
+  const EltwiseAlg e = ForwardAlg(a, false);
+  po.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+  return po;
 }
 
 std::optional<MiddleRun> BroadcastRun(const Shape& full, const Shape& part) {

@@ -70,12 +70,13 @@ auto WinogradOrDirect(bool try_winograd, const Make& make) -> decltype(make(algo
 Result<dnnl::convolution_forward::primitive_desc> ConvForwardPd(Planner& p, int fwd, const Shape& xs, const Shape& ks,
                                                                 const Shape& ys, const graph::Conv2DOptions& o,
                                                                 bool bias, dt out, const dnnl::primitive_attr& attr,
-                                                                prop_kind prop, std::optional<md> src_layout = std::nullopt) {
+                                                                prop_kind prop, std::optional<md> src_layout = std::nullopt,
+                                                                std::optional<md> dst_layout = std::nullopt) {
   const dt ct = ComputeType(p);
   const graph::ZeroPadFold* fold = FoldOf(p, fwd);
   const ConvGeo geo = Geometry(xs, ks, o, fold);
   md src = Any(Dims(ReadShape(xs, fold)), ct);
-  const md wei = Any(WeightsDims(ks, o.groups), ct), dst = Any(Dims(ys), out);
+  const md wei = Any(WeightsDims(ks, o.groups), ct), dst = dst_layout ? *dst_layout : Any(Dims(ys), out);
   auto pd = [&](algorithm alg) {
     // oneDNN's inference Winograd takes its weights pre-transformed (wino_reorder, a reference
     // reorder) and Strata's weights are variables, so that reorder ran at every step: 857 of a
@@ -154,9 +155,10 @@ bool OneDnnHasWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape
 
 md Blocked8(const Shape& s) { return md(Dims(s), dt::f32, tag::aBcd8b); }
 
-// Appends the Winograd kernel: src (blocked), plain HWIO weights, optional plain bias -> out.
+// Appends the Winograd kernel: src (blocked), plain HWIO weights, optional plain bias -> out
+// (or, when `into` is a buffer, into that: a residual sum's first part).
 Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo, winograd::Pass pass, bool relu,
-                      Value src, Value weights, std::optional<Value> bias, Value out) {
+                      Value src, Value weights, std::optional<Value> bias, Value out, int into = -1) {
   auto conv = std::make_shared<const winograd::Conv3x3>(geo, pass, winograd::Isa::kAvx2, relu);
   Kernel k;
   k.info = std::move(info);
@@ -171,7 +173,7 @@ Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo
   const int scratch = p.NewBuffer(conv->scratch_bytes());  // live at this kernel only: shared
   p.Touch(scratch);
   k.bufs.push_back(scratch);
-  k.bufs.push_back(p.Define(out, Blocked8(out.shape())));
+  k.bufs.push_back(into >= 0 ? into : p.Define(out, Blocked8(out.shape())));
   const bool has_bias = bias.has_value();
   k.fn = [conv, has_bias](Kernel& k, uint64_t) {
     const float* b = has_bias ? reinterpret_cast<const float*>(k.ptrs[2]) : nullptr;
@@ -270,6 +272,84 @@ Status AppendDepthwiseBackwardWeights(Planner& p, int i, const Value& x, const V
   return p.FinishOutputs();
 }
 
+// The residual sum of a fused convolution (and the activation after it) as a oneDNN binary
+// kernel of its own: `sum_in` (layout d) + the other operand -> the fused group's output.
+Status AppendResidualSum(Planner& p, const FusedEpilogue& fused, int sum_in, const md& d, KernelInfo info) {
+  const graph::Graph& g = p.graph();
+  dnnl::primitive_attr attr = p.Attr();
+  if (fused.act_node >= 0) attr.set_post_ops(ActivationPostOp(g.node(fused.act_node).attrs.activation));
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, d, d, d), attr, p.engine());
+  STRATA_ASSIGN_OR_RETURN(int ob, p.Use(fused.other, d));
+  const int yb = p.Define(fused.out, d);
+  info.op = "binary";
+  info.impl = pd.impl_info_str();
+  info.matrix_flops = 0;
+  info.other_flops = g.OtherFlops(fused.residual_node) + (fused.act_node >= 0 ? g.OtherFlops(fused.act_node) : 0);
+  return AppendPrimitive<dnnl::binary>(p, std::move(info), pd,
+                                       {{DNNL_ARG_SRC_0, sum_in, d}, {DNNL_ARG_SRC_1, ob, d}, {DNNL_ARG_DST, yb, d}});
+}
+
+// Convolution node i fused with the residual sum after it (and the activation after that):
+// `pd` is the convolution with its bias alone. The sum runs as a binary post-op reading the
+// other operand in the layout the convolution writes, when that leaves oneDNN's choice of
+// kernel as it was (a post-op it cannot take would turn jit_wino_4x3 into direct, or a jit
+// kernel into gemm); otherwise (and after Strata's own Winograd) as a binary kernel right
+// after the convolution, with the activation as its post-op. Either way the sum is never a
+// separate pass over plain memory after a reorder of the convolution's blocked output
+// (ResNet50's inference: 15 % of its time).
+Status AppendResidualConv(Planner& p, int i, Value x, Value w, const FusedEpilogue& fused, prop_kind prop,
+                          const dnnl::convolution_forward::primitive_desc& pd,
+                          const std::optional<winograd::Geometry>& hand, KernelInfo info) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  std::optional<Value> bias;
+  if (fused.bias_node >= 0) {
+    bias = g.node(fused.bias_node).inputs[1];
+    info.other_flops += g.OtherFlops(fused.bias_node);
+  }
+  if (hand) {
+    const md d = Blocked8(fused.out.shape());
+    const int sum_in = p.NewScratchBuffer(d);
+    STRATA_RETURN_IF_ERROR(AppendWinograd(p, info, *hand, winograd::Pass::kForward, false, x, w, bias, fused.out, sum_in));
+    return AppendResidualSum(p, fused, sum_in, d, std::move(info));
+  }
+  const md dst = pd.dst_desc();
+  dnnl::post_ops chain;
+  chain.append_binary(algorithm::binary_add, dst);
+  if (fused.act_node >= 0) chain = ActivationPostOp(g.node(fused.act_node).attrs.activation, chain);
+  dnnl::primitive_attr attr = p.Attr();
+  attr.set_post_ops(chain);
+  std::optional<dnnl::convolution_forward::primitive_desc> with_sum;
+  try {
+    auto candidate = ConvForwardPd(p, i, n.inputs[0].shape(), w.shape(), n.out_shapes[0], n.attrs.conv,
+                                   fused.bias_node >= 0, dst.data_type(), attr, prop, pd.src_desc(), dst);
+    if (candidate.ok() && std::string(candidate->impl_info_str()) == pd.impl_info_str() &&
+        candidate->src_desc() == pd.src_desc())
+      with_sum = *candidate;
+  } catch (const dnnl::error&) {  // no kernel takes the post-op here: a binary kernel below
+  }
+  const dnnl::convolution_forward::primitive_desc& conv = with_sum ? *with_sum : pd;
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, conv.src_desc()));
+  STRATA_ASSIGN_OR_RETURN(int wb, p.Use(w, conv.weights_desc(), WeightsView(w.shape(), n.attrs.conv.groups, dt::f32)));
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, conv.src_desc()}, {DNNL_ARG_WEIGHTS, wb, conv.weights_desc()}};
+  if (bias) {
+    STRATA_ASSIGN_OR_RETURN(int bb, p.Use(*bias, conv.bias_desc()));
+    args.push_back({DNNL_ARG_BIAS, bb, conv.bias_desc()});
+  }
+  if (with_sum) {
+    STRATA_ASSIGN_OR_RETURN(int ob, p.Use(fused.other, dst));
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, ob, dst});
+    args.push_back({DNNL_ARG_DST, p.Define(fused.out, dst), dst});
+    info.other_flops += g.OtherFlops(fused.residual_node);
+    if (fused.act_node >= 0) info.other_flops += g.OtherFlops(fused.act_node);
+    return AppendPrimitive<dnnl::convolution_forward>(p, std::move(info), conv, std::move(args));
+  }
+  const int sum_in = p.NewScratchBuffer(dst);  // live from the convolution to the sum
+  args.push_back({DNNL_ARG_DST, sum_in, dst});
+  STRATA_RETURN_IF_ERROR(AppendPrimitive<dnnl::convolution_forward>(p, info, conv, std::move(args)));
+  return AppendResidualSum(p, fused, sum_in, dst, std::move(info));
+}
+
 }  // namespace
 
 Status PlanConv(Planner& p, int i) {
@@ -294,11 +374,16 @@ Status PlanConv(Planner& p, int i) {
   p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
   KernelInfo info = Info(p, i, "conv_fwd", pd.impl_info_str());
   info.name = n.name + " (" + (fold ? "ZeroPadding2D+" : "") + fused.name + ")";
-  // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only.
-  const bool relu_or_none = act_node < 0 || g.node(act_node).attrs.activation == Activation::kRelu;
-  if (auto geo = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
-      geo && fold == nullptr && relu_or_none && pd.src_desc() == Blocked8(x.shape()) && pd.dst_desc() == Blocked8(out.shape()) &&
-      !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)) {
+  // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only (a residual
+  // sum's activation comes after the sum, in the sum's kernel).
+  const bool relu_or_none =
+      act_node < 0 || fused.residual_node >= 0 || g.node(act_node).attrs.activation == Activation::kRelu;
+  std::optional<winograd::Geometry> hand = HandWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv);
+  if (!(hand && fold == nullptr && relu_or_none && pd.src_desc() == Blocked8(x.shape()) &&
+        pd.dst_desc() == Blocked8(out.shape()) && !OneDnnHasWinograd(p, x.shape(), w.shape(), n.out_shapes[0], n.attrs.conv)))
+    hand.reset();
+  if (fused.residual_node >= 0) return AppendResidualConv(p, i, x, w, fused, prop, pd, hand, std::move(info));
+  if (auto geo = hand) {
     if (bias_node >= 0) info.other_flops += g.OtherFlops(bias_node);
     if (act_node >= 0) info.other_flops += g.OtherFlops(act_node);
     std::optional<Value> bias;

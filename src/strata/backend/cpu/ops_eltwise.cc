@@ -100,11 +100,20 @@ Status AppendBinary(Planner& p, int i, const std::string& op, algorithm alg, con
                     std::optional<md> b_view) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
-  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, a, b, a), p.Attr(), p.engine());
+  // A fused activation (graph/fusion.h: Add -> Activation) is the kernel's post-op.
+  const int act = p.fusion.activation[i];
+  dnnl::primitive_attr attr = p.Attr();
+  if (act >= 0) attr.set_post_ops(ActivationPostOp(g.node(act).attrs.activation));
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, a, b, a), attr, p.engine());
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(n.inputs[0], a));
   STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[1], b, b_view));
-  const int yb = p.Define(g.output(i), a);
-  return AppendPrimitive<dnnl::binary>(p, Info(p, i, op, pd.impl_info_str()), pd,
+  const int yb = p.Define(act >= 0 ? g.output(act) : g.output(i), a);
+  KernelInfo info = Info(p, i, op, pd.impl_info_str());
+  if (act >= 0) {
+    info.name = n.name + " (" + graph::OpKindName(n.kind) + "+" + graph::ActivationName(g.node(act).attrs.activation) + ")";
+    info.other_flops += g.OtherFlops(act);
+  }
+  return AppendPrimitive<dnnl::binary>(p, std::move(info), pd,
                                        {{DNNL_ARG_SRC_0, xb, a}, {DNNL_ARG_SRC_1, bb, b}, {DNNL_ARG_DST, yb, a}});
 }
 

@@ -46,16 +46,21 @@ struct EltwiseAlg {
 };
 EltwiseAlg ForwardAlg(Activation a, bool for_backward);
 
-// A conv or matmul with the bias add and activation fused into it (graph/fusion.h; -1: none):
-// the value that holds its result, the kernel's name ("Conv2D+BiasAdd+Relu") and the primitive
-// attributes, with the activation as an eltwise post-op.
+// A conv or matmul with the bias add, residual sum and activation fused into it
+// (graph/fusion.h; -1: none): the value that holds its result, the other operand of the sum,
+// the kernel's name ("Conv2D+BiasAdd+Add+Relu") and the primitive attributes, with the
+// activation as an eltwise post-op when there is no residual sum (with one, the caller chains
+// the sum and then the activation: the sum's post-op needs the layout the kernel writes).
 struct FusedEpilogue {
-  int bias_node, act_node;
+  int bias_node, act_node, residual_node;
   Value out;
+  Value other;  // the residual sum's other operand
   std::string name;
   dnnl::primitive_attr attr;
 };
 FusedEpilogue Epilogue(Planner& p, int i, const std::string& op);
+// `po` with activation a appended as an eltwise post-op.
+dnnl::post_ops ActivationPostOp(Activation a, dnnl::post_ops po = {});
 
 // Whether the schedule holds a backward node of forward node `fwd` (training, not inference).
 bool HasBackward(Planner& p, int fwd);

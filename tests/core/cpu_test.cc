@@ -10,6 +10,7 @@
 #include "strata/core/file.h"
 #include "strata/core/log.h"
 #include "strata/core/peak_flops.h"
+#include "common/temp_path.h"
 
 namespace strata {
 namespace {
@@ -51,7 +52,7 @@ TEST(Cpu, IsaAndMemoryAreSane) {
 }
 
 TEST(PeakFlops, MeasuresAndCaches) {
-  std::string dir = ::testing::TempDir() + "/strata-cache-test";
+  std::string dir = strata::test::TempPath("strata-cache-test");
   std::filesystem::remove_all(dir);
   setenv("STRATA_CACHE_DIR", dir.c_str(), 1);
   auto first = CalibratedPeakFlops();

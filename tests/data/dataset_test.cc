@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include "common/temp_path.h"
 
 namespace strata::data {
 namespace {
@@ -339,7 +340,7 @@ TEST(Cache, MemoryCacheRunsTheInputOnce) {
 }
 
 TEST(Cache, FileCacheIsReadByALaterIterator) {
-  const std::string path = testing::TempDir() + "/strata_cache_test.bin";
+  const std::string path = strata::test::TempPath("strata_cache_test.bin");
   std::filesystem::remove(path);
   auto calls = std::make_shared<std::atomic<int>>(0);
   auto ds = Dataset::range(20)
@@ -379,7 +380,7 @@ TEST(Cache, FileCacheIsReadByALaterIterator) {
 }
 
 TEST(Cache, NotAFileCacheIsReported) {
-  const std::string path = testing::TempDir() + "/strata_not_cache.bin";
+  const std::string path = strata::test::TempPath("strata_not_cache.bin");
   std::ofstream(path) << "hello world, not a cache";
   auto it = Dataset::range(3).cache(path).make_iterator();
   ASSERT_FALSE(it.ok());

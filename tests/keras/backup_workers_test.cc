@@ -8,6 +8,7 @@
 #include "blobs.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/model.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -16,7 +17,7 @@ using namespace layers;  // NOLINT
 using testing::Blobs;
 
 TEST(BackupWorkers, ABackupOfTwoWorkersIsRefusedByOne) {
-  const std::string dir = ::testing::TempDir() + "/strata-backup-workers";
+  const std::string dir = strata::test::TempPath("strata-backup-workers");
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/backup.ckpt";
   auto m = Sequential({InputLayer({8}), Dense(4, {.activation = "relu"}), Dense(3)}, "mlp");

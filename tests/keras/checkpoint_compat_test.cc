@@ -8,6 +8,8 @@
 // against the file's own records, read with the record reader alone.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -20,6 +22,7 @@
 #include "strata/keras/spec.h"
 #include "strata/record/record_reader.h"
 #include "strata/record/record_writer.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -93,7 +96,7 @@ TEST(CheckpointCompat, ACheckpointCutShortAtAnyByteIsRefusedAndTheModelKeepsItsV
   auto model = CompiledTiny();
   auto before = model->get_state();
   ASSERT_TRUE(before.ok());
-  const std::string path = ::testing::TempDir() + "/strata-cut.ckpt";
+  const std::string path = strata::test::TempPath("strata-cut.ckpt");
   // Every byte of the framing and the header, then a stride through the value records.
   std::vector<size_t> cuts;
   for (size_t n = 0; n < 2048 && n < good.size(); ++n) cuts.push_back(n);
@@ -110,6 +113,7 @@ TEST(CheckpointCompat, ACheckpointCutShortAtAnyByteIsRefusedAndTheModelKeepsItsV
   }
   WriteAll(path, good);
   EXPECT_TRUE(model->load_weights(path).ok()) << "the whole file still loads";
+  std::remove(path.c_str());
 }
 
 // A header that is well framed (valid CRCs) but wrong: each is an error naming the file,
@@ -147,7 +151,7 @@ TEST(CheckpointCompat, AWellFramedButWrongHeaderIsRefusedAndTheModelKeepsItsValu
   auto model = CompiledTiny();
   auto before = model->get_state();
   ASSERT_TRUE(before.ok());
-  const std::string path = ::testing::TempDir() + "/strata-bad-header.ckpt";
+  const std::string path = strata::test::TempPath("strata-bad-header.ckpt");
   for (const auto& [what, json] : bad) {
     {
       auto w = record::RecordWriter::Open(path);
@@ -165,6 +169,7 @@ TEST(CheckpointCompat, AWellFramedButWrongHeaderIsRefusedAndTheModelKeepsItsValu
     ASSERT_TRUE(after.ok());
     EXPECT_TRUE(*after == *before) << what << ": the model changed";
   }
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "strata/keras/model.h"
 #include "common/small_cnn.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -163,7 +164,7 @@ TEST(Freezing, TrainabilityChangesTakeEffectAtTheNextCompileWhichKeepsTheWeights
 }
 
 TEST(Freezing, CheckpointsKeepTheFrozenState) {
-  const std::string dir = ::testing::TempDir() + "/freezing_ckpt";
+  const std::string dir = strata::test::TempPath("freezing_ckpt");
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/backup.ckpt";
   auto train = data::Dataset::from_tensor_slices(Images(64, 5)).batch(32, {.drop_remainder = true});
@@ -222,7 +223,7 @@ TEST(Freezing, CheckpointsKeepTheFrozenState) {
 }
 
 TEST(Freezing, SaveAndLoadWeightsTakeKerasH5) {
-  const std::string dir = ::testing::TempDir() + "/freezing_h5";
+  const std::string dir = strata::test::TempPath("freezing_h5");
   std::filesystem::create_directories(dir);
   auto a = SmallCnn();
   ASSERT_TRUE(a->compile(Adam()).ok());

@@ -95,6 +95,22 @@ TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution)
   ExpectSameValues(ours, ref, 1e-4);
 }
 
+// CompileOptions::fuse_residual = false (STRATA_FUSE_RESIDUAL=0): the sum and the ReLU are
+// kernels of their own again, with the same numbers.
+TEST(ResidualPlanTest, TurnedOffTheSumAndReluRunApart) {
+  PlanStep s;
+  ASSERT_NO_FATAL_FAILURE(BuildBottlenecks(s, 2, 32));
+  CompileOptions o;
+  o.fuse_residual = false;
+  PlanRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
+  ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
+  EXPECT_EQ(Count(ours, "conv_fwd", "+Add"), 0);
+  EXPECT_EQ(Count(ours, "binary", "add (Add)"), 2);
+  EXPECT_EQ(Count(ours, "eltwise_Relu", "out (Activation)"), 2);
+  ExpectSameValues(ours, ref, 1e-4);
+}
+
 // A 3x3 convolution with a residual sum (ResNet18's basic block): whatever kernel runs it (with
 // the post-op; or oneDNN's Winograd, or on an AVX2 host with one thread Strata's, and then a
 // binary kernel), one fused group, the reference's numbers.

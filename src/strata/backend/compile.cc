@@ -75,6 +75,7 @@ Result<std::unique_ptr<Program>> Compile(const graph::Graph& g, CompileOptions o
   if (const char* t = std::getenv("STRATA_TRACE"); t != nullptr && t[0] == '1') options.trace = true;
   for (auto [name, flag] : {std::pair{"STRATA_FUSE_BN_RELU6", &options.fuse_bn_relu6},
                             std::pair{"STRATA_FOLD_ZERO_PAD", &options.fold_zero_pad},
+                            std::pair{"STRATA_FUSE_RESIDUAL", &options.fuse_residual},
                             std::pair{"STRATA_BROADCAST_KERNELS", &options.broadcast_kernels},
                             std::pair{"STRATA_DEPTHWISE_KERNELS", &options.depthwise_kernels}}) {
     const char* v = std::getenv(name);

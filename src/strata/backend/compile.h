@@ -104,9 +104,12 @@ struct CompileOptions {
   bool fuse = true;                   // conv/matmul+bias+act, bn+relu (off: for tests)
   // With fuse: batch norm + ReLU6 as one kernel each way (one-thread f32 programs; env
   // STRATA_FUSE_BN_RELU6=0 turns it off), and ZeroPadding2D folded into the padding of the
-  // 'valid' convolution after it (STRATA_FOLD_ZERO_PAD=0 turns it off). Off: to measure them.
+  // 'valid' convolution after it (STRATA_FOLD_ZERO_PAD=0 turns it off), and a convolution's
+  // residual sum (with the activation after it) inside the convolution, Add + activation as one
+  // kernel (STRATA_FUSE_RESIDUAL=0 turns them off). Off: to measure them.
   bool fuse_bn_relu6 = true;
   bool fold_zero_pad = true;
+  bool fuse_residual = true;
   // A multiply by a factor broadcast along one run of axes (squeeze-and-excitation,
   // drop-connect) and a global average pool's gradient as Strata's own vectorised kernels
   // (backend/cpu/broadcast_kernels.h) instead of oneDNN 2.6's reference ones (env

@@ -168,7 +168,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
         f.absorbed_by[b] = i;
         tail = b;
       }
-      if (nd.kind == OpKind::kConv2D) {  // a residual sum: ResNet's and MobileNetV2's blocks
+      if (nd.kind == OpKind::kConv2D && o.residual) {  // a residual sum: ResNet's and MobileNetV2's blocks
         const int r = SoleConsumer(g, s, tail, 0);
         if (r >= 0 && !is_fetch_or_grad(tail, 0) && ResidualOperand(g, s, r, g.output(tail), i).valid()) {
           f.residual[i] = r;
@@ -182,7 +182,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
         f.activation[i] = a;
         f.absorbed_by[a] = i;
       }
-    } else if (nd.kind == OpKind::kAdd && nd.inputs[0].shape() == nd.inputs[1].shape()) {
+    } else if (nd.kind == OpKind::kAdd && o.residual && nd.inputs[0].shape() == nd.inputs[1].shape()) {
       // A residual sum that follows a batch norm (training's): the activation after it runs
       // inside the same pass over the tensor.
       const int a = SoleConsumer(g, s, i, 0);

@@ -55,6 +55,7 @@ struct FusionOptions {
   bool enabled = true;    // any fusion at all
   bool bn_relu6 = false;  // the backend has a batch norm + ReLU6 kernel (both ways) for this program
   bool zero_pad = true;   // fold ZeroPadding2D into the next 'valid' convolution
+  bool residual = true;   // Conv2D -> [BiasAdd] -> Add -> [Activation], and Add -> Activation
 };
 
 // `fetches`: the program's outputs (never folded away).

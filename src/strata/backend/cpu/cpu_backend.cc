@@ -56,7 +56,8 @@ class CpuProgram : public Program {
         g, p.schedule,
         {.enabled = o.fuse,
          .bn_relu6 = o.fuse_bn_relu6 && o.threads == 1 && o.precision == Precision::kF32,
-         .zero_pad = o.fold_zero_pad},
+         .zero_pad = o.fold_zero_pad,
+         .residual = o.fuse_residual},
         o.fetches);
 
     // Program-owned memory: inputs, variables, constants, gradients, fetches.

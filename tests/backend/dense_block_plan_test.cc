@@ -61,19 +61,14 @@ void CompileAndRun(const DenseStep& s, const std::string& backend, PlanRun& out)
   test_plans::CompileAndRun(s, o, 11, out);
 }
 
-int Count(const PlanRun& run, const std::string& op) {
-  return static_cast<int>(std::count_if(run.kernels.begin(), run.kernels.end(),
-                                        [&](const KernelInfo& k) { return k.op == op; }));
-}
-
 TEST(DenseBlockPlanTest, WholeChannelBlocksStayBlockedThroughConcatsAndTheirGradients) {
   DenseStep s;
   ASSERT_NO_FATAL_FAILURE(BuildDenseStep(s, 32, 16));  // whole blocks of 16 (and of 8)
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
-  EXPECT_EQ(Count(ours, "concat"), 2);
-  EXPECT_GE(Count(ours, "slice"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "concat"), 2);
+  EXPECT_GE(test_plans::CountKernels(ours, "slice"), 2);
   // The only layout changes inside the block are x's (a plain graph input) into the blocks and
   // those the fetches need (plain program memory); a concat or a slice of a gradient in plain
   // layout would add a reorder of a convolution's output, of a concatenation or of a slice.
@@ -91,7 +86,7 @@ TEST(DenseBlockPlanTest, PartChannelBlocksConcatPlain) {
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(CompileAndRun(s, "reference", ref));
-  EXPECT_EQ(Count(ours, "concat"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "concat"), 2);
   ExpectSameValues(ours, ref, 1e-4);
 }
 

@@ -34,10 +34,15 @@ void RunOn(const PlanStep& s, const std::string& backend, PlanRun& out, int thre
   test_plans::CompileAndRun(s, o, 5, out);
 }
 
-int Count(const PlanRun& run, const std::string& op, const std::string& name_part = "") {
-  return static_cast<int>(std::count_if(run.kernels.begin(), run.kernels.end(), [&](const KernelInfo& k) {
-    return k.op == op && k.name.find(name_part) != std::string::npos;
-  }));
+// x -> Conv2D(x, w) + x -> ReLU, named conv, `add`, `relu`: the residual sum of a basic block.
+Value ConvPlusInputRelu(graph::Graph& g, Value x, Value w, const std::string& add, const std::string& relu) {
+  auto conv = g.Conv2D(x, w, {.padding = graph::Padding::kSame}, "conv");
+  EXPECT_TRUE(conv.ok());
+  auto sum = g.Add(*conv, x, add);
+  EXPECT_TRUE(sum.ok());
+  auto out = g.Relu(*sum, relu);
+  EXPECT_TRUE(out.ok());
+  return *out;
 }
 
 // A bottleneck as ResNet50's at inference (batch norms folded into the convolutions' biases):
@@ -81,8 +86,8 @@ TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution)
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
-  EXPECT_EQ(Count(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);
-  EXPECT_EQ(Count(ours, "binary"), 0) << "the sum ran as a kernel of its own";
+  EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "binary"), 0) << "the sum ran as a kernel of its own";
   for (const KernelInfo& k : ours.kernels) {
     EXPECT_EQ(k.op.rfind("eltwise", 0), std::string::npos) << k.name << ": a ReLU ran apart";
     // The second block's shortcut is the first block's output, already in the layout the
@@ -105,9 +110,9 @@ TEST(ResidualPlanTest, TurnedOffTheSumAndReluRunApart) {
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
-  EXPECT_EQ(Count(ours, "conv_fwd", "+Add"), 0);
-  EXPECT_EQ(Count(ours, "binary", "add (Add)"), 2);
-  EXPECT_EQ(Count(ours, "eltwise_Relu", "out (Activation)"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "+Add"), 0);
+  EXPECT_EQ(test_plans::CountKernels(ours, "binary", "add (Add)"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu", "out (Activation)"), 2);
   ExpectSameValues(ours, ref, 1e-4);
 }
 
@@ -122,18 +127,12 @@ TEST(ResidualPlanTest, ThreeByThreeResidualKeepsItsKernelAndTheNumbers) {
     const Value x = g.Input("x", DType::kF32, {4, 16, 16, 32});  // 64 tiles: Strata's Winograd pays
     const Value w = g.Input("w", DType::kF32, {3, 3, 32, 32});
     s.inputs = {x, w};
-    auto conv = g.Conv2D(x, w, {.padding = graph::Padding::kSame}, "conv");
-    ASSERT_TRUE(conv.ok());
-    auto sum = g.Add(*conv, x, "add");
-    ASSERT_TRUE(sum.ok());
-    auto out = g.Relu(*sum, "out");
-    ASSERT_TRUE(out.ok());
-    s.fetches = {*out};
+    s.fetches = {ConvPlusInputRelu(g, x, w, "add", "out")};
     PlanRun ours, ref;
     ASSERT_NO_FATAL_FAILURE(RunOn(s, "cpu", ours, threads));
     ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
-    EXPECT_EQ(Count(ours, "conv_fwd", "(Conv2D+Add+Relu)"), 1);
-    EXPECT_EQ(Count(ours, "eltwise_Relu"), 0);
+    EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+Add+Relu)"), 1);
+    EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu"), 0);
     ExpectSameValues(ours, ref, 1e-4);
   }
 }
@@ -148,13 +147,8 @@ TEST(ResidualPlanTest, TrainingSumsAndTheirGradientsMatchTheReference) {
   const Value m = g.Input("m", DType::kF32, {2, 5, 4, 16});
   const Value r = g.Input("r", DType::kF32, {2, 5, 4, 16});
   s.inputs = {x, w, m, r};
-  auto conv = g.Conv2D(x, w, {.padding = graph::Padding::kSame}, "conv");
-  ASSERT_TRUE(conv.ok());
-  auto sum = g.Add(*conv, x, "add");
-  ASSERT_TRUE(sum.ok());
-  auto relu = g.Relu(*sum, "relu");
-  ASSERT_TRUE(relu.ok());
-  auto scaled = g.Multiply(*relu, m, "scale");  // not a convolution: the sum after it is the head
+  const Value relu = ConvPlusInputRelu(g, x, w, "add", "relu");
+  auto scaled = g.Multiply(relu, m, "scale");  // not a convolution: the sum after it is the head
   ASSERT_TRUE(scaled.ok());
   auto sum2 = g.Add(*scaled, x, "add2");
   ASSERT_TRUE(sum2.ok());
@@ -170,9 +164,9 @@ TEST(ResidualPlanTest, TrainingSumsAndTheirGradientsMatchTheReference) {
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "cpu", ours));
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
-  EXPECT_EQ(Count(ours, "conv_fwd", "(Conv2D+Add+Relu)"), 1);
-  EXPECT_EQ(Count(ours, "binary", "add2 (Add+Relu)"), 1);
-  EXPECT_EQ(Count(ours, "eltwise_Relu"), 0);
+  EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+Add+Relu)"), 1);
+  EXPECT_EQ(test_plans::CountKernels(ours, "binary", "add2 (Add+Relu)"), 1);
+  EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu"), 0);
   ExpectSameValues(ours, ref, 1e-4);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "strata/backend/compile.h"
@@ -46,6 +47,13 @@ inline void CompileAndRun(const PlanStep& s, CompileOptions o, uint64_t seed, Pl
     const Tensor& t = (*program)->fetch(f);
     out.values.emplace_back(t.data<float>(), t.data<float>() + t.num_elements());
   }
+}
+
+// How many of the run's kernels are of op `op` with `name_part` in their name.
+inline int CountKernels(const PlanRun& run, const std::string& op, const std::string& name_part = "") {
+  return static_cast<int>(std::count_if(run.kernels.begin(), run.kernels.end(), [&](const KernelInfo& k) {
+    return k.op == op && k.name.find(name_part) != std::string::npos;
+  }));
 }
 
 // Every fetched element within `relative` x (the fetch's largest magnitude in `ref`, at least 1e-3).

@@ -100,6 +100,28 @@ TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution)
   ExpectSameValues(ours, ref, 1e-4);
 }
 
+// Mixed bf16 (where the host runs it): the same fused groups, bf16 convolutions (the sum's
+// post-op, or the binary kernel where it would change oneDNN's bf16 kernel), the reference's
+// numbers to bf16's precision. The shortcut may be bf16 or f32: the sum reads it in the
+// convolution's own output type.
+TEST(ResidualPlanTest, MixedBf16BottlenecksFuseAndMatchTheReference) {
+  if (!PrecisionSupported(Precision::kBF16).ok()) {
+    // Refused where the host has no bf16 kernels (an AVX2 host): CpuBackendTest covers that.
+    EXPECT_FALSE(PrecisionSupported(Precision::kBF16).ok());
+    return;
+  }
+  PlanStep s;
+  ASSERT_NO_FATAL_FAILURE(BuildBottlenecks(s, 2, 32));
+  CompileOptions o;
+  o.precision = Precision::kBF16;
+  PlanRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
+  ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
+  EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);
+  EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu"), 0);
+  ExpectSameValues(ours, ref, 3e-2);
+}
+
 // CompileOptions::fuse_residual = false (STRATA_FUSE_RESIDUAL=0): the sum and the ReLU are
 // kernels of their own again, with the same numbers.
 TEST(ResidualPlanTest, TurnedOffTheSumAndReluRunApart) {

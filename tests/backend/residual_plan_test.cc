@@ -80,12 +80,17 @@ void BuildBottlenecks(PlanStep& s, int blocks, int64_t c) {
   s.fetches = {x};
 }
 
-TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution) {
+// Two 32-channel bottlenecks compiled with `o` (ours) and on the reference backend (ref).
+void RunBottlenecks(const CompileOptions& o, PlanRun& ours, PlanRun& ref) {
   PlanStep s;
   ASSERT_NO_FATAL_FAILURE(BuildBottlenecks(s, 2, 32));
-  PlanRun ours, ref;
-  ASSERT_NO_FATAL_FAILURE(RunOn(s, "cpu", ours));
+  ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
   ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
+}
+
+TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution) {
+  PlanRun ours, ref;
+  ASSERT_NO_FATAL_FAILURE(RunBottlenecks({}, ours, ref));
   EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);
   EXPECT_EQ(test_plans::CountKernels(ours, "binary"), 0) << "the sum ran as a kernel of its own";
   for (const KernelInfo& k : ours.kernels) {
@@ -110,13 +115,8 @@ TEST(ResidualPlanTest, MixedBf16BottlenecksFuseAndMatchTheReference) {
     EXPECT_FALSE(PrecisionSupported(Precision::kBF16).ok());
     return;
   }
-  PlanStep s;
-  ASSERT_NO_FATAL_FAILURE(BuildBottlenecks(s, 2, 32));
-  CompileOptions o;
-  o.precision = Precision::kBF16;
   PlanRun ours, ref;
-  ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
-  ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
+  ASSERT_NO_FATAL_FAILURE(RunBottlenecks({.precision = Precision::kBF16}, ours, ref));
   EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);
   EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu"), 0);
   ExpectSameValues(ours, ref, 3e-2);
@@ -125,13 +125,8 @@ TEST(ResidualPlanTest, MixedBf16BottlenecksFuseAndMatchTheReference) {
 // CompileOptions::fuse_residual = false (STRATA_FUSE_RESIDUAL=0): the sum and the ReLU are
 // kernels of their own again, with the same numbers.
 TEST(ResidualPlanTest, TurnedOffTheSumAndReluRunApart) {
-  PlanStep s;
-  ASSERT_NO_FATAL_FAILURE(BuildBottlenecks(s, 2, 32));
-  CompileOptions o;
-  o.fuse_residual = false;
   PlanRun ours, ref;
-  ASSERT_NO_FATAL_FAILURE(test_plans::CompileAndRun(s, o, 5, ours));
-  ASSERT_NO_FATAL_FAILURE(RunOn(s, "reference", ref));
+  ASSERT_NO_FATAL_FAILURE(RunBottlenecks({.fuse_residual = false}, ours, ref));
   EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "+Add"), 0);
   EXPECT_EQ(test_plans::CountKernels(ours, "binary", "add (Add)"), 2);
   EXPECT_EQ(test_plans::CountKernels(ours, "eltwise_Relu", "out (Activation)"), 2);

@@ -19,7 +19,12 @@ set(STRATA_TIMING_SENSITIVE_TESTS
   # A bound of 60 s on the watchdog; busy loops on both cores that would slow any neighbour.
   MpiTrain.AStoppedRankIsNamedByStrataWatchdogWhichEndsTheJob
   MpiTrain.AKilledRankIsNamedByStrataWatchdogWhichEndsTheJob
-  MpiTrain.TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm)
+  MpiTrain.TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm
+  # Namespaced hosts, one core each: a bound on the time a lost host takes to end the job, and a
+  # slow link whose pace must be the job's own.
+  HostsTrain.AHostWhoseCableIsPulledIsNamedAndTheJobEndsThenResumes
+  HostsTrain.AFrozenHostIsNamedAndTheJobEndsThenResumes
+  HostsTrain.ASlowLinkTrainsToTheEndWithTheDeadlineRaisedByThePace)
 foreach(name ${STRATA_TIMING_SENSITIVE_TESTS})
   foreach(prefix "" "avx2:")
     # ctest ignores a name it does not know (a test of a binary not built in this pass).

@@ -142,12 +142,26 @@ TEST(Reducer, BucketedOverlapStartsBucketsAsTheyFinishAndGivesThePlainBits) {
   StepSync sync;
   ASSERT_TRUE(s.run([&](int r) -> Status {
     const std::vector<uint8_t> after = reducer->HookPoints(r);
-    for (int k = 0; k < 3; ++k)
+    for (int k = -1; k < 3; ++k)
       if (after[static_cast<size_t>(k + 1)]) STRATA_RETURN_IF_ERROR(reducer->AfterKernel(r, k));
     return reducer->Reduce(r, sync);
   }).ok());
   EXPECT_TRUE(sync.cross_host.ok()) << sync.cross_host.ToString();
   EXPECT_EQ(hosts->blocking, 0) << "every bucket went through the started all-reduce";
+  // The schedule it reports: every bucket, its bytes, started once, from a hook or after.
+  const ReducerStats st = reducer->stats();
+  EXPECT_EQ(st.steps, 1);
+  ASSERT_EQ(st.buckets.size(), hosts->started.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < st.buckets.size(); ++i) {
+    EXPECT_EQ(st.buckets[i].bytes, hosts->started[i].second * 4);
+    EXPECT_GE(st.buckets[i].start_seconds, 0);
+    EXPECT_LE(st.buckets[i].start_seconds, st.backward_end_seconds + 1.0);
+    bytes += st.buckets[i].bytes;
+  }
+  EXPECT_EQ(bytes, n * 4);
+  EXPECT_EQ(st.started_during_backward + st.started_after_backward, static_cast<int64_t>(hosts->started.size()));
+  EXPECT_GT(st.started_during_backward, 0) << "the first bucket is final after kernel 0, long before the pass ends";
   std::vector<int> covered(static_cast<size_t>(n), 0);
   int64_t last_begin = n;
   for (auto [data, len] : hosts->started) {

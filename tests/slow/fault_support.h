@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -188,6 +191,43 @@ inline CheckpointRead ReferenceRun(const std::string& dir, const std::function<s
   std::filesystem::rename(mine + ".ckpt", ref, ec);
   std::filesystem::remove_all(mine, ec);
   return ReadWholeCheckpoint(ref);
+}
+
+// The environment of an mpirun in a test: the dataset cache shared by the tests, root allowed,
+// and Open MPI's session directory of this test process.
+inline std::string MpiEnv() {
+  std::string cache = ::testing::TempDir() + "/strata-train-cache";
+  std::filesystem::create_directories(cache);
+  // A session directory per test process: two mpiruns started at the same moment (ctest -j)
+  // race to create Open MPI's shared /tmp/ompi.HOST.UID ("mkdir ... File exists").
+  const std::string session = ::testing::TempDir() + "/strata-ompi-" + std::to_string(::getpid());
+  std::filesystem::create_directories(session);
+  return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_tmpdir_base=" +
+         session + " ";
+}
+// A checkpoint's parameters (its second record) as floats; empty when it cannot be read.
+inline std::vector<float> Params(const std::string& path) {
+  auto r = record::RecordReader::Open(path);
+  EXPECT_TRUE(r.ok()) << path;
+  std::string header, params;
+  if (!r.ok()) return {};
+  EXPECT_TRUE((*r)->ReadRecord(&header).ok());
+  EXPECT_TRUE((*r)->ReadRecord(&params).ok());
+  std::vector<float> v(params.size() / 4);
+  std::memcpy(v.data(), params.data(), v.size() * 4);
+  return v;
+}
+
+// The largest absolute difference between two checkpoints' parameters (same model);
+// infinity when either cannot be read or they differ in size (the caller's bound fails).
+inline double MaxWeightDifference(const std::string& path_a, const std::string& path_b) {
+  auto a = Params(path_a), b = Params(path_b);
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_FALSE(a.empty());
+  if (a.empty() || a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double max_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+  return max_diff;
 }
 
 // A directory of this test's own under `parent`, emptied.

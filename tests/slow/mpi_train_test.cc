@@ -27,43 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Env() {
-  std::string cache = ::testing::TempDir() + "/strata-train-cache";
-  fs::create_directories(cache);
-  // A session directory per test process: two mpiruns started at the same moment (ctest -j)
-  // race to create Open MPI's shared /tmp/ompi.HOST.UID ("mkdir ... File exists").
-  const std::string session = ::testing::TempDir() + "/strata-ompi-" + std::to_string(::getpid());
-  fs::create_directories(session);
-  return "STRATA_CACHE_DIR=" + cache + " OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_tmpdir_base=" +
-         session + " ";
-}
 // Loopback only; MPMD tests append their own "-np 1 A : -np 1 B".
 const std::string kMpirunFlags = "mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_tcp_if_include lo ";
 const std::string kMpirun = kMpirunFlags + "-np 2 ";
-
-std::vector<float> Params(const std::string& path) {
-  auto r = record::RecordReader::Open(path);
-  EXPECT_TRUE(r.ok()) << path;
-  std::string header, params;
-  if (!r.ok()) return {};
-  EXPECT_TRUE((*r)->ReadRecord(&header).ok());
-  EXPECT_TRUE((*r)->ReadRecord(&params).ok());
-  std::vector<float> v(params.size() / 4);
-  std::memcpy(v.data(), params.data(), v.size() * 4);
-  return v;
-}
-
-// The largest absolute difference between two checkpoints' parameters (same model);
-// infinity when either cannot be read or they differ in size (the caller's bound fails).
-double MaxWeightDifference(const std::string& path_a, const std::string& path_b) {
-  auto a = Params(path_a), b = Params(path_b);
-  EXPECT_EQ(a.size(), b.size());
-  EXPECT_FALSE(a.empty());
-  if (a.empty() || a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double max_diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
-  return max_diff;
-}
 
 TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
@@ -76,7 +42,7 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   // Direct convolutions: each step re-rounds the two runs' tiny difference at the kernels'
   // own error, and Winograd's is ~6x direct's (seen: 1.7e-4 after 6 steps against 5.8e-6,
   // both after 1.2e-7 at steps 1 and 2). The sums under test are the same either way.
-  const std::string env = Env() + "STRATA_CONV_ALGORITHM=direct ";
+  const std::string env = MpiEnv() + "STRATA_CONV_ALGORITHM=direct ";
   auto one = RunCommand(env + Strata() + common + "--replicas 4 --out " + dir + "/single.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = RunCommand(env + kMpirun + Strata() + flags + "--out " + dir + "/mpi.ckpt", true);
@@ -111,21 +77,21 @@ TEST(MpiTrain, SynchronizedBatchNormTwoWorkersOfTwoReplicasMatchFourReplicasInOn
   // show (seen: 3e-4 when the all-reduce is skipped; 1.5e-8 with it).
   const std::string common = " train --model " + spec +
                              " --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.05 ";
-  auto one = RunCommand(Env() + Strata() + common + "--replicas 4 --out " + dir + "/single.ckpt", true);
+  auto one = RunCommand(MpiEnv() + Strata() + common + "--replicas 4 --out " + dir + "/single.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  auto two = RunCommand(Env() + kMpirun + Strata() + common + "--replicas 2 --out " + dir + "/mpi.ckpt", true);
+  auto two = RunCommand(MpiEnv() + kMpirun + Strata() + common + "--replicas 2 --out " + dir + "/mpi.ckpt", true);
   ASSERT_EQ(two.exit_code, 0) << two.output;
   const double max_diff = MaxWeightDifference(dir + "/single.ckpt", dir + "/mpi.ckpt");
   EXPECT_LT(max_diff, 1e-5) << "largest weight difference " << max_diff;
 }
 
 TEST(MpiTrain, DevicesUnderMpirunListsEveryWorker) {
-  auto r = RunCommand(Env() + kMpirun + Strata() + " devices", true);
+  auto r = RunCommand(MpiEnv() + kMpirun + Strata() + " devices", true);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cluster   2 workers (OpenMPI)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 0\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker 1\n"), std::string::npos) << r.output;
-  auto j = RunCommand(Env() + kMpirun + Strata() + " devices --json", false);
+  auto j = RunCommand(MpiEnv() + kMpirun + Strata() + " devices --json", false);
   ASSERT_EQ(j.exit_code, 0) << j.output;
   auto json = nlohmann::json::parse(j.output);
   EXPECT_EQ(json["hosts"], 2);
@@ -135,12 +101,12 @@ TEST(MpiTrain, DevicesUnderMpirunListsEveryWorker) {
 TEST(MpiTrain, MismatchedWorkersAreReportedAtStart) {
   // mpirun's MPMD form starts two different command lines as one job.
   const std::string base = " train --epochs 1 --steps-per-epoch 3 --no-monitor ";
-  auto replicas = RunCommand("timeout 120 env " + Env() + kMpirunFlags + "-np 1 " + Strata() + base + "--replicas 1 : -np 1 " +
+  auto replicas = RunCommand("timeout 120 env " + MpiEnv() + kMpirunFlags + "-np 1 " + Strata() + base + "--replicas 1 : -np 1 " +
                                  Strata() + base + "--replicas 2",
                              true);
   EXPECT_NE(replicas.exit_code, 0) << replicas.output;
   EXPECT_NE(replicas.output.find("workers disagree on replicas per worker: worker 0 (") , std::string::npos) << replicas.output;
-  auto batch = RunCommand("timeout 120 env " + Env() + kMpirunFlags + "-np 1 " + Strata() + base +
+  auto batch = RunCommand("timeout 120 env " + MpiEnv() + kMpirunFlags + "-np 1 " + Strata() + base +
                               "--replicas 1 --batch-per-replica 32 : -np 1 " + Strata() + base +
                               "--replicas 1 --batch-per-replica 16",
                           true);
@@ -161,9 +127,9 @@ TEST(MpiTrain, AllReduceOverlapOnAndOffGiveTheSameBits) {
   fs::create_directories(dir);
   const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 5 --batch-per-replica 16 "
                              "--replicas 2 --lr 0.05 --no-monitor ";
-  auto on = RunCommand(Env() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 " + kMpirun + Strata() + common + "--out " + dir + "/on.ckpt", true);
+  auto on = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 " + kMpirun + Strata() + common + "--out " + dir + "/on.ckpt", true);
   ASSERT_EQ(on.exit_code, 0) << on.output;
-  auto off = RunCommand(Env() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 STRATA_ALLREDUCE_OVERLAP=0 " + kMpirun + Strata() + common +
+  auto off = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 STRATA_ALLREDUCE_OVERLAP=0 " + kMpirun + Strata() + common +
                             "--out " + dir + "/off.ckpt",
                         true);
   ASSERT_EQ(off.exit_code, 0) << off.output;
@@ -191,7 +157,7 @@ std::string BackupDir() { return ::testing::TempDir() + "/strata-mpi-backup"; }
 // The uninterrupted run's final checkpoint (made once per build of strata, shared by the tests).
 const CheckpointRead& UninterruptedMpiRun() {
   static const CheckpointRead straight = ReferenceRun(BackupDir(), [](const std::string& backup_dir, const std::string& out) {
-    return Env() + kMpirun + Strata() + kBackupArgs + backup_dir + " --out " + out;
+    return MpiEnv() + kMpirun + Strata() + kBackupArgs + backup_dir + " --out " + out;
   });
   return straight;
 }
@@ -199,7 +165,7 @@ const CheckpointRead& UninterruptedMpiRun() {
 // Starts the job with STRATA_FAULT_PAUSE=`fault`, kill -9s the worker that pauses there (its pid
 // from the fault point's line) and waits for mpirun to end the job. Returns the job's output.
 std::string RunMpiAndKillAt(const std::string& fault, const std::string& dir, const std::string& run) {
-  BackgroundJob job = BackgroundJob::Start("export " + Env() + "STRATA_FAULT_PAUSE=" + fault + " && exec " + BackupCommand(dir, run),
+  BackgroundJob job = BackgroundJob::Start("export " + MpiEnv() + "STRATA_FAULT_PAUSE=" + fault + " && exec " + BackupCommand(dir, run),
                                            dir + "/" + run + ".log");
   const bool reached = job.WaitForText("strata: fault point " + fault + " reached", 600);
   std::string out = job.output();
@@ -248,7 +214,7 @@ TEST(MpiTrain, KillOneRankAtARandomStepThenTheSameCommandResumesFromTheBackup) {
   ASSERT_TRUE(backup.ok) << backup.error << "\n" << killed;
   EXPECT_EQ(backup.global_step, backup_step) << killed;
 
-  auto resumed = RunCommand(Env() + BackupCommand(dir, "b"), true);
+  auto resumed = RunCommand(MpiEnv() + BackupCommand(dir, "b"), true);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   const std::string said = "BackupAndRestore: resuming from " + dir + "/b/backup.ckpt: resumed from epoch " + std::to_string(epoch) +
                            ", step " + std::to_string(step_in_epoch) + " (global step " + std::to_string(backup_step) + ")";
@@ -270,7 +236,7 @@ TEST(MpiTrain, KillTheChiefInsideABackupWriteThenResumeFromThePreviousBackup) {
   ASSERT_TRUE(backup.ok) << backup.error;
   EXPECT_EQ(backup.global_step, 20);
 
-  auto resumed = RunCommand(Env() + BackupCommand(dir, "c"), true);
+  auto resumed = RunCommand(MpiEnv() + BackupCommand(dir, "c"), true);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from epoch 1, step 20 (global step 20)"), std::string::npos) << resumed.output;
   EXPECT_TRUE(FilesStartingWith(dir + "/c", "backup.ckpt.tmp-").empty()) << resumed.output;
@@ -299,7 +265,7 @@ void StopOrKillOneRank(int signal, const char* test) {
   const std::string train = Strata() + " train --epochs 1 --steps-per-epoch 2000 --replicas 1 --batch-per-replica 32 --no-monitor " +
                             marker + " --checkpoint-dir " + dir + "/backup --out " + dir + "/model.ckpt";
   BackgroundJob job = BackgroundJob::Start(
-      "export " + Env() + " && exec " + kMpirunFlags +
+      "export " + MpiEnv() + " && exec " + kMpirunFlags +
           (stop ? "-np 2 " + train
                 : "--enable-recovery -np 2 sh -c '" + train + "; echo \"strata worker $OMPI_COMM_WORLD_RANK exit status $?\"'"),
       dir + "/job.log");
@@ -410,12 +376,12 @@ TEST(MpiTrain, TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm) {
   const std::string train = "mpirun --oversubscribe --map-by core --bind-to core --mca btl self,vader,tcp "
                             "--mca btl_tcp_if_include lo -np 2 " + Strata() +
                             " train --epochs 1 --steps-per-epoch 8 --replicas 1 --batch-per-replica 64 --no-monitor --seed 11 ";
-  auto usual = RunCommand(Env() + train + "--summary-json " + dir + "/usual.json", true);
+  auto usual = RunCommand(MpiEnv() + train + "--summary-json " + dir + "/usual.json", true);
   ASSERT_EQ(usual.exit_code, 0) << usual.output;
   nlohmann::json u = nlohmann::json::parse(*ReadFileToString(dir + "/usual.json"));
 
   BackgroundJob job = BackgroundJob::Start(
-      "export " + Env() + "STRATA_COLLECTIVE_TIMEOUT=0.05 && exec " + train + "--summary-json " + dir + "/loaded.json",
+      "export " + MpiEnv() + "STRATA_COLLECTIVE_TIMEOUT=0.05 && exec " + train + "--summary-json " + dir + "/loaded.json",
       dir + "/loaded.log");
   // mpirun gives the chief a terminal, so it draws the progress bar: step 1 (the compiled
   // programs' first run) is done.

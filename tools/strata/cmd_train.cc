@@ -636,11 +636,30 @@ int RunTrain(const std::vector<std::string>& args) {
     cross_host["longest_wait_s"] = cs.longest_wait_seconds;
     cross_host["longest_deadline_s"] = cs.longest_deadline_seconds;
     cross_host["heartbeats"] = cs.heartbeats;
+    cross_host["wire"] = cs.bf16_wire ? "bf16" : "f32";
+    cross_host["wire_bytes_per_step"] = static_cast<double>(cs.wire_bytes) / steps;
+    // The bucket schedule against the backward pass (docs/scaling.md's model reads it): when
+    // each bucket started and when the backward pass ended, from the start of the step's
+    // program, averaged over the steps; how many buckets started while it still ran.
+    const distribute::ReducerStats rs = model->reducer_stats();
+    if (rs.steps > 0) {
+      const double n = static_cast<double>(rs.steps);
+      nlohmann::json buckets = nlohmann::json::array();
+      for (const auto& b : rs.buckets) buckets.push_back({{"bytes", b.bytes}, {"start_ms", b.start_seconds * 1e3 / n}});
+      cross_host["backward_end_ms"] = rs.backward_end_seconds * 1e3 / n;
+      cross_host["buckets"] = buckets;
+      cross_host["buckets_started_during_backward"] = rs.started_during_backward;
+      cross_host["buckets_started_after_backward"] = rs.started_after_backward;
+    }
     // Overlapped with the backward pass, only the waiting part costs step time.
     std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step), "
-                "%d workers\n",
+                "%d workers%s\n",
                 static_cast<double>(cs.all_reduce_bytes) / steps / 1e6, ms, wait_ms, 100.0 * wait_ms / std::max(step_ms, 1e-9),
-                step_ms, workers);
+                step_ms, workers, cs.bf16_wire ? ", gradients as bf16 on the wire" : "");
+    if (rs.steps > 0)
+      std::printf("all-reduce overlap: %lld of %lld gradient buckets started during the backward pass\n",
+                  static_cast<long long>(rs.started_during_backward),
+                  static_cast<long long>(rs.started_during_backward + rs.started_after_backward));
   }
   if (val && flowers) {
     std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", test_loss, test_accuracy, val_f1);

@@ -23,7 +23,8 @@ namespace strata::distribute {
 // What crossed the network: the MPI path's overhead per step is reported from this.
 struct CollectiveStats {
   int64_t all_reduce_calls = 0;
-  int64_t all_reduce_bytes = 0;     // payload per worker (each worker sends and receives it)
+  int64_t all_reduce_bytes = 0;     // payload per worker (each worker sends and receives it), as f32
+  int64_t wire_bytes = 0;           // the same as sent: half of it for gradient buckets sent as bf16
   double all_reduce_seconds = 0;    // wall time inside all-reduce, this worker (overlapped: in flight)
   // Of all_reduce_seconds, the time the caller was blocked waiting (the rest was hidden behind
   // the backward pass by StartAllReduceSum; equal without overlap).
@@ -33,6 +34,7 @@ struct CollectiveStats {
   double longest_wait_seconds = 0;
   double longest_deadline_seconds = 0;
   bool heartbeats = false;  // peers' liveness came from heartbeats (MPI_THREAD_MULTIPLE)
+  bool bf16_wire = false;   // gradient buckets travel as bf16 (MpiOptions::bf16_wire)
 };
 
 class Collective {
@@ -57,7 +59,9 @@ class Collective {
   virtual bool can_overlap() const = 0;
   // The bucket size the caller should cut its gradient block into (STRATA_ALLREDUCE_BUCKET_BYTES).
   virtual int64_t bucket_bytes() const = 0;
-  // Starts data[0, n) = sum over workers, in place; data stays untouched until WaitAll.
+  // Starts data[0, n) = sum over workers, in place; data stays untouched until WaitAll. With
+  // a bf16 wire the values are rounded to bf16 before they leave and each partial sum is
+  // rounded again (every worker ends with the same bits).
   virtual Status StartAllReduceSum(float* data, int64_t n) = 0;
   // Lets started all-reduces advance (MPI moves data only inside MPI calls); never blocks.
   virtual Status Progress() = 0;
@@ -74,9 +78,18 @@ struct MpiOptions {
   // A peer silent this long while a collective waits is taken for dead; STRATA_HEARTBEAT_TIMEOUT
   // (0: no heartbeats, the deadline alone).
   double heartbeat_timeout_seconds = 10;
+  // A silent peer on another host is named at once, but the job is left to the launcher to end
+  // (it must give that host up first; an MPI_Abort before would leave Open MPI's mpirun waiting
+  // on the lost daemon) for this long, then ended by MPI_Abort; STRATA_LAUNCHER_GRACE.
+  double launcher_grace_seconds = 30;
   // All-reduces go in buckets of this size, all in flight at once (MPI_Iallreduce), so MPI
   // can pipeline them instead of one huge message; STRATA_ALLREDUCE_BUCKET_BYTES overrides.
   int64_t bucket_bytes = 4 << 20;
+  // Gradient buckets (StartAllReduceSum) sent as bf16: half the bytes on the wire, the sum
+  // rounded to bf16 (8 significant bits) at each step of the reduction. Off by default
+  // (docs/scaling.md has its accuracy cost); STRATA_ALLREDUCE_WIRE=bf16 turns it on. The
+  // blocking AllReduceSum (batch-norm statistics, STRATA_ALLREDUCE_OVERLAP=0) stays f32.
+  bool bf16_wire = false;
 };
 // Initialises MPI once per process (MPI_THREAD_MULTIPLE: the heartbeat thread talks to MPI
 // beside the main thread or replica 0, which never talk at the same time) and returns the

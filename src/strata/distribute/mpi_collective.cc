@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include "strata/core/dtype.h"
 #include "strata/distribute/collective.h"
 
 namespace strata::distribute {
@@ -157,8 +158,9 @@ class Watchdog {
   static constexpr double kPaceFactor = 10;
   static constexpr size_t kPaceWindow = 16;
 
-  Watchdog(int rank, std::vector<WorkerName> names, double floor, double heartbeat_timeout, std::shared_ptr<Heartbeats> heartbeats)
-      : rank_(rank), names_(std::move(names)), floor_(floor), heartbeat_timeout_(heartbeat_timeout),
+  Watchdog(int rank, std::vector<WorkerName> names, double floor, double heartbeat_timeout, double launcher_grace,
+           std::shared_ptr<Heartbeats> heartbeats)
+      : rank_(rank), names_(std::move(names)), floor_(floor), heartbeat_timeout_(heartbeat_timeout), launcher_grace_(launcher_grace),
         heartbeats_(std::move(heartbeats)), last_return_(Clock::now()), thread_([this] { Loop(); }) {}
   ~Watchdog() {
     {
@@ -232,19 +234,33 @@ class Watchdog {
       const double waited = Seconds(now - armed_at_);
       char what[160];
       std::snprintf(what, sizeof(what), "%s (collective call %lld of this worker)", op_, static_cast<long long>(calls_));
-      if (heartbeats_) {
+      if (heartbeats_ && named_at_ == Clock::time_point{}) {
         for (int p = 0; p < static_cast<int>(names_.size()); ++p) {
           if (p == rank_) continue;
           const double silence = heartbeats_->Silence(p);
           if (silence < heartbeat_timeout_) continue;
-          char buf[512];
+          char buf[640];
           std::snprintf(buf, sizeof(buf),
                         "%s stopped answering: no heartbeat for %.1f s (STRATA_HEARTBEAT_TIMEOUT %.0f s) while %s waited %.1f s "
                         "in %s; it died, is stopped or its host is unreachable; stopping the job",
                         Name(p).c_str(), silence, heartbeat_timeout_, Name(rank_).c_str(), waited, what);
-          Abort(buf);
+          if (names_[static_cast<size_t>(p)].host == names_[static_cast<size_t>(rank_)].host) Abort(buf);
+          // A peer on another host: the launcher (mpirun's daemon there, over ssh; srun's
+          // slurmd) must give that host up before it can end the job, and an MPI_Abort now
+          // would leave mpirun waiting on the lost daemon for good (Open MPI 4.1). Name it now,
+          // and abort only if the launcher has not ended the job within the grace.
+          std::fprintf(stderr, "strata: %s (the launcher ends the job once it gives up on %s; else this worker does in %.0f s)\n",
+                       buf, names_[static_cast<size_t>(p)].host.c_str(), launcher_grace_);
+          std::fflush(stderr);
+          named_at_ = now;
         }
       }
+      if (named_at_ != Clock::time_point{} && Seconds(now - named_at_) >= launcher_grace_) {
+        char buf[160];
+        std::snprintf(buf, sizeof(buf), "the launcher did not end the job within %.0f s of the silent worker's naming (STRATA_LAUNCHER_GRACE); stopping it", launcher_grace_);
+        Abort(buf);
+      }
+      if (named_at_ != Clock::time_point{}) continue;
       if (now >= Deadline()) {
         // A peer that answers and has not said, since this collective began, that it waits in
         // one is still computing: slow, not hung. Wait on; the deadline is for when every worker
@@ -280,8 +296,9 @@ class Watchdog {
 
   int rank_;
   std::vector<WorkerName> names_;
-  double floor_, heartbeat_timeout_;
+  double floor_, heartbeat_timeout_, launcher_grace_;
   std::shared_ptr<Heartbeats> heartbeats_;  // null: the MPI library cannot take a second thread
+  Clock::time_point named_at_;               // when a silent peer on another host was named
   mutable std::mutex mu_;
   std::condition_variable cv_;
   const char* op_ = "";
@@ -294,12 +311,24 @@ class Watchdog {
   std::thread thread_;
 };
 
+// MPI_SUM over bf16 values carried as MPI_UINT16_T: each partial sum is taken in f32 and
+// rounded to nearest even (MPI has no bf16 type).
+void Bf16Sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const bf16* a = static_cast<const bf16*>(in);
+  bf16* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = ToBF16(ToF32(a[i]) + ToF32(b[i]));
+}
+
 class MpiWorld final : public Collective {
  public:
-  MpiWorld(int rank, int size, int64_t bucket_bytes, bool can_overlap, MPI_Comm grads, std::vector<WorkerName> names,
-           double floor, double heartbeat_timeout, std::shared_ptr<Heartbeats> heartbeats)
-      : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), can_overlap_(can_overlap), grads_comm_(grads),
-        heartbeats_(heartbeats), watchdog_(rank, std::move(names), floor, heartbeat_timeout, std::move(heartbeats)) {}
+  MpiWorld(int rank, int size, int64_t bucket_bytes, bool can_overlap, bool bf16_wire, MPI_Comm grads,
+           std::vector<WorkerName> names, double floor, double heartbeat_timeout, double launcher_grace,
+           std::shared_ptr<Heartbeats> heartbeats)
+      : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), can_overlap_(can_overlap), bf16_wire_(bf16_wire),
+        grads_comm_(grads), heartbeats_(heartbeats),
+        watchdog_(rank, std::move(names), floor, heartbeat_timeout, launcher_grace, std::move(heartbeats)) {
+    if (bf16_wire_) MPI_Op_create(&Bf16Sum, /*commute=*/1, &bf16_sum_);
+  }
   ~MpiWorld() override {
     if (heartbeats_) heartbeats_->Stop();
   }
@@ -343,6 +372,7 @@ class MpiWorld final : public Collective {
     s.longest_wait_seconds = watchdog_.longest_wait();
     s.longest_deadline_seconds = watchdog_.longest_deadline();
     s.heartbeats = heartbeats_ != nullptr;
+    s.bf16_wire = bf16_wire_;
     return s;
   }
 
@@ -352,10 +382,25 @@ class MpiWorld final : public Collective {
   Status StartAllReduceSum(float* data, int64_t n) override {
     if (!can_overlap_) return Unimplemented("all-reduce overlap: MPI was initialised below MPI_THREAD_SERIALIZED");
     if (n > (int64_t{1} << 30)) return InvalidArgument("all-reduce overlap: a bucket of " + std::to_string(n) + " floats");
-    if (overlap_requests_.empty()) overlap_start_ = std::chrono::steady_clock::now();
+    if (overlap_requests_.empty()) {
+      overlap_start_ = std::chrono::steady_clock::now();
+      staged_ = 0;
+    }
     overlap_done_ = false;  // finished ones are MPI_REQUEST_NULL now: Testall/Waitall skip them
     MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, grads_comm_, &req);
+    int rc;
+    if (bf16_wire_) {
+      // The bucket goes out of a bf16 copy (buffers grown over the first step, then reused)
+      // and comes back into `data` in WaitAll.
+      if (staging_.size() < static_cast<size_t>(staged_ + n)) staging_.resize(static_cast<size_t>(staged_ + n));
+      bf16* wire = staging_.data() + staged_;
+      for (int64_t i = 0; i < n; ++i) wire[i] = ToBF16(data[i]);
+      staged_buckets_.push_back({data, staged_, n});
+      staged_ += n;
+      rc = MPI_Iallreduce(MPI_IN_PLACE, wire, static_cast<int>(n), MPI_UINT16_T, bf16_sum_, grads_comm_, &req);
+    } else {
+      rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, grads_comm_, &req);
+    }
     if (rc != MPI_SUCCESS) return Internal("MPI_Iallreduce (gradient bucket): " + MpiError(rc));
     overlap_requests_.push_back(req);  // capacity kept between steps: no allocation
     overlap_bytes_ += n * 4;
@@ -384,12 +429,19 @@ class MpiWorld final : public Collective {
       watchdog_.Disarm();
       overlap_end_ = std::chrono::steady_clock::now();
     }
-    const auto now = std::chrono::steady_clock::now();
     overlap_requests_.clear();
-    if (rc != MPI_SUCCESS) return Internal("MPI_Waitall (gradient buckets): " + MpiError(rc));
+    if (rc != MPI_SUCCESS) {
+      staged_buckets_.clear();
+      return Internal("MPI_Waitall (gradient buckets): " + MpiError(rc));
+    }
+    for (const StagedBucket& b : staged_buckets_)
+      for (int64_t i = 0; i < b.n; ++i) b.data[i] = ToF32(staging_[static_cast<size_t>(b.offset + i)]);
+    staged_buckets_.clear();
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.all_reduce_calls += 1;
     stats_.all_reduce_bytes += overlap_bytes_;
+    stats_.wire_bytes += bf16_wire_ ? overlap_bytes_ / 2 : overlap_bytes_;
     stats_.all_reduce_seconds += std::chrono::duration<double>(overlap_end_ - overlap_start_).count();
     stats_.all_reduce_wait_seconds += std::chrono::duration<double>(now - wait_start).count();
     overlap_bytes_ = 0;
@@ -430,6 +482,7 @@ class MpiWorld final : public Collective {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.all_reduce_calls += 1;
     stats_.all_reduce_bytes += n * elem;
+    stats_.wire_bytes += n * elem;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.all_reduce_seconds += seconds;
     stats_.all_reduce_wait_seconds += seconds;
@@ -439,8 +492,17 @@ class MpiWorld final : public Collective {
   int rank_, size_;
   int64_t bucket_bytes_;
   std::vector<MPI_Request> requests_;  // reused: no allocation per step
-  bool can_overlap_;
+  bool can_overlap_, bf16_wire_;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;
   MPI_Comm grads_comm_;                       // the overlapped buckets' own channel
+  // A bf16 wire: this step's buckets as sent, and where each comes back to.
+  struct StagedBucket {
+    float* data;
+    int64_t offset, n;
+  };
+  std::vector<bf16> staging_;
+  std::vector<StagedBucket> staged_buckets_;
+  int64_t staged_ = 0;
   std::vector<MPI_Request> overlap_requests_;  // started, not yet waited for
   std::chrono::steady_clock::time_point overlap_start_, overlap_end_;
   bool overlap_done_ = false;
@@ -467,6 +529,13 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Open MPI's non-blocking all-reduce (libnbc) takes a binomial reduce then broadcast for an
+    // in-place buffer or fewer than 4 ranks: the whole bucket crosses each link twice, one way
+    // after the other (log2(p) times at the tree's root). The reduce-scatter + all-gather
+    // (Rabenseifner) moves 2 (p - 1) / p of it, both ways at once: at 10 Mbit/s the reference
+    // CNN's 1.87 MB took 3.0 s a step, and 1.8 s with it (docs/scaling.md). A setting of the
+    // user's own wins; other MPI libraries ignore the variable.
+    ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", /*overwrite=*/0);
     int provided = 0;
     // MULTIPLE: the heartbeat thread talks to MPI while a collective waits. Replica 0 (a thread
     // of its own) starts and waits for the gradient buckets, the main thread makes the start-up
@@ -486,7 +555,14 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
   }
   if (const char* t = std::getenv("STRATA_COLLECTIVE_TIMEOUT")) options.timeout_seconds = std::atof(t);
   if (const char* t = std::getenv("STRATA_HEARTBEAT_TIMEOUT")) options.heartbeat_timeout_seconds = std::atof(t);
+  if (const char* t = std::getenv("STRATA_LAUNCHER_GRACE")) options.launcher_grace_seconds = std::atof(t);
   if (const char* b = std::getenv("STRATA_ALLREDUCE_BUCKET_BYTES")) options.bucket_bytes = std::atoll(b);
+  if (const char* w = std::getenv("STRATA_ALLREDUCE_WIRE")) {
+    const std::string wire = w;
+    if (wire != "bf16" && wire != "f32")
+      return InvalidArgument("STRATA_ALLREDUCE_WIRE=" + wire + ": expected f32 (the default) or bf16");
+    options.bf16_wire = wire == "bf16";
+  }
   if (options.bucket_bytes < 1024) options.bucket_bytes = 1024;
   int rank = 0, size = 1, level = MPI_THREAD_SINGLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -520,9 +596,10 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
     std::lock_guard<std::mutex> hb_lock(g_heartbeats_mu);
     g_heartbeats = heartbeats;
   }
-  auto c = std::make_shared<MpiWorld>(rank, size, options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, grads, std::move(names),
+  auto c = std::make_shared<MpiWorld>(rank, size, options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, options.bf16_wire, grads,
+                                      std::move(names),
                                       options.timeout_seconds > 0 ? options.timeout_seconds : 30,
-                                      options.heartbeat_timeout_seconds, std::move(heartbeats));
+                                      options.heartbeat_timeout_seconds, options.launcher_grace_seconds, std::move(heartbeats));
   existing = c;
   return std::shared_ptr<Collective>(c);
 }

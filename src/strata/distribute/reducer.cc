@@ -1,6 +1,7 @@
 #include "strata/distribute/reducer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -86,6 +87,8 @@ class BucketedReducer final : public Reducer {
           buckets_.begin());
     arrived_ = std::make_unique<std::atomic<int>[]>(buckets_.size());
     reduced_ = std::make_unique<std::atomic<bool>[]>(buckets_.size());
+    stats_.buckets.resize(buckets_.size());
+    for (size_t b = 0; b < buckets_.size(); ++b) stats_.buckets[b].bytes = (buckets_[b].end - buckets_[b].begin) * 4;
     ResetCounters();
   }
 
@@ -99,6 +102,7 @@ class BucketedReducer final : public Reducer {
   }
 
   Status AfterKernel(int r, int k) override {
+    if (r == 0 && k == -1) step_start_ = Clock::now();
     const int R = static_cast<int>(inputs_.size());
     for (int b = first_[static_cast<size_t>(k + 1)]; b < first_[static_cast<size_t>(k + 2)]; ++b) {
       if (arrived_[b].fetch_add(1, std::memory_order_acq_rel) + 1 != R) continue;
@@ -109,33 +113,45 @@ class BucketedReducer final : public Reducer {
       }
       reduced_[b].store(true, std::memory_order_release);
     }
-    return r == 0 ? StartReadyBuckets() : Status::OK();
+    return r == 0 ? StartReadyBuckets(/*during_backward=*/true) : Status::OK();
   }
 
   Status Reduce(int r, StepSync& sync) override {
     strategy_.barrier();
     if (r == 0) {
-      Status started = sync.failed ? Status::OK() : StartReadyBuckets();
+      const double backward_end = Since(step_start_);
+      Status started = sync.failed ? Status::OK() : StartReadyBuckets(/*during_backward=*/false);
       if (started.ok() && !sync.failed && next_start_ != buckets_.size())
         started = Internal("gradient bucket " + std::to_string(next_start_) + " of " + std::to_string(buckets_.size()) +
                            " was not reduced by every replica");
       Status waited = strategy_.collective()->WaitAll();  // what was started is always finished
       sync.cross_host = started.ok() ? waited : started;
       if (!sync.cross_host.ok()) sync.failed = true;
-      if (!sync.failed) DivideByWorkers(strategy_, o_.grads[0], o_.n);
+      if (!sync.failed) {
+        DivideByWorkers(strategy_, o_.grads[0], o_.n);
+        stats_.steps += 1;
+        stats_.backward_end_seconds += backward_end;
+      }
       ResetCounters();
     }
     strategy_.barrier();
     return Status::OK();
   }
 
+  ReducerStats stats() const override { return stats_; }
+
  private:
+  using Clock = std::chrono::steady_clock;
+  double Since(Clock::time_point t) const { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
   // Replica 0: starts the all-reduce of every in-host-reduced bucket not yet started, in order.
-  Status StartReadyBuckets() {
+  Status StartReadyBuckets(bool during_backward) {
     Collective* hosts = strategy_.collective();
     while (next_start_ < buckets_.size() && reduced_[next_start_].load(std::memory_order_acquire)) {
       const Bucket& b = buckets_[next_start_];
       STRATA_RETURN_IF_ERROR(hosts->StartAllReduceSum(o_.grads[0] + b.begin, b.end - b.begin));
+      stats_.buckets[next_start_].start_seconds += Since(step_start_);
+      (during_backward ? stats_.started_during_backward : stats_.started_after_backward) += 1;
       ++next_start_;
     }
     return hosts->Progress();
@@ -157,6 +173,8 @@ class BucketedReducer final : public Reducer {
   std::unique_ptr<std::atomic<int>[]> arrived_;  // [buckets]: replicas past the bucket's kernel, this step
   std::unique_ptr<std::atomic<bool>[]> reduced_; // [buckets]: averaged in-host, may start
   size_t next_start_ = 0;                        // replica 0: buckets started this step
+  Clock::time_point step_start_;                 // replica 0: its program's start, this step
+  ReducerStats stats_;                           // written by replica 0 only
 };
 
 // The buckets of a block whose parts become final as `ready` says; empty when the ranges

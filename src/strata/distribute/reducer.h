@@ -52,6 +52,22 @@ struct ReducerOptions {
   int kernels = 0;
 };
 
+// How the gradient all-reduce ran against the backward pass, over the steps so far (the
+// bucketed reducer's; the plain one starts nothing during the backward pass and reports zeros).
+// Times are from the start of replica 0's program in each step.
+struct ReducerStats {
+  int64_t steps = 0;
+  double backward_end_seconds = 0;  // summed over steps: when replica 0's backward pass ended
+  // Bucket i of the step (start order): its f32 bytes and its start time, summed over steps.
+  struct Bucket {
+    int64_t bytes = 0;
+    double start_seconds = 0;
+  };
+  std::vector<Bucket> buckets;
+  // Buckets started from the kernel hook while the backward pass ran, and after it ended.
+  int64_t started_during_backward = 0, started_after_backward = 0;
+};
+
 class Reducer {
  public:
   virtual ~Reducer() = default;
@@ -65,6 +81,9 @@ class Reducer {
   // ([kernels + 1], entry k + 1 for kernel k, entry 0 for "before the first"); empty: never.
   virtual std::vector<uint8_t> HookPoints(int replica) const { return {}; }
   virtual Status AfterKernel(int replica, int kernel) { return Status::OK(); }
+
+  // Read between steps (fit's thread), never while a step runs.
+  virtual ReducerStats stats() const { return {}; }
 };
 
 // The bucketed reducer where the strategy has a collective that can overlap, options.ready

@@ -46,12 +46,18 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   int first_epoch = epoch_;
   // Several workers must train the same model from the same step (checked before any
   // collective of the step, so a mismatch is an error rather than a hang or garbage).
+  // The gradient buckets too: workers cutting or encoding them differently would exchange
+  // mismatched messages.
+  std::string all_reduce;
+  if (const distribute::Collective* hosts = strategy_->collective())
+    all_reduce = ", gradient all-reduce in " + std::to_string(hosts->bucket_bytes()) + "-byte buckets, " +
+                 (hosts->stats().bf16_wire ? "bf16" : "f32") + " on the wire";
   STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(
       "the model and schedule",
       "model '" + name_ + "' (" + std::to_string(layers_.size()) + " layers, " + std::to_string(count_params()) +
           " params, optimizer " + compile_.optimizer.name() + ", precision " + compile_.precision + "), epochs " +
           std::to_string(first_epoch) + ".." + std::to_string(options.epochs) + ", " +
-          std::to_string(options.steps_per_epoch) + " steps per epoch, at step " + std::to_string(global_step_)));
+          std::to_string(options.steps_per_epoch) + " steps per epoch, at step " + std::to_string(global_step_) + all_reduce));
   bool batch_checked = false;
 
   STRATA_ASSIGN_OR_RETURN(auto iterator, train.make_iterator());

@@ -228,6 +228,8 @@ class Model {
   // strategy()->num_replicas_in_sync().
   int num_replicas() const { return strategy_ ? strategy_->num_local_replicas() : 1; }
   distribute::Strategy* strategy() const { return strategy_; }
+  // How the gradient all-reduce ran against the backward pass (several workers; zeros else).
+  distribute::ReducerStats reducer_stats() const { return reducer_ ? reducer_->stats() : distribute::ReducerStats{}; }
 
   // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);

@@ -382,21 +382,20 @@ class MpiWorld final : public Collective {
   Status StartAllReduceSum(float* data, int64_t n) override {
     if (!can_overlap_) return Unimplemented("all-reduce overlap: MPI was initialised below MPI_THREAD_SERIALIZED");
     if (n > (int64_t{1} << 30)) return InvalidArgument("all-reduce overlap: a bucket of " + std::to_string(n) + " floats");
-    if (overlap_requests_.empty()) {
-      overlap_start_ = std::chrono::steady_clock::now();
-      staged_ = 0;
-    }
+    if (overlap_requests_.empty()) overlap_start_ = std::chrono::steady_clock::now();
     overlap_done_ = false;  // finished ones are MPI_REQUEST_NULL now: Testall/Waitall skip them
     MPI_Request req;
     int rc;
     if (bf16_wire_) {
-      // The bucket goes out of a bf16 copy (buffers grown over the first step, then reused)
-      // and comes back into `data` in WaitAll.
-      if (staging_.size() < static_cast<size_t>(staged_ + n)) staging_.resize(static_cast<size_t>(staged_ + n));
-      bf16* wire = staging_.data() + staged_;
+      // The bucket goes out of a bf16 copy of its own (made at the first step, then reused; one
+      // buffer per bucket, so a later bucket never moves one MPI still reads) and comes back
+      // into `data` in WaitAll.
+      const size_t k = staged_buckets_.size();
+      if (staging_.size() <= k) staging_.resize(k + 1);
+      if (staging_[k].size() < static_cast<size_t>(n)) staging_[k].resize(static_cast<size_t>(n));
+      bf16* wire = staging_[k].data();
       for (int64_t i = 0; i < n; ++i) wire[i] = ToBF16(data[i]);
-      staged_buckets_.push_back({data, staged_, n});
-      staged_ += n;
+      staged_buckets_.push_back({data, n});
       rc = MPI_Iallreduce(MPI_IN_PLACE, wire, static_cast<int>(n), MPI_UINT16_T, bf16_sum_, grads_comm_, &req);
     } else {
       rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, grads_comm_, &req);
@@ -434,8 +433,8 @@ class MpiWorld final : public Collective {
       staged_buckets_.clear();
       return Internal("MPI_Waitall (gradient buckets): " + MpiError(rc));
     }
-    for (const StagedBucket& b : staged_buckets_)
-      for (int64_t i = 0; i < b.n; ++i) b.data[i] = ToF32(staging_[static_cast<size_t>(b.offset + i)]);
+    for (size_t k = 0; k < staged_buckets_.size(); ++k)
+      for (int64_t i = 0; i < staged_buckets_[k].n; ++i) staged_buckets_[k].data[i] = ToF32(staging_[k][static_cast<size_t>(i)]);
     staged_buckets_.clear();
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -498,11 +497,10 @@ class MpiWorld final : public Collective {
   // A bf16 wire: this step's buckets as sent, and where each comes back to.
   struct StagedBucket {
     float* data;
-    int64_t offset, n;
+    int64_t n;
   };
-  std::vector<bf16> staging_;
+  std::vector<std::vector<bf16>> staging_;  // [bucket of the step]: what goes on the wire
   std::vector<StagedBucket> staged_buckets_;
-  int64_t staged_ = 0;
   std::vector<MPI_Request> overlap_requests_;  // started, not yet waited for
   std::chrono::steady_clock::time_point overlap_start_, overlap_end_;
   bool overlap_done_ = false;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "cross_host_report.h"
 #include "model_io.h"
 #include "strata/backend/compile.h"
 #include "strata/core/clock.h"
@@ -546,6 +547,9 @@ int RunTrain(const std::vector<std::string>& args) {
   callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
   auto epoch_clock = std::make_shared<EpochClock>();
   callbacks.push_back(epoch_clock);
+  // What crossed between workers, counted for the report at the end.
+  auto counters = std::make_shared<CrossHostSnapshot>((*strategy)->collective(), model.get());
+  if ((*strategy)->collective()) callbacks.push_back(counters);
   if (!f.tensorboard.empty() && chief)
     callbacks.push_back(std::make_shared<keras::TensorBoard>(f.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
   // The utilization / idle monitor hears of fit's steps as its observer (the chief only).
@@ -625,41 +629,8 @@ int RunTrain(const std::vector<std::string>& args) {
   // The MPI path's cost: what crossed between workers per step, and the time it took.
   nlohmann::json cross_host;
   if (const distribute::Collective* c = (*strategy)->collective()) {
-    const distribute::CollectiveStats cs = c->stats();
-    const double steps = static_cast<double>(std::max<int64_t>(1, steps_per_epoch * f.epochs));
-    const double step_ms = train_seconds * 1e3 / steps, ms = cs.all_reduce_seconds * 1e3 / steps;
-    const double wait_ms = cs.all_reduce_wait_seconds * 1e3 / steps;
-    cross_host = {{"workers", workers}, {"all_reduce_bytes_per_step", static_cast<double>(cs.all_reduce_bytes) / steps},
-                  {"all_reduce_ms_per_step", ms}, {"all_reduce_wait_ms_per_step", wait_ms}, {"step_ms", step_ms}};
-    // The watchdog's view (docs/distribute.md, "Faults"): the longest one collective waited,
-    // the longest deadline it was given, and whether peers' heartbeats kept them alive.
-    cross_host["longest_wait_s"] = cs.longest_wait_seconds;
-    cross_host["longest_deadline_s"] = cs.longest_deadline_seconds;
-    cross_host["heartbeats"] = cs.heartbeats;
-    cross_host["wire"] = cs.bf16_wire ? "bf16" : "f32";
-    cross_host["wire_bytes_per_step"] = static_cast<double>(cs.wire_bytes) / steps;
-    // The bucket schedule against the backward pass (docs/scaling.md's model reads it): when
-    // each bucket started and when the backward pass ended, from the start of the step's
-    // program, averaged over the steps; how many buckets started while it still ran.
-    const distribute::ReducerStats rs = model->reducer_stats();
-    if (rs.steps > 0) {
-      const double n = static_cast<double>(rs.steps);
-      nlohmann::json buckets = nlohmann::json::array();
-      for (const auto& b : rs.buckets) buckets.push_back({{"bytes", b.bytes}, {"start_ms", b.start_seconds * 1e3 / n}});
-      cross_host["backward_end_ms"] = rs.backward_end_seconds * 1e3 / n;
-      cross_host["buckets"] = buckets;
-      cross_host["buckets_started_during_backward"] = rs.started_during_backward;
-      cross_host["buckets_started_after_backward"] = rs.started_after_backward;
-    }
-    // Overlapped with the backward pass, only the waiting part costs step time.
-    std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step), "
-                "%d workers%s\n",
-                static_cast<double>(cs.all_reduce_bytes) / steps / 1e6, ms, wait_ms, 100.0 * wait_ms / std::max(step_ms, 1e-9),
-                step_ms, workers, cs.bf16_wire ? ", gradients as bf16 on the wire" : "");
-    if (rs.steps > 0)
-      std::printf("all-reduce overlap: %lld of %lld gradient buckets started during the backward pass\n",
-                  static_cast<long long>(rs.started_during_backward),
-                  static_cast<long long>(rs.started_during_backward + rs.started_after_backward));
+    const std::vector<double>& at = epoch_clock->seconds();  // validation included, as in the epochs' own times
+    cross_host = CrossHostReport(*c, *model, workers, train_seconds, *counters, at.size() >= 2 ? at.back() - at.front() : 0);
   }
   if (val && flowers) {
     std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", test_loss, test_accuracy, val_f1);

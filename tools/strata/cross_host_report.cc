@@ -1,0 +1,86 @@
+#include "cross_host_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace strata::cli {
+
+Status CrossHostSnapshot::OnTrainBatchEnd(int64_t, const keras::Logs&) {
+  ++steps_run;
+  return Status::OK();
+}
+
+Status CrossHostSnapshot::OnEpochEnd(int, keras::Logs&) {
+  if (taken) return Status::OK();
+  collective = collective_->stats();
+  reducer = model_->reducer_stats();
+  steps_at_first_epoch_end = steps_run;
+  taken = true;
+  return Status::OK();
+}
+
+namespace {
+
+// The all-reduce per step over `steps` steps whose counters moved from `a` to `b` (and the
+// reducer's from `ra` to `rb`).
+nlohmann::json PerStep(const distribute::CollectiveStats& a, const distribute::CollectiveStats& b,
+                       const distribute::ReducerStats& ra, const distribute::ReducerStats& rb, double steps, double step_ms) {
+  nlohmann::json j = {{"all_reduce_bytes_per_step", static_cast<double>(b.all_reduce_bytes - a.all_reduce_bytes) / steps},
+                      {"wire_bytes_per_step", static_cast<double>(b.wire_bytes - a.wire_bytes) / steps},
+                      {"all_reduce_ms_per_step", (b.all_reduce_seconds - a.all_reduce_seconds) * 1e3 / steps},
+                      {"all_reduce_wait_ms_per_step", (b.all_reduce_wait_seconds - a.all_reduce_wait_seconds) * 1e3 / steps},
+                      {"step_ms", step_ms}};
+  // The bucket schedule against the backward pass (docs/scaling.md's model reads it): when each
+  // bucket started and when the backward pass ended, from the start of the step's program,
+  // averaged over the steps; how many buckets started while the pass still ran.
+  const int64_t reduced = rb.steps - ra.steps;
+  if (reduced > 0) {
+    const double n = static_cast<double>(reduced);
+    nlohmann::json buckets = nlohmann::json::array();
+    for (size_t i = 0; i < rb.buckets.size(); ++i) {
+      const double before = i < ra.buckets.size() ? ra.buckets[i].start_seconds : 0;
+      buckets.push_back({{"bytes", rb.buckets[i].bytes}, {"start_ms", (rb.buckets[i].start_seconds - before) * 1e3 / n}});
+    }
+    j["backward_end_ms"] = (rb.backward_end_seconds - ra.backward_end_seconds) * 1e3 / n;
+    j["buckets"] = buckets;
+    j["buckets_started_during_backward"] = rb.started_during_backward - ra.started_during_backward;
+    j["buckets_started_after_backward"] = rb.started_after_backward - ra.started_after_backward;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
+                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch) {
+  const distribute::CollectiveStats cs = collective.stats();
+  const distribute::ReducerStats rs = model.reducer_stats();
+  const double n = static_cast<double>(std::max<int64_t>(1, counters.steps_run));
+  nlohmann::json j = PerStep({}, cs, {}, rs, n, train_seconds * 1e3 / n);
+  j["workers"] = workers;
+  // The watchdog's view (docs/distribute.md, "Faults"): the longest one collective waited, the
+  // longest deadline it was given, and whether peers' heartbeats kept them alive.
+  j["longest_wait_s"] = cs.longest_wait_seconds;
+  j["longest_deadline_s"] = cs.longest_deadline_seconds;
+  j["heartbeats"] = cs.heartbeats;
+  j["wire"] = cs.bf16_wire ? "bf16" : "f32";
+  const int64_t later = counters.steps_run - counters.steps_at_first_epoch_end;
+  if (counters.taken && later > 0 && seconds_after_first_epoch > 0)
+    j["after_first_epoch"] = PerStep(counters.collective, cs, counters.reducer, rs, static_cast<double>(later),
+                                     seconds_after_first_epoch * 1e3 / static_cast<double>(later));
+  // Overlapped with the backward pass, only the waiting part costs step time.
+  const nlohmann::json& shown = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
+  const double step_ms = shown["step_ms"].get<double>(), wait_ms = shown["all_reduce_wait_ms_per_step"].get<double>();
+  std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step%s), "
+              "%d workers%s\n",
+              shown["all_reduce_bytes_per_step"].get<double>() / 1e6, shown["all_reduce_ms_per_step"].get<double>(), wait_ms,
+              100.0 * wait_ms / std::max(step_ms, 1e-9), step_ms, j.contains("after_first_epoch") ? ", after the first epoch" : "",
+              workers, cs.bf16_wire ? ", gradients as bf16 on the wire" : "");
+  if (shown.contains("buckets"))
+    std::printf("all-reduce overlap: %lld of %lld gradient buckets started during the backward pass\n",
+                shown["buckets_started_during_backward"].get<long long>(),
+                shown["buckets_started_during_backward"].get<long long>() + shown["buckets_started_after_backward"].get<long long>());
+  return j;
+}
+
+}  // namespace strata::cli

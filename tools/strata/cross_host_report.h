@@ -1,0 +1,44 @@
+// strata train's report of what crossed between workers (docs/distribute.md): the all-reduce's
+// bytes and time per step, the part the step waited for, the bucket schedule against the
+// backward pass, and the watchdog's view; over the whole run and, from the second epoch on,
+// in the steady state (the first step compiles the programs, and the workers first meet in its
+// all-reduce, each after its own compile).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "strata/distribute/collective.h"
+#include "strata/distribute/reducer.h"
+#include "strata/keras/callbacks.h"
+#include "strata/keras/model.h"
+
+namespace strata::cli {
+
+// A callback that counts the steps this run trains and keeps the collective's and the
+// reducer's counters as they were at the end of its first epoch.
+class CrossHostSnapshot final : public keras::Callback {
+ public:
+  CrossHostSnapshot(const distribute::Collective* collective, const keras::Model* model)
+      : collective_(collective), model_(model) {}
+  Status OnTrainBatchEnd(int64_t, const keras::Logs&) override;
+  Status OnEpochEnd(int, keras::Logs&) override;
+
+  int64_t steps_run = 0;  // this run's steps (a resumed run's, not the backup's)
+  bool taken = false;     // the first epoch's end was seen:
+  distribute::CollectiveStats collective;
+  distribute::ReducerStats reducer;
+  int64_t steps_at_first_epoch_end = 0;
+
+ private:
+  const distribute::Collective* collective_;
+  const keras::Model* model_;
+};
+
+// Prints the report's lines and returns its JSON (`cross_host` in --summary-json).
+// `train_seconds` is the whole run's, `seconds_after_first_epoch` the time of the steps after
+// its first epoch (0: one epoch only).
+nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
+                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch);
+
+}  // namespace strata::cli

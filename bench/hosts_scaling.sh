@@ -10,9 +10,10 @@
 #
 # Each run trains 2 epochs of STEPS steps (the first epoch pays the compile and first touch;
 # the figures are the second epoch's, `after_first_epoch`) with 1 replica per host; one process
-# with a replica on each core and the same per-replica batch gives one_host_step_ms. 4 hosts on this 2-core machine share the cores
-# two by two (cores_per_host 0.5): their compute takes about twice as long, which the model
-# takes into account; per-host CPU seconds are reported to show it.
+# with as many replicas as hosts, on the same 2 cores and at the same per-replica batch, gives
+# one_host_step_ms: the compute under the same sharing of cores (4 hosts on this 2-core machine
+# share them two by two, core_share 0.5), so that what the runs add to it is the network's.
+# Each host's CPU seconds over the whole run (its worker's) are reported beside.
 set -euo pipefail
 set -f  # the --data patterns are strata's globs, not the shell's
 build=${1:-build}
@@ -56,13 +57,14 @@ step_ms() { /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))
 for model in $MODELS; do
   margs=$(args_of "$model")
   common="train --epochs 2 --steps-per-epoch $STEPS --no-monitor --seed 1 --replicas 1 $margs"
-  # The compute the all-reduce is set against: a replica's step with both cores busy, as in the
-  # runs (one process, a replica on each core; alone on the machine a replica ran 0-30 % faster
-  # on this VM, whose two vCPUs slow each other).
-  "$strata" ${common/--replicas 1/--replicas 2} --summary-json "$work/one.json" --out "$work/one.ckpt" >"$work/one.log" 2>&1 ||
-    { echo "failed: $model on one host" >&2; tail -5 "$work/one.log" >&2; exit 1; }
-  one_ms=$(step_ms "$work/one.json" "$STEPS")
   for n in $HOST_COUNTS; do
+    # The compute the all-reduce is set against: a replica's step with the cores shared as in
+    # the runs, from one process with n replicas on the 2 cores (2 hosts: a replica on each
+    # core, which ran 0-30 % slower than one alone on this VM; 4 hosts: two replicas a core,
+    # which took 1.9-2.2x a replica on each core). No MPI, no network: what is left is the network's.
+    "$strata" ${common/--replicas 1/--replicas $n} --summary-json "$work/one.json" --out "$work/one.ckpt" >"$work/one.log" 2>&1 ||
+      { echo "failed: $model, $n replicas in one process" >&2; tail -5 "$work/one.log" >&2; exit 1; }
+    one_ms=$(step_ms "$work/one.json" "$STEPS")
     for rate in $RATES; do
       "$hosts_sh" down "$cluster" >/dev/null 2>&1 || true
       HOSTS_OWNER=$$ "$hosts_sh" up "$cluster" "$n" "$rate"
@@ -84,20 +86,24 @@ x = j["cross_host"]["after_first_epoch"]
 ms = x["step_ms"]
 batch = int(re.search(r"--batch-per-replica (\d+)", margs)[1])
 size = int(re.search(r"--image-size (\d+)", margs)[1]) if "--image-size" in margs else 28
-wall, user, sys_ = (float(v) for v in open(timefile).read().split()[-3:])
+wall = float(open(timefile).read().split()[-3])
 print(json.dumps({
     "model": model, "image_size": size, "hosts": n, "replicas_per_host": 1, "batch_per_replica": batch,
     "rate_bits_per_s": bits, "wire": wire, "steps": steps, "step_ms": ms,
     "images_per_second": n * batch / (ms / 1e3),
     "all_reduce_bytes_per_step": x["all_reduce_bytes_per_step"], "wire_bytes_per_step": x["wire_bytes_per_step"],
     "all_reduce_ms_per_step": x["all_reduce_ms_per_step"], "all_reduce_wait_ms_per_step": x["all_reduce_wait_ms_per_step"],
+    # The slowest worker's wait is the network's alone; the others wait for it too.
+    "least_wait_ms_per_step": x["least_wait_ms_per_step"], "workers": x["workers"],
     "backward_end_ms": x.get("backward_end_ms", 0), "buckets": x.get("buckets", []),
     "buckets_started_during_backward": x.get("buckets_started_during_backward", 0),
     "buckets_started_after_backward": x.get("buckets_started_after_backward", 0),
     "one_host_step_ms": float(one_ms),
     # Every host's processes together (the job's CPU time over the host count): with 4 hosts
     # on 2 cores each host gets about half a core.
-    "cpu_seconds_per_host": [(user + sys_) / n] * n, "cores_per_host": min(1.0, 2 / n),
+    # one_host_step_ms already has the hosts' share of the cores in it (cores_per_host 1 for
+    # the model); core_share says what it was.
+    "cpu_seconds_per_host": [w["cpu_seconds"] for w in x["workers"]], "cores_per_host": 1.0, "core_share": min(1.0, 2 / n),
     "wall_seconds": wall}))
 PY
         tail -1 "$out" | /usr/bin/python3 -c '

@@ -147,7 +147,8 @@ def parse_run(r):
     return Run(
         model=r["model"], hosts=r["hosts"], replicas=r["replicas_per_host"],
         batch=r["batch_per_replica"], rate_bps=float(r["rate_bits_per_s"]), wire=r["wire"],
-        step_s=r["step_ms"] / 1e3, wait_s=r["all_reduce_wait_ms_per_step"] / 1e3,
+        # The slowest worker's wait (the network's alone; the chief's includes waiting for it).
+        step_s=r["step_ms"] / 1e3, wait_s=r.get("least_wait_ms_per_step", r["all_reduce_wait_ms_per_step"]) / 1e3,
         backward_end_s=r["backward_end_ms"] / 1e3,
         ready_s=np.array([b["start_ms"] for b in r["buckets"]], float) / 1e3,
         wire_bytes=bucket_bytes * scale, grad_f32_bytes=grad,
@@ -300,7 +301,7 @@ def cmd_fit(args):
     core_bw = args.core_bandwidth_gbs * 1e9
     scored = choose_algorithm(runs, args.algorithm, core_bw)
     _, algorithm, fits, _ = scored[0]
-    why = " (Open MPI 4.1 libnbc's choice for Strata's in-place buckets)" if algorithm.startswith("binomial") else ""
+    why = " (Open MPI 4.1 libnbc's own choice for in-place buckets, which Strata overrides with Rabenseifner's)" if algorithm.startswith("binomial") else ""
     print(f"{len(runs)} runs; all-reduce model: {algorithm}{why}")
     if len(scored) > 1:
         print("algorithms, step-time error over all runs: " + "; ".join(
@@ -501,7 +502,7 @@ def project_step(app, hosts, host, link_bps, algorithm, wire, bucket_bytes, batc
 
 def variants(measured):
     """(name, algorithm, flat) of each projected design."""
-    return (("strata", measured, False),           # the all-reduce the runs showed (today: binomial)
+    return (("strata", measured, False),           # the all-reduce Strata runs (--algorithm: Rabenseifner)
             ("ring", "ring", False),               # coll_libnbc_iallreduce_algorithm=1, or Strata's own ring
             ("rabenseifner", "rabenseifner", False),  # libnbc's choice given a separate send buffer
             ("flat-ring", "ring", True))           # one rank per core, as one process per GPU
@@ -571,7 +572,7 @@ def cmd_project(args):
             for hosts in args.table_hosts:
                 for regime, cap in regimes:
                     batch = capped_batch(app, hosts, host.cores, cap)
-                    for variant, wire in ((variants(algorithm)[0], "f32"), (variants(algorithm)[1], "bf16")):
+                    for variant, wire in ((variants(algorithm)[0], "f32"), (variants(algorithm)[0], "bf16")):
                         gbps, limit = (None, "more replicas than images") if batch < 1 else link_needed(
                             app, hosts, host, variant, wire, args.bucket_mib[0] * MIB, batch, law)
                         needed.append({"model": app.name, "cores": host.cores, "hosts": hosts, "regime": regime,
@@ -618,12 +619,12 @@ def print_efficiency_table(rows, algorithm, args):
              if r["regime"] == "per-replica" and r["link_gbps"] == link and r["bucket_mib"] == mib}
     cells = {}
     for (model, cores, hosts, variant, wire), r in index.items():
-        other = index.get((model, cores, hosts, "ring", "bf16"))
+        other = index.get((model, cores, hosts, "strata", "bf16"))
         if variant == "strata" and wire == "f32" and other and hosts in args.table_hosts:
             cells.setdefault((model, cores), {})[hosts] = \
                 f"{100 * r['efficiency']:.0f} / {100 * other['efficiency']:.0f} %"
     print(f"\nefficiency at {link:g} Gbit/s, {mib:g} MiB buckets, per-replica batch fixed "
-          f"(Strata today, {algorithm} f32 / ring bf16):")
+          f"(Strata, {algorithm}: f32 / bf16 on the wire):")
     print(markdown_table(cells, args))
 
 
@@ -637,12 +638,12 @@ def print_link_table(needed, algorithm, args):
         for e in needed:
             if e["regime"] == regime:
                 pair = cells.setdefault((e["model"], e["cores"]), {}).setdefault(e["hosts"], {})
-                pair[e["variant"]] = text(e)
-        cells = {k: {n: f"{v['strata']} / {v['ring']}" for n, v in row.items()} for k, row in cells.items()}
+                pair[e["wire"]] = text(e)
+        cells = {k: {n: f"{v['f32']} / {v['bf16']}" for n, v in row.items()} for k, row in cells.items()}
         title = ("per-replica batch fixed" if regime == "per-replica"
                  else f"global batch capped at {args.max_global_batch:,}")
         print(f"\nlink (Gbit/s) for >= 90 % efficiency, {args.bucket_mib[0]:g} MiB buckets, {title} "
-              f"(Strata today, {algorithm} f32 / ring bf16):")
+              f"(Strata, {algorithm}: f32 / bf16 on the wire):")
         print(markdown_table(cells, args))
     print("(never: no link rate is enough, what is left at an infinite rate costs over 10 %: in-host = "
           "averaging each bucket over the host's replicas, alpha = the latency terms, c = the hosts' "
@@ -712,7 +713,7 @@ def plot(path, runs, fits, algorithm, core_bw, rows, args):
         gbps = 25.0 if 25.0 in args.links else args.links[0]
         hosts_seen = set()
         for model in APP_ORDER:
-            for variant, wire, style in (("strata", "f32", "-"), ("ring", "bf16", "--")):
+            for variant, wire, style in (("strata", "f32", "-"), ("strata", "bf16", "--")):
                 pts = sorted((r["hosts"], r["efficiency"]) for r in rows
                              if (r["model"], r["cores"], r["link_gbps"], r["variant"], r["wire"], r["bucket_mib"],
                                  r["regime"]) == (model, cores, gbps, variant, wire, mib, regime))
@@ -730,7 +731,7 @@ def plot(path, runs, fits, algorithm, core_bw, rows, args):
         batch = ("per-replica batch fixed" if regime == "per-replica" else
                  f"global batch at most {args.max_global_batch:,} (to where replicas outnumber images)")
         ax.set_title(f"projection: {cores}-core hosts, {gbps:g} Gbit/s, {mib:g} MiB buckets\n{batch}\n"
-                     f"solid: Strata today ({algorithm}, f32 on the wire); dashed: ring, bf16 on the wire",
+                     f"solid: Strata ({algorithm}, f32 on the wire); dashed: bf16 on the wire",
                      fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle(f"Strata's data-parallel step, measured on {args.cpu} (hosts: network namespaces, links "
@@ -816,6 +817,30 @@ def cmd_selftest(_args):
     return 1 if failures else 0
 
 
+def cmd_table(args):
+    """Every run as a Markdown row, and the overlap rule checked: where the bytes of a step take
+    less than half the backward pass at the link's rate, the step may wait at most 10 % for them."""
+    rows = [json.loads(line) for line in open(args.measurements) if line.strip()]
+    print("| model | hosts | link | wire | step ms | compute ms | efficiency | MB sent | bytes at line rate ms "
+          "| backward ms | chief waited ms | least any worker waited ms (% of step) | rule applies | hidden |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        p = r["hosts"]
+        compute = r["one_host_step_ms"] * r["replicas_per_host"] / r["cores_per_host"]
+        # Rabenseifner's (and a ring's) bytes each way per host: 2 (p - 1) / p of the block.
+        line_ms = 2 * (p - 1) / p * r["wire_bytes_per_step"] * 8 / r["rate_bits_per_s"] * 1e3 if r["rate_bits_per_s"] else 0
+        # The backward pass as two thirds of the forward + backward (its FLOPs are twice the forward's).
+        backward = r["backward_end_ms"] * 2 / 3
+        applies = line_ms < backward / 2
+        # The slowest worker waits for the network alone; the others for it as well (imbalance).
+        least = r.get("least_wait_ms_per_step", r["all_reduce_wait_ms_per_step"])
+        wait_share = least / r["step_ms"]
+        hidden = ("yes" if wait_share <= 0.10 else "**no**") if applies else "-"
+        print(f"| {r['model']} | {p} | {link_name(r['rate_bits_per_s'])} | {r['wire']} | {r['step_ms']:.0f} | {compute:.0f} "
+              f"| {compute / r['step_ms']:.0%} | {r['wire_bytes_per_step'] / 1e6:.2f} | {line_ms:.0f} | {backward:.0f} "
+              f"| {r['all_reduce_wait_ms_per_step']:.1f} | {least:.1f} ({wait_share:.1%}) | {'yes' if applies else 'no'} | {hidden} |")
+
+
 def model_batch(text):
     model, _, batch = text.partition("=")
     if model not in APP_ORDER or not batch.isdigit():
@@ -829,7 +854,7 @@ def main():
 
     def common(p):
         p.add_argument("measurements", help="JSON lines, one run per line (docs/scaling.md)")
-        p.add_argument("--algorithm", choices=("auto",) + ALGORITHMS, default="auto",
+        p.add_argument("--algorithm", choices=("auto",) + ALGORITHMS, default="rabenseifner",
                        help="the all-reduce the runs used (auto: the one that predicts them best)")
         p.add_argument("--core-bandwidth-gbs", type=float, default=17.9,
                        help="GB/s one core streams (the triad of BENCHMARKS.md's flowers-preset trace)")
@@ -854,9 +879,13 @@ def main():
                       help="GB/s a whole host streams (an EPYC socket's DDR5, sustained)")
     proj.add_argument("--cpu", default=CPU, help="the CPU the measurements ran on, for the plot's title")
     sub.add_parser("selftest", help="check the model's arithmetic on hand-computed cases")
+    table = sub.add_parser("table", help="every run as a Markdown row, with the overlap rule checked")
+    table.add_argument("measurements")
     args = parser.parse_args()
     if args.command == "fit":
         cmd_fit(args)
+    elif args.command == "table":
+        cmd_table(args)
     elif args.command == "project":
         cmd_project(args)
     else:

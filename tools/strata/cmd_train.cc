@@ -604,6 +604,12 @@ int RunTrain(const std::vector<std::string>& args) {
     }
   }
   const double train_seconds = train_clock.ElapsedSeconds();
+  nlohmann::json worker_times;  // every worker's all-reduce wait: gathered before the chief goes on alone
+  if (distribute::Collective* c = (*strategy)->collective()) {
+    auto times = GatherWorkerTimes(*c, *model, *counters);
+    if (!times.ok()) return Fail("train", times.status().ToString());
+    worker_times = std::move(times).value();
+  }
 
   if (!chief) return kExitOk;
   // ---- evaluate, save, report (the chief)
@@ -630,7 +636,8 @@ int RunTrain(const std::vector<std::string>& args) {
   nlohmann::json cross_host;
   if (const distribute::Collective* c = (*strategy)->collective()) {
     const std::vector<double>& at = epoch_clock->seconds();  // validation included, as in the epochs' own times
-    cross_host = CrossHostReport(*c, *model, workers, train_seconds, *counters, at.size() >= 2 ? at.back() - at.front() : 0);
+    cross_host = CrossHostReport(*c, *model, workers, train_seconds, *counters, at.size() >= 2 ? at.back() - at.front() : 0,
+                                 worker_times);
   }
   if (val && flowers) {
     std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", test_loss, test_accuracy, val_f1);

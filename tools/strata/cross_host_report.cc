@@ -1,5 +1,7 @@
 #include "cross_host_report.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -51,8 +53,33 @@ nlohmann::json PerStep(const distribute::CollectiveStats& a, const distribute::C
 
 }  // namespace
 
+Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,
+                                         const CrossHostSnapshot& counters) {
+  const distribute::CollectiveStats cs = collective.stats();
+  const distribute::ReducerStats rs = model.reducer_stats();
+  const bool steady = counters.taken && counters.steps_run > counters.steps_at_first_epoch_end;
+  const distribute::CollectiveStats& a = steady ? counters.collective : distribute::CollectiveStats{};
+  const distribute::ReducerStats& ra = steady ? counters.reducer : distribute::ReducerStats{};
+  const double steps = static_cast<double>(std::max<int64_t>(1, counters.steps_run - (steady ? counters.steps_at_first_epoch_end : 0)));
+  const double reduced = static_cast<double>(std::max<int64_t>(1, rs.steps - ra.steps));
+  // This worker's CPU time so far (its host's, with one worker a host): where hosts share
+  // cores (namespaced hosts on one machine) it shows how much of a core each got.
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                     1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  const nlohmann::json mine = {{"all_reduce_wait_ms_per_step", (cs.all_reduce_wait_seconds - a.all_reduce_wait_seconds) * 1e3 / steps},
+                               {"backward_end_ms", (rs.backward_end_seconds - ra.backward_end_seconds) * 1e3 / reduced},
+                               {"cpu_seconds", cpu}};
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> all, collective.AllGather(mine.dump()));
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& w : all) out.push_back(nlohmann::json::parse(w));
+  return out;
+}
+
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
-                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch) {
+                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
+                               const nlohmann::json& worker_times) {
   const distribute::CollectiveStats cs = collective.stats();
   const distribute::ReducerStats rs = model.reducer_stats();
   const double n = static_cast<double>(std::max<int64_t>(1, counters.steps_run));
@@ -68,6 +95,14 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
   if (counters.taken && later > 0 && seconds_after_first_epoch > 0)
     j["after_first_epoch"] = PerStep(counters.collective, cs, counters.reducer, rs, static_cast<double>(later),
                                      seconds_after_first_epoch * 1e3 / static_cast<double>(later));
+  if (worker_times.is_array() && !worker_times.empty()) {
+    // The least any worker waited: the slowest worker's wait, for the network alone.
+    double least = worker_times[0]["all_reduce_wait_ms_per_step"].get<double>();
+    for (const auto& w : worker_times) least = std::min(least, w["all_reduce_wait_ms_per_step"].get<double>());
+    nlohmann::json& into = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
+    into["workers"] = worker_times;
+    into["least_wait_ms_per_step"] = least;
+  }
   // Overlapped with the backward pass, only the waiting part costs step time.
   const nlohmann::json& shown = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
   const double step_ms = shown["step_ms"].get<double>(), wait_ms = shown["all_reduce_wait_ms_per_step"].get<double>();

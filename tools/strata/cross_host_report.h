@@ -35,10 +35,18 @@ class CrossHostSnapshot final : public keras::Callback {
   const keras::Model* model_;
 };
 
-// Prints the report's lines and returns its JSON (`cross_host` in --summary-json).
+// Every worker's all-reduce wait and backward-pass end per step after the first epoch, in
+// worker order (a collective: every worker calls it, before only the chief goes on). The
+// slowest worker waits for the network alone; the others wait for it too (load imbalance).
+Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,
+                                         const CrossHostSnapshot& counters);
+
+// Prints the report's lines and returns its JSON (`cross_host` in --summary-json);
+// `workers_times` is GatherWorkerTimes's (null: none).
 // `train_seconds` is the whole run's, `seconds_after_first_epoch` the time of the steps after
 // its first epoch (0: one epoch only).
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
-                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch);
+                               double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
+                               const nlohmann::json& worker_times);
 
 }  // namespace strata::cli

@@ -186,6 +186,7 @@ class Watchdog {
   void Disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
+    named_at_ = {};  // the collective completed: a peer named silent came back (its link did)
     if (heartbeats_) heartbeats_->SetState(calls_, false);
     const Clock::time_point now = Clock::now();
     const double waited = Seconds(now - armed_at_);
@@ -257,7 +258,10 @@ class Watchdog {
       }
       if (named_at_ != Clock::time_point{} && Seconds(now - named_at_) >= launcher_grace_) {
         char buf[160];
-        std::snprintf(buf, sizeof(buf), "the launcher did not end the job within %.0f s of the silent worker's naming (STRATA_LAUNCHER_GRACE); stopping it", launcher_grace_);
+        std::snprintf(buf, sizeof(buf),
+                      "the launcher did not end the job within %.0f s of the silent worker's naming (STRATA_LAUNCHER_GRACE); "
+                      "stopping it",
+                      launcher_grace_);
         Abort(buf);
       }
       if (named_at_ != Clock::time_point{}) continue;

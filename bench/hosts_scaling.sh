@@ -94,7 +94,7 @@ print(json.dumps({
     "all_reduce_bytes_per_step": x["all_reduce_bytes_per_step"], "wire_bytes_per_step": x["wire_bytes_per_step"],
     "all_reduce_ms_per_step": x["all_reduce_ms_per_step"], "all_reduce_wait_ms_per_step": x["all_reduce_wait_ms_per_step"],
     # The slowest worker's wait is the network's alone; the others wait for it too.
-    "least_wait_ms_per_step": x["least_wait_ms_per_step"], "workers": x["workers"],
+    "least_wait_ms_per_step": x["least_wait_ms_per_step"], "per_worker": x["per_worker"],
     "backward_end_ms": x.get("backward_end_ms", 0), "buckets": x.get("buckets", []),
     "buckets_started_during_backward": x.get("buckets_started_during_backward", 0),
     "buckets_started_after_backward": x.get("buckets_started_after_backward", 0),
@@ -103,7 +103,7 @@ print(json.dumps({
     # on 2 cores each host gets about half a core.
     # one_host_step_ms already has the hosts' share of the cores in it (cores_per_host 1 for
     # the model); core_share says what it was.
-    "cpu_seconds_per_host": [w["cpu_seconds"] for w in x["workers"]], "cores_per_host": 1.0, "core_share": min(1.0, 2 / n),
+    "cpu_seconds_per_host": [w["cpu_seconds"] for w in x["per_worker"]], "cores_per_host": 1.0, "core_share": min(1.0, 2 / n),
     "wall_seconds": wall}))
 PY
         tail -1 "$out" | /usr/bin/python3 -c '

@@ -100,7 +100,7 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
     double least = worker_times[0]["all_reduce_wait_ms_per_step"].get<double>();
     for (const auto& w : worker_times) least = std::min(least, w["all_reduce_wait_ms_per_step"].get<double>());
     nlohmann::json& into = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
-    into["workers"] = worker_times;
+    into["per_worker"] = worker_times;
     into["least_wait_ms_per_step"] = least;
   }
   // Overlapped with the backward pass, only the waiting part costs step time.

@@ -16,8 +16,8 @@
 #   hosts.sh down CLUSTER                   kills every process of the cluster, removes it all
 #   hosts.sh agent HOST CMD...              mpirun's launch agent (ssh's stand-in), not for users
 #
-# CLUSTER is a short name (letters and digits, at most 8): namespaces CLUSTER-sw (the switch:
-# the bridge and the hosts' far ends) and CLUSTER-h1..hN (eth0 and lo each, nothing else), so
+# CLUSTER is a short name (lower-case letters and digits, at most 16): namespaces CLUSTER-sw
+# (the switch: the bridge and the hosts' far ends) and CLUSTER-h1..hN (eth0 and lo each), so
 # nothing is added to the machine's own network namespace and every address lives inside the
 # cluster. Each host has a hostname of its own (hK, a UTS namespace per process tree started
 # on it) and its processes are pinned to core (K-1) mod the cores this script may use
@@ -91,7 +91,7 @@ cmd_check() {
 
 cmd_up() {
   local cluster=$1 n=$2 rate=${3:-none}
-  [[ "$cluster" =~ ^[a-z0-9]{1,8}$ ]] || die "cluster name '$cluster': 1-8 lower-case letters and digits"
+  [[ "$cluster" =~ ^[a-z0-9]{1,16}$ ]] || die "cluster name '$cluster': 1-16 lower-case letters and digits"
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 16 ] || die "host count '$n': 1..16"
   gc
   local dir

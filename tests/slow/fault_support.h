@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -228,6 +229,30 @@ inline double MaxWeightDifference(const std::string& path_a, const std::string& 
   double max_diff = 0;
   for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
   return max_diff;
+}
+
+// Whether two checkpoints hold the same parameters, bit for bit (false when either is unreadable).
+inline bool SameBits(const std::string& path_a, const std::string& path_b) {
+  const std::vector<float> a = Params(path_a), b = Params(path_b);
+  return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// What a job ended mid-run leaves in `dir` (its --checkpoint-dir `dir`/backup, --out
+// `dir`/model.ckpt): no half-written backup's temporary and no model saved. Returns the backup
+// as read back, for the caller's checks of it.
+inline CheckpointRead ExpectNothingHalfWritten(const std::string& dir) {
+  EXPECT_TRUE(FilesStartingWith(dir + "/backup", "backup.ckpt.tmp-").empty());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.ckpt"));
+  return ReadWholeCheckpoint(dir + "/backup/backup.ckpt");
+}
+
+// Strata's line, at `at` in `out`, came before anything the launcher said (`launcher_said`).
+inline void ExpectStrataSpokeFirst(const std::string& out, size_t at, std::initializer_list<const char*> launcher_said,
+                                   const std::string& what) {
+  for (const char* said : launcher_said) {
+    const size_t m = out.find(said);
+    EXPECT_TRUE(m == std::string::npos || m > at) << what << " before Strata did:\n" << out;
+  }
 }
 
 // A directory of this test's own under `parent`, emptied.

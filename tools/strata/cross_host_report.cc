@@ -55,21 +55,21 @@ nlohmann::json PerStep(const distribute::CollectiveStats& a, const distribute::C
 
 Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,
                                          const CrossHostSnapshot& counters) {
-  const distribute::CollectiveStats cs = collective.stats();
-  const distribute::ReducerStats rs = model.reducer_stats();
-  const bool steady = counters.taken && counters.steps_run > counters.steps_at_first_epoch_end;
-  const distribute::CollectiveStats& a = steady ? counters.collective : distribute::CollectiveStats{};
-  const distribute::ReducerStats& ra = steady ? counters.reducer : distribute::ReducerStats{};
-  const double steps = static_cast<double>(std::max<int64_t>(1, counters.steps_run - (steady ? counters.steps_at_first_epoch_end : 0)));
-  const double reduced = static_cast<double>(std::max<int64_t>(1, rs.steps - ra.steps));
+  // The steady state where there is one, else the whole run, as the report shows it.
+  const int64_t later = counters.steps_after_first_epoch();
+  const nlohmann::json window =
+      later > 0 ? PerStep(counters.collective, collective.stats(), counters.reducer, model.reducer_stats(),
+                          static_cast<double>(later), 0)
+                : PerStep({}, collective.stats(), {}, model.reducer_stats(),
+                          static_cast<double>(std::max<int64_t>(1, counters.steps_run)), 0);
   // This worker's CPU time so far (its host's, with one worker a host): where hosts share
   // cores (namespaced hosts on one machine) it shows how much of a core each got.
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                      1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  const nlohmann::json mine = {{"all_reduce_wait_ms_per_step", (cs.all_reduce_wait_seconds - a.all_reduce_wait_seconds) * 1e3 / steps},
-                               {"backward_end_ms", (rs.backward_end_seconds - ra.backward_end_seconds) * 1e3 / reduced},
+  const nlohmann::json mine = {{"all_reduce_wait_ms_per_step", window["all_reduce_wait_ms_per_step"]},
+                               {"backward_end_ms", window.value("backward_end_ms", 0.0)},
                                {"cpu_seconds", cpu}};
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> all, collective.AllGather(mine.dump()));
   nlohmann::json out = nlohmann::json::array();
@@ -91,8 +91,8 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
   j["longest_deadline_s"] = cs.longest_deadline_seconds;
   j["heartbeats"] = cs.heartbeats;
   j["wire"] = cs.bf16_wire ? "bf16" : "f32";
-  const int64_t later = counters.steps_run - counters.steps_at_first_epoch_end;
-  if (counters.taken && later > 0 && seconds_after_first_epoch > 0)
+  const int64_t later = counters.steps_after_first_epoch();
+  if (later > 0 && seconds_after_first_epoch > 0)
     j["after_first_epoch"] = PerStep(counters.collective, cs, counters.reducer, rs, static_cast<double>(later),
                                      seconds_after_first_epoch * 1e3 / static_cast<double>(later));
   if (worker_times.is_array() && !worker_times.empty()) {

@@ -24,6 +24,9 @@ class CrossHostSnapshot final : public keras::Callback {
   Status OnTrainBatchEnd(int64_t, const keras::Logs&) override;
   Status OnEpochEnd(int, keras::Logs&) override;
 
+  // The steps after the first epoch's end (0 before it, or with one epoch): the steady state.
+  int64_t steps_after_first_epoch() const { return taken ? steps_run - steps_at_first_epoch_end : 0; }
+
   int64_t steps_run = 0;  // this run's steps (a resumed run's, not the backup's)
   bool taken = false;     // the first epoch's end was seen:
   distribute::CollectiveStats collective;

@@ -1,11 +1,14 @@
 // libFuzzer target over the image decode wrappers: sniffing, header reads, JPEG decode
 // at every DCT scale and channel count, PNG decode to every channel count, and the
 // augmenter's decode-crop-resize path. Any input must give an image or a Status, never
-// a crash, a leak, undefined behaviour or an allocation beyond max_pixels.
+// a crash, a leak, undefined behaviour or an allocation beyond max_pixels; an image that
+// decodes has at most max_pixels pixels and the channels asked for (checked with abort(), so
+// the corpus replay in ctest fails on it).
 //
 // The first byte picks the options; the rest is the image.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
 #include "strata/image/augment.h"
@@ -30,6 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       .fast_dct = (sel & 0x10) != 0, .max_pixels = kMaxPixels};
   strata::Status st = si::DecodeImage(bytes, o, &img);
   if (st.ok()) {
+    if (static_cast<int64_t>(img.height()) * img.width() > kMaxPixels) std::abort();
+    if (img.height() <= 0 || img.width() <= 0 || (channels != 0 && img.channels() != channels)) std::abort();
     // Touch every decoded byte so ASan sees any short write by the decoder.
     volatile uint8_t sink = 0;
     for (size_t i = 0; i < img.size_bytes(); ++i) sink = sink ^ img.data()[i];
@@ -40,7 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      &small);
   }
   if (sel & 0x80) {
-    (void)si::DecodePng(bytes, {.channels = (sel >> 5) & 3 ? 4 : 2, .max_pixels = kMaxPixels}, &img);
+    const int png_channels = (sel >> 5) & 3 ? 4 : 2;
+    if (si::DecodePng(bytes, {.channels = png_channels, .max_pixels = kMaxPixels}, &img).ok() &&
+        (static_cast<int64_t>(img.height()) * img.width() > kMaxPixels || img.channels() != png_channels))
+      std::abort();
     static const auto aug = si::Augmenter::Make(
         {.height = 12, .width = 12, .crop = si::CropMode::kRandomResized, .flip_left_right = 0.5f,
          .saturation_lower = 0, .saturation_upper = 2},

@@ -1,7 +1,9 @@
 // Fuzzes model spec loading (keras/spec.h ModelFromJson), what `strata train --model FILE`
 // reads: Keras's model.to_json() structure, Sequential or Functional. Any bytes must give a
 // model or an InvalidArgument/Unimplemented error, never a crash, an exception, a hang or
-// undefined behaviour. A model that parses must also summarize (its shapes were inferred).
+// undefined behaviour. A model that parses must also summarize (its shapes were inferred), and
+// the same text must build the same model again (same summary, same parameter count): a spec's
+// meaning cannot depend on state left by an earlier parse.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -17,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (code != strata::StatusCode::kInvalidArgument && code != strata::StatusCode::kUnimplemented) std::abort();
     return 0;
   }
-  (void)(*m)->Summary();
-  (void)(*m)->count_params();
+  const std::string summary = (*m)->Summary();
+  const int64_t params = (*m)->count_params();
+  auto again = strata::keras::ModelFromJson(text);
+  if (!again.ok() || (*again)->Summary() != summary || (*again)->count_params() != params) std::abort();
   return 0;
 }

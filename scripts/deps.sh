@@ -33,7 +33,7 @@ PACKAGES=(
   "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json); the npm TFRecord reader oracle"
   "openssl              https:// e2e test: makes its CA and the nginx server certificate"
   "python3-keras-applications  applications structure test: Keras's own model source, traced layer by layer"
-  "python3-torch        applications oracle test: an independent PyTorch forward of the same weights"
+  "python3-torch        applications oracle test: an independent PyTorch forward of the same weights; tests/python/test_optimizers.py: PyTorch's Adam, AdamW, RMSprop check the Keras-rule oracle"
   "libhdf5-dev          keras/h5_weights.cc: Keras .h5 / .weights.h5 weight files in and out (HDF5 C API)"
   "python3-h5py         Keras weights tests: write files in Keras's layouts and read Strata's back"
   "python3-onnx         ONNX export test: onnx.checker.check_model accepts every exported file"

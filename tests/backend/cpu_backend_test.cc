@@ -10,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "common/bf16_expected.h"
 #include "common/reference_cnn_graph.h"
 #include "strata/backend/backend.h"
 #include "strata/backend/compile.h"
@@ -53,7 +54,8 @@ bool OneDnnHasAvx512() {
   const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (isa & avx512_core) == avx512_core;
 }
-bool Bf16Runs() { return PrecisionSupported(Precision::kBF16).ok(); }
+// From the CPU's flags and the caps, not from PrecisionSupported (common/bf16_expected.h).
+bool Bf16Runs() { return testing::Bf16MustRun(); }
 
 // Compiling a bf16 step where bf16 cannot run is Unimplemented, naming AVX-512 and f32.
 void ExpectBf16Refused() {
@@ -215,6 +217,7 @@ TEST(CpuBackendTest, BF16StepRunsConvolutionsInBF16) {
 // Where oneDNN has AVX-512 (natively or capped by nothing), bf16 compiles; below it the compile
 // is refused with one line that names AVX-512 and the way out, before any kernel exists.
 TEST(CpuBackendTest, BF16IsRefusedWhereItCannotRun) {
+  EXPECT_EQ(PrecisionSupported(Precision::kBF16).ok(), Bf16Runs()) << PrecisionSupported(Precision::kBF16).ToString();
   EXPECT_EQ(Bf16Runs(), OneDnnHasAvx512() && HostIsa().avx512f);
   const std::vector<std::string> precisions = TrainablePrecisions();
   ASSERT_FALSE(precisions.empty());

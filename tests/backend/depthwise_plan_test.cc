@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16_expected.h"
 #include "common/plan_run.h"
 #include "strata/backend/compile.h"
 #include "strata/backend/cpu/depthwise_kernels.h"
@@ -107,7 +108,8 @@ void CheckStep(Precision precision) {
 TEST(DepthwisePlanTest, FiveByFiveWeightGradientsTakeStrataKernelWithTheSameValues) { CheckStep(Precision::kF32); }
 
 TEST(DepthwisePlanTest, MixedBf16ProgramsTakeItToo) {
-  if (!PrecisionSupported(Precision::kBF16).ok()) GTEST_SKIP() << "bf16 does not run on this host";
+  ASSERT_EQ(PrecisionSupported(Precision::kBF16).ok(), testing::Bf16MustRun()) << PrecisionSupported(Precision::kBF16).ToString();
+  if (!testing::Bf16MustRun()) GTEST_SKIP() << "bf16 does not run on this host (no AVX-512, or capped below it)";
   CheckStep(Precision::kBF16);
 }
 

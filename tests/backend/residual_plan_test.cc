@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16_expected.h"
 #include "common/plan_run.h"
 #include "strata/backend/compile.h"
 #include "strata/graph/autodiff.h"
@@ -110,11 +111,9 @@ TEST(ResidualPlanTest, InferenceBottleneckSumAndReluRunInsideTheLastConvolution)
 // numbers to bf16's precision. The shortcut may be bf16 or f32: the sum reads it in the
 // convolution's own output type.
 TEST(ResidualPlanTest, MixedBf16BottlenecksFuseAndMatchTheReference) {
-  if (!PrecisionSupported(Precision::kBF16).ok()) {
-    // Refused where the host has no bf16 kernels (an AVX2 host): CpuBackendTest covers that.
-    EXPECT_FALSE(PrecisionSupported(Precision::kBF16).ok());
-    return;
-  }
+  ASSERT_EQ(PrecisionSupported(Precision::kBF16).ok(), testing::Bf16MustRun()) << PrecisionSupported(Precision::kBF16).ToString();
+  // Refused where the host has no bf16 kernels (an AVX2 host): CpuBackendTest covers that.
+  if (!testing::Bf16MustRun()) return;
   PlanRun ours, ref;
   ASSERT_NO_FATAL_FAILURE(RunBottlenecks({.precision = Precision::kBF16}, ours, ref));
   EXPECT_EQ(test_plans::CountKernels(ours, "conv_fwd", "(Conv2D+BiasAdd+Add+Relu)"), 2);

@@ -20,9 +20,11 @@
 #include <new>
 #include <string>
 
+#include "common/bf16_expected.h"
 #include "common/reference_cnn_graph.h"
 #include "strata/backend/backend.h"
 #include "strata/backend/compile.h"
+#include "strata/core/cpu.h"
 
 namespace {
 std::atomic<bool> g_counting{false};
@@ -146,7 +148,7 @@ void ExpectNoAllocationInSteadyState(Precision precision) {
   auto m = testing::BuildReferenceCnn(g, {.batch = 16});
   ASSERT_TRUE(m.ok());
   auto p = Compile(g, {.fetches = {m->loss}, .precision = precision});
-  if (!PrecisionSupported(precision).ok()) {  // an AVX2 host: refused before any allocation matters
+  if (precision == Precision::kBF16 && !testing::Bf16MustRun()) {  // an AVX2 host: refused before any allocation matters
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), StatusCode::kUnimplemented) << p.status().ToString();
     return;
@@ -184,7 +186,13 @@ void ExpectNoAllocationInSteadyState(Precision precision) {
     jit_gemm |= k.impl.rfind("gemm:", 0) == 0;
     wino_weights |= k.op == "conv_bwd_weights" && k.impl.rfind("jit_wino", 0) == 0;
   }
-  const int64_t largest_allowed = jit_gemm ? 64 * 1024 : wino_weights ? 4 * 1024 : 1024;
+  // bf16 on plain AVX-512 (no AVX512_BF16: oneDNN emulates it, the avx512: copy of this test):
+  // the matmul's gemm:jit packs bf16 into a buffer of 812 KiB (measured, 2026-12-05, Zen 5
+  // capped by ONEDNN_MAX_CPU_ISA=AVX512_CORE), above glibc's mmap threshold, so each call maps
+  // fresh pages (GLIBC_TUNABLES=glibc.malloc.mmap_threshold raises it). Allowed there, up to
+  // 1 MiB, and nowhere else.
+  const bool emulated_bf16 = precision == Precision::kBF16 && !HostIsa().avx512_bf16 && !HostIsa().amx_bf16;
+  const int64_t largest_allowed = jit_gemm ? (emulated_bf16 ? 1024 * 1024 : 64 * 1024) : wino_weights ? 4 * 1024 : 1024;
   EXPECT_LE(g_dnnl_largest.load(), largest_allowed) << "oneDNN allocated a large block inside execute, in "
                                                     << PrimitiveName(g_dnnl_largest_in.load());
   int64_t dnnl_calls = 0;

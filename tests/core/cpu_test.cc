@@ -51,6 +51,24 @@ TEST(Cpu, IsaAndMemoryAreSane) {
   EXPECT_FALSE(CpuModelName().empty());
 }
 
+// Each cap keeps what its level has and drops what is above it (the widest machine seen: AVX-512
+// with AVX512_BF16 and AMX).
+TEST(Cpu, CapIsaDropsWhatIsAboveTheCap) {
+  CpuIsa all;
+  all.sse42 = all.avx2 = all.avx512f = all.avx512bw = all.avx512vl = true;
+  all.avx512_bf16 = all.amx_bf16 = all.amx_int8 = true;
+  auto names = [](const CpuIsa& i) {
+    std::string n;
+    for (const auto& s : i.Names()) n += (n.empty() ? "" : " ") + s;
+    return n;
+  };
+  EXPECT_EQ(names(CapIsa(all, "")), "SSE4.2 AVX2 AVX-512 AVX512_BF16 AMX-BF16 AMX-INT8");
+  EXPECT_EQ(names(CapIsa(all, "avx512")), "SSE4.2 AVX2 AVX-512");
+  EXPECT_TRUE(CapIsa(all, "avx512").avx512bw && CapIsa(all, "avx512").avx512vl);
+  EXPECT_EQ(names(CapIsa(all, "avx2")), "SSE4.2 AVX2");
+  EXPECT_EQ(names(CapIsa(all, "scalar")), "SSE4.2");
+}
+
 TEST(PeakFlops, MeasuresAndCaches) {
   std::string dir = strata::test::TempPath("strata-cache-test");
   std::filesystem::remove_all(dir);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
+#include "common/bf16_expected.h"
 #include "strata/backend/compile.h"
 #include "strata/core/cpu.h"
 #include "strata/core/version.h"
@@ -53,6 +54,7 @@ TEST_F(DevicesCli, JsonHasTheDocumentedFields) {
   const std::vector<std::string> precisions = j["precisions"].get<std::vector<std::string>>();
   EXPECT_EQ(precisions, backend::TrainablePrecisions());
   EXPECT_EQ(precisions.front(), "f32");
+  EXPECT_EQ(precisions.size(), testing::Bf16MustRun() ? 2u : 1u) << "bf16 runs exactly where the CPU's flags say: " << r.output;
   // The second run reads the cache written by the first.
   auto again = RunCommand(env_ + Strata() + " devices --json");
   EXPECT_TRUE(nlohmann::json::parse(again.output)["peak_from_cache"].get<bool>());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -127,16 +128,56 @@ TEST(Jpeg, TruncatedIsAnErrorNotACrash) {
   EXPECT_NE(st.message().find("JPEG"), std::string::npos);
 }
 
+// Every damaged file gives a named error or an image of the size its header declares: a cut
+// file is Truncated (no EOI marker), a flipped byte is one of the codes a damaged file can give
+// (never Internal), and a flip that libjpeg decodes past (entropy-coded data: wrong pixels, the
+// same size) gives the original 48x64x3 unless it lay in the frame header (SOF), which declares
+// the size. ASan/UBSan builds also turn any memory error here into a failure.
 TEST(Jpeg, EveryTruncationAndByteFlipIsHandled) {
   const std::string jpg = ReadTestFile("photo_64x48.jpg");
   Image out;
-  for (size_t n = 0; n < jpg.size(); n += 7) (void)DecodeJpeg(jpg.substr(0, n), {}, &out);
+  for (size_t n = 0; n < jpg.size(); n += 7) {
+    Status st = DecodeJpeg(jpg.substr(0, n), {}, &out);
+    ASSERT_EQ(st.code(), StatusCode::kTruncated) << "cut to " << n << " bytes: " << st.ToString();
+    ASSERT_EQ(st.message().rfind("JPEG", 0), 0u) << st.ToString();
+  }
+  // The frame header: FF C0..C2 (baseline, extended, progressive), its length after the marker.
+  size_t sof = std::string::npos;
+  for (size_t i = 0; i + 3 < jpg.size() && sof == std::string::npos; ++i)
+    if (static_cast<uint8_t>(jpg[i]) == 0xFF && (static_cast<uint8_t>(jpg[i + 1]) & 0xFC) == 0xC0 &&
+        static_cast<uint8_t>(jpg[i + 1]) != 0xC3)
+      sof = i;
+  ASSERT_NE(sof, std::string::npos) << "no frame header in the test photo";
+  const size_t sof_end = sof + 2 + (static_cast<size_t>(static_cast<uint8_t>(jpg[sof + 2])) << 8 | static_cast<uint8_t>(jpg[sof + 3]));
+  int decoded = 0, refused = 0;
   for (size_t i = 0; i < jpg.size(); i += 3) {
     std::string bad = jpg;
     bad[i] ^= 0x5A;
-    (void)DecodeJpeg(bad, {}, &out);
+    Status st = DecodeJpeg(bad, {}, &out);
+    if (!st.ok()) {
+      ++refused;
+      const StatusCode c = st.code();
+      ASSERT_TRUE(c == StatusCode::kTruncated || c == StatusCode::kCorruption || c == StatusCode::kUnimplemented ||
+                  c == StatusCode::kInvalidArgument)
+          << "byte " << i << " flipped: " << st.ToString();
+      ASSERT_EQ(st.message().rfind("JPEG", 0), 0u) << st.ToString();
+      continue;
+    }
+    ++decoded;
+    if (i < sof || i >= sof_end) {
+      ASSERT_EQ(out.height(), 48) << "byte " << i << " flipped";
+      ASSERT_EQ(out.width(), 64) << "byte " << i << " flipped";
+      ASSERT_EQ(out.channels(), 3) << "byte " << i << " flipped";
+    } else {
+      auto hdr = ReadJpegHeader(bad);
+      ASSERT_TRUE(hdr.ok()) << hdr.status().ToString();
+      ASSERT_EQ(out.height(), hdr->height) << "byte " << i << " flipped";
+      ASSERT_EQ(out.width(), hdr->width) << "byte " << i << " flipped";
+    }
   }
-  SUCCEED();  // ASan/UBSan builds turn any memory error here into a failure
+  std::printf("[ damage   ] %zu bytes: %d flips decoded (to the declared size), %d refused with a named error\n", jpg.size(),
+              decoded, refused);
+  EXPECT_GT(refused, 0);
 }
 
 TEST(Jpeg, RefusesOversizedImageBeforeAllocating) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/bf16_expected.h"
 #include "strata/backend/compile.h"
 #include "strata/backend/reference/evaluator.h"
 #include "strata/keras/model.h"
@@ -258,7 +259,7 @@ TEST(ApplicationLayers, StridedDepthwiseWithMultiplierAndSqueezeExcitationTrain)
 
 TEST(ApplicationLayers, BlocksTrainInMixedBfloat16) {
   // The composites (broadcast, zero constants, clipped relus) on the bf16 compile.
-  if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) {
+  if (!testing::Bf16MustRun()) {
     auto m = Blocks();
     ASSERT_NE(m, nullptr);
     Status st = m->compile({.optimizer = optimizers::SGD(0.05),

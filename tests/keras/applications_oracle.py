@@ -1,26 +1,35 @@
 #!/usr/bin/python3
-"""An independent PyTorch forward of Keras's ResNet50, MobileNetV2 and EfficientNetB0.
+"""An independent PyTorch forward of Keras's ResNet50, MobileNetV2, EfficientNetB0, Xception and
+DenseNet121, and one training step (loss, gradients, moving statistics) of any of them.
 
 The oracle of tests/keras/applications_oracle_test.cc. It is written from Keras's model
-definitions (keras_applications/resnet_common.py and mobilenet_v2.py, tf.keras's
-efficientnet.py), not from Strata's code: it reads only the weights, by their Keras names, from
-the checkpoint Strata's Model::save_weights wrote (docs/formats/checkpoint.md), and computes in
+definitions (keras_applications/resnet_common.py, mobilenet_v2.py, xception.py and
+densenet.py, tf.keras's efficientnet.py), not from Strata's code: it reads only the weights, by
+their Keras names, from the checkpoint Strata's Model::save_weights wrote
+(docs/formats/checkpoint.md), and computes in
 float64, NCHW, with torch.nn.functional. The Keras semantics it keeps:
   - kernels HWIO -> OIHW, depthwise [kh, kw, C, m] -> [C*m, 1, kh, kw], Dense [in, out] -> [out, in];
   - padding 'same' as TensorFlow pads (the odd pixel at the end), ZeroPadding2D's correct_pad
     before stride-2 convolutions (asymmetric on an even side), ResNet's stride on the 1x1
     convolution (Keras's v1, not torchvision's v1.5);
-  - batch-norm epsilon per model (1.001e-5 ResNet50, 1e-3 MobileNetV2 and EfficientNetB0),
+  - batch-norm epsilon per model (1.001e-5 ResNet50 and DenseNet121, 1e-3 the others),
     ReLU6, swish, squeeze-and-excitation (Multiply), EfficientNet's Rescaling(1/255) and
-    Normalization stem ((x - mean) / max(sqrt(variance), 1e-7)); dropout is the identity.
+    Normalization stem ((x - mean) / max(sqrt(variance), 1e-7)); dropout is the identity;
+  - Xception: Keras's default batch-norm epsilon (1e-3), SeparableConv2D as depthwise then
+    pointwise, 'same' max pools (TensorFlow's windows; padding never the max), Keras's
+    automatic names for the four unnamed residual convolutions and batch norms (conv2d,
+    conv2d_1, ..., batch_normalization, batch_normalization_1, ...);
+  - DenseNet121: epsilon 1.001e-5, Concatenate([x, x1]) (the block's input first), 'valid'
+    2x2 average pools in the transitions (an odd side floors), layer names with a slash
+    ("conv1/conv").
 
-    applications_oracle.py MODEL DIR [--keras-h5]
+    applications_oracle.py MODEL DIR [--keras-h5 | --train]
     applications_oracle.py --check-saved DIR
 DIR holds init.ckpt (the initialised weights) and input.f32 (+ input.json: its shape [N, H, W, C]).
 The oracle makes the weights nontrivial: every batch norm's moving statistics come from its own
 input on this batch (mean: the channel's mean x U(0.5, 1); variance: the layer's mean variance
 x 4 x U(0.5, 2) per channel), gamma ~ U(0.5, 1.5) but U(4, 8) in one channel of
-20 (so ReLU6 clips), beta ~ N(0, 0.3), every bias ~ N(0, 0.3), so
+20 (so ReLU6 clips; not in DenseNet121), beta ~ N(0, 0.3), every bias ~ N(0, 0.3), so
 no layer is an identity and the signal neither dies nor explodes through the depth. It checks
 the weights are well conditioned (torch's own float32 forward within a quarter of the tolerance
 of float64: fully normalising batch norms made the network chaotic, 5e-5) and writes
@@ -39,6 +48,13 @@ names, in Keras's model.layers order (the forward's order of first use; for Mobi
 graph is a chain), depthwise kernels as Keras's [k, k, C, multiplier]; DIR/keras_renamed.h5, the
 same weights under other layer and weight names, which only Keras's positional pairing
 (by_name=False) can load. weights.f32 is not written then.
+--train (the TrainStep... tests): one training step instead of the inference forward, with
+torch autograd in float64 (main_train says what it writes, and how the weights are made well
+conditioned for training mode): batch norm on the batch's mean and biased variance, the moving
+averages updated with the unbiased one (TF's fused kernel) at keras_applications' momentum,
+the sparse categorical cross-entropy averaged over the batch. Its self-check: torch's float32
+step within a quarter of each tolerance, and each of TRAIN_MUTATIONS / MOVING_MUTATIONS moving
+what the test compares by more than MUTATION_FACTOR x its tolerance.
 --check-saved DIR: reads DIR/strata.h5 (Strata's SaveKerasWeights of the model loaded from
 DIR/keras.h5) back with h5py and checks it holds Keras's legacy layout with keras.h5's layers,
 weight names, shapes and values; exits 1 naming the first difference.
@@ -118,8 +134,9 @@ def read_checkpoint(path):
 class Weights:
     """The variables by Keras name ("conv1_conv/kernel"), as torch tensors (float64 unless told)."""
 
-    def __init__(self, header, params, dtype=torch.float64):
+    def __init__(self, header, params, dtype=torch.float64, grad=False):
         self.header, self.params, self.dtype = header, params, dtype
+        self.grad = grad        # the trainable variables require a gradient (--train)
         self.vars = {v["name"]: v for v in header["variables"]}
         self.cache = {}
         self.used = set()
@@ -147,17 +164,25 @@ class Weights:
         if layer not in self.layer_order:
             self.layer_order.append(layer)
         if name not in self.cache:
-            self.cache[name] = torch.from_numpy(self.numpy(name).astype(np.float64)).to(self.dtype)
+            t = torch.from_numpy(self.numpy(name).astype(np.float64)).to(self.dtype)
+            self.cache[name] = t.requires_grad_(True) if self.grad and self.vars[name]["trainable"] else t
         return self.cache[name]
 
 
 # ---- Keras layers in torch (NCHW, float64) --------------------------------------------------
 class Forward:
     """One forward pass. `mutate` names a Keras detail to get wrong (the self-check);
-    `calibrate` sets each batch norm's moving statistics from its input on the way."""
+    `calibrate` sets each batch norm's moving statistics from its input on the way.
+    `training`: Keras's training=True (batch norm on the batch's statistics; batch_stats
+    collects each one's mean and unbiased variance, what the moving averages take)."""
 
-    def __init__(self, w, bn_eps, mutate=None, calibrate=None):
+    def __init__(self, w, bn_eps, mutate=None, calibrate=None, training=False, kink_guard=None):
         self.w, self.bn_eps, self.mutate, self.calibrate = w, bn_eps, mutate, calibrate
+        self.training = training
+        self.batch_stats = {}
+        # kink_guard(weights, batch norm, x, kinks): called with every ReLU / ReLU6 input, which
+        # the last batch norm's beta shifts channel by channel (ResNet's add included).
+        self.kink_guard, self.last_bn = kink_guard, None
 
     def pad(self, x, top, bottom, left, right):  # ZeroPadding2D
         return F.pad(x, (left, right, top, bottom))
@@ -205,20 +230,54 @@ class Forward:
             x = self.same_pad(x, kh, stride)
         return F.conv2d(x, k.permute(2, 3, 0, 1).reshape(c * m, 1, kh, kw), None, stride=stride, groups=c)
 
+    def separable(self, x, name):
+        """SeparableConv2D(padding='same', use_bias=False): depthwise (multiplier 1), then the
+        1x1 pointwise convolution."""
+        x = self.depthwise(x, name, padding="same")
+        return F.conv2d(x, self.w[name + "/pointwise_kernel"].permute(3, 2, 0, 1))
+
+    def max_pool_same(self, x, k, stride):
+        """MaxPooling2D(padding='same'): TensorFlow's 'same' windows; the padding never wins
+        (-inf; the mutation pads zeros, which win where a border window is all negative)."""
+        pads = []
+        for size in (x.shape[2], x.shape[3]):
+            out = -(-size // stride)
+            total = max((out - 1) * stride + k - size, 0)
+            pads.append((total // 2, total - total // 2))
+        (t, b), (l, r) = pads
+        if self.mutate == "pad_at_start":
+            t, b, l, r = b, t, r, l
+        fill = 0.0 if self.mutate == "pool_pad_zero" else -math.inf
+        return F.max_pool2d(F.pad(x, (l, r, t, b), value=fill), k, stride=stride)
+
     def bn(self, x, name):
         eps = self.bn_eps
         if self.mutate == "bn_epsilon":
             eps = 1e-3 if eps < 1e-4 else 1.001e-5
         if self.calibrate is not None:
             self.calibrate(self.w, name, x)
-        mean, var = self.w[name + "/moving_mean"], self.w[name + "/moving_variance"]
+        self.last_bn = name
         gamma, beta = self.w[name + "/gamma"], self.w[name + "/beta"]
+        mean, var = self.w[name + "/moving_mean"], self.w[name + "/moving_variance"]
+        if self.training:
+            # Keras's training=True: the batch's mean and biased variance (over N, H, W)
+            # normalise; the moving averages take the unbiased variance (TF's fused kernel).
+            batch_mean = x.mean(dim=(0, 2, 3))
+            unbiased = x.var(dim=(0, 2, 3), unbiased=True)
+            self.batch_stats[name] = (batch_mean.detach(), unbiased.detach(), x.numel() // x.shape[1])
+            if self.mutate != "moving_statistics":
+                mean = batch_mean
+                var = unbiased if self.mutate == "unbiased_variance" else x.var(dim=(0, 2, 3), unbiased=False)
+                if self.mutate == "batch_stats_constant":  # no gradient through the statistics
+                    mean, var = mean.detach(), var.detach()
         shape = (1, -1, 1, 1)
         return (x - mean.view(shape)) / torch.sqrt(var.view(shape) + eps) * gamma.view(shape) + beta.view(shape)
 
     def act(self, x, activation):
         if activation is None:
             return x
+        if self.kink_guard is not None and activation in ("relu", "relu6"):
+            x = self.kink_guard(self.w, self.last_bn, x, (0.0,) if activation == "relu" else (0.0, 6.0))
         if activation == "relu":
             return F.relu(x)
         if activation == "relu6":
@@ -253,7 +312,7 @@ def resnet50(f, x):
         y = f.act(f.bn(f.conv(x, name + "_1_conv", stride=s1, use_bias=True), name + "_1_bn"), "relu")
         y = f.act(f.bn(f.conv(y, name + "_2_conv", stride=s2, padding="same", use_bias=True), name + "_2_bn"), "relu")
         y = f.bn(f.conv(y, name + "_3_conv", use_bias=True), name + "_3_bn")
-        return F.relu(shortcut + y)
+        return f.act(shortcut + y, "relu")
 
     for stack, (filters, blocks, stride1) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]):
         name = "conv%d" % (stack + 2)
@@ -262,6 +321,73 @@ def resnet50(f, x):
             x = block1(x, filters, 1, False, name + "_block%d" % i)
     x = x.mean(dim=(2, 3))                                      # avg_pool
     return f.dense(x, ["predictions", "probs"])
+
+
+def xception(f, x):
+    """keras_applications/xception.py: batch norms at Keras's default epsilon (1e-3); the four
+    residual 1x1 convolutions and their batch norms are unnamed there, so Keras numbers them
+    (conv2d, conv2d_1, ...; batch_normalization, batch_normalization_1, ...)."""
+    def relu(t):
+        return f.act(t, "relu")
+
+    def residual(x, i):
+        suffix = "" if i == 0 else "_%d" % i
+        return f.bn(f.conv(x, "conv2d" + suffix, stride=2, padding="same"), "batch_normalization" + suffix)
+
+    def sep_bn(x, name):
+        return f.bn(f.separable(x, name), name + "_bn")
+
+    x = relu(f.bn(f.conv(x, "block1_conv1", stride=2), "block1_conv1_bn"))
+    x = relu(f.bn(f.conv(x, "block1_conv2"), "block1_conv2_bn"))
+    r = residual(x, 0)
+    x = sep_bn(x, "block2_sepconv1")              # no ReLU before block2's first (Keras)
+    x = sep_bn(relu(x), "block2_sepconv2")
+    x = f.max_pool_same(x, 3, 2) + r              # block2_pool + add
+    for block, i in (("block3", 1), ("block4", 2)):
+        r = residual(x, i)
+        x = sep_bn(relu(x), block + "_sepconv1")
+        x = sep_bn(relu(x), block + "_sepconv2")
+        x = f.max_pool_same(x, 3, 2) + r
+    for i in range(5, 13):                         # the middle flow: 8 identity blocks
+        r = x
+        for j in (1, 2, 3):
+            x = sep_bn(relu(x), "block%d_sepconv%d" % (i, j))
+        x = x + r
+    r = residual(x, 3)
+    x = sep_bn(relu(x), "block13_sepconv1")
+    x = sep_bn(relu(x), "block13_sepconv2")
+    x = f.max_pool_same(x, 3, 2) + r
+    x = relu(sep_bn(x, "block14_sepconv1"))
+    x = relu(sep_bn(x, "block14_sepconv2"))
+    x = x.mean(dim=(2, 3))                                      # avg_pool
+    return f.dense(x, ["predictions"])
+
+
+def densenet121(f, x):
+    """keras_applications/densenet.py, blocks [6, 12, 24, 16], growth 32, reduction 0.5,
+    epsilon 1.001e-5 (tf.keras names the classifier predictions, keras_applications fc1000)."""
+    def relu(t):
+        return f.act(t, "relu")
+    x = f.pad(x, 3, 3, 3, 3)                                    # zero_padding2d
+    x = relu(f.bn(f.conv(x, "conv1/conv", stride=2), "conv1/bn"))
+    x = f.pad(x, 1, 1, 1, 1)                                    # zero_padding2d_1 (after ReLU:
+    x = F.max_pool2d(x, 3, stride=2)                            # zeros never win) + pool1
+    for stage, blocks in enumerate([6, 12, 24, 16]):
+        for i in range(blocks):                                 # conv_block
+            name = "conv%d_block%d" % (stage + 2, i + 1)
+            y = f.conv(relu(f.bn(x, name + "_0_bn")), name + "_1_conv")
+            y = f.conv(relu(f.bn(y, name + "_1_bn")), name + "_2_conv", padding="same")
+            x = torch.cat([y, x] if f.mutate == "concat_order" else [x, y], dim=1)  # _concat: [x, x1]
+        if stage < 3:                                           # transition_block
+            name = "pool%d" % (stage + 2)
+            x = f.conv(relu(f.bn(x, name + "_bn")), name + "_conv")
+            if f.mutate == "avg_pool_same":                     # 'same' would keep an odd side's last row
+                x = F.avg_pool2d(x, 2, stride=2, ceil_mode=True)
+            else:
+                x = F.avg_pool2d(x, 2, stride=2)                # AveragePooling2D(2, 2): 'valid'
+    x = relu(f.bn(x, "bn"))
+    x = x.mean(dim=(2, 3))                                      # avg_pool
+    return f.dense(x, ["predictions", "fc1000"])
 
 
 def _make_divisible(v, divisor=8):
@@ -363,6 +489,8 @@ MODELS = {
     "mobilenet_v2": (mobilenet_v2, 1e-3, ["pad_at_start", "bn_epsilon", "relu6_as_relu"]),
     "efficientnet_b0": (efficientnet_b0, 1e-3,
                         ["pad_at_start", "bn_epsilon", "swish_as_relu", "no_squeeze_excite", "no_rescaling"]),
+    "xception": (xception, 1e-3, ["pad_at_start", "bn_epsilon", "pool_pad_zero"]),
+    "densenet121": (densenet121, 1.001e-5, ["bn_epsilon", "concat_order", "avg_pool_same"]),
 }
 
 
@@ -444,11 +572,218 @@ def check_saved(d):
     print(json.dumps({"saved_layers": len(got), "saved_weights": checked}))
 
 
+# ---- --train: one training step -------------------------------------------------------------
+TRAIN_LOSS_TOLERANCE = 1e-4   # the test's: |strata - torch| <= this x |torch loss|
+TRAIN_GRAD_TOLERANCE = 5e-4   # per variable: max |strata - torch| <= this x the variable's scale
+MOVING_TOLERANCE = 2e-3       # per moving statistic: max |strata's change - torch's| <= this x max |torch's|
+KINK_MARGIN = 1e-3            # no ReLU input this close to a kink, in its channel's standard deviations
+# keras_applications' BatchNormalization momentum: Keras's default 0.99, MobileNetV2's 0.999.
+BN_MOMENTUM = {"resnet50": 0.99, "mobilenet_v2": 0.999, "efficientnet_b0": 0.99, "xception": 0.99,
+               "densenet121": 0.99}
+# Keras details of a training step done the other way; the forward-only ones need only move
+# the loss, "batch_stats_constant" (batch norm's backward without the batch statistics'
+# dependence on the input: same loss) must move the gradients.
+TRAIN_MUTATIONS = ["moving_statistics", "unbiased_variance", "sum_over_batch", "batch_stats_constant"]
+MOVING_MUTATIONS = ["moving_variance_biased", "momentum"]
+
+
+def train_step(header, params, forward, eps, x, labels, from_logits, mutate=None, dtype=torch.float64,
+               backward=True):
+    """Keras's train_step up to the gradients: the forward with training=True, the sparse
+    categorical cross-entropy averaged over the batch (Keras's SUM_OVER_BATCH_SIZE), and
+    tape.gradient of every trainable variable. Returns (loss, {variable: gradient as float64},
+    {batch norm: (batch mean, unbiased batch variance, values per channel)})."""
+    w = Weights(header, params, dtype, grad=True)
+    f = Forward(w, eps, mutate=mutate, training=True)
+    logits = forward(f, x.to(dtype))
+    if from_logits:
+        log_p = F.log_softmax(logits, dim=1)
+    else:
+        # A model ending in softmax, compiled with from_logits=False: Keras takes
+        # -log(clip(p, 1e-7, 1 - 1e-7)) (in graph mode it uses the softmax's logits: the
+        # same while nothing is near the clip, checked).
+        p = torch.softmax(logits, dim=1)
+        if not (p.min().item() > 1e-5 and p.max().item() < 1 - 1e-5):
+            sys.exit("softmax outputs near Keras's clip (1e-7): %g .. %g" % (p.min().item(), p.max().item()))
+        log_p = torch.log(torch.clamp(p, 1e-7, 1 - 1e-7))
+    per_example = -log_p[torch.arange(len(labels)), torch.tensor(labels)]
+    loss = per_example.sum() if mutate == "sum_over_batch" else per_example.mean()
+    grads = {}
+    if backward:
+        loss.backward()
+        grads = {n: t.grad.double() for n, t in w.cache.items() if t.requires_grad and t.grad is not None}
+        unused = sorted(n for n, v in w.vars.items() if v["trainable"] and n not in grads)
+        if unused:
+            sys.exit("trainable variables without a gradient: %s" % unused[:10])
+    return loss.item(), grads, f.batch_stats
+
+
+def main_train(model, d, header, params, x, spec):
+    """--train: input.json also has "labels" (one class per example) and "from_logits" (how
+    the test compiles the loss: true for a linear classifier, false for softmax). Writes
+    DIR/weights.f32 (as without --train), DIR/loss.f32 (the float64 loss as one f32),
+    DIR/grads.f32 (every trainable variable's gradient at its checkpoint offset: the
+    trainable block, which comes first), DIR/grad_scales.txt ("variable scale" lines: what
+    the test divides the error by) and DIR/moving_delta.f32 (each moving statistic's change in
+    the step, momentum x old + (1 - momentum) x batch minus old, over the state block)."""
+    forward, eps, _ = MODELS[model]
+    momentum = BN_MOMENTUM[model]
+    labels, from_logits = spec["labels"], spec["from_logits"]
+    # In training mode every batch norm normalises its channels fully, and a deep ReLU network
+    # of such layers is chaotic: with the inference weights torch's own float32 gradients are
+    # 1-10 % off float64. What tames it, per model (the moving statistics stay as calibrated):
+    # ResNet50's residual branches end in a batch norm of gamma U(0.1, 0.3) (as Goyal et al.'s
+    # zero-init residual gamma: each block near the identity); MobileNetV2's betas are N(1, 0.3),
+    # so most ReLU6 inputs lie in its linear part (gamma 4..8 in one channel of 20 still clips
+    # at 6).
+    w = Weights(header, params)
+    rng = np.random.default_rng(36)
+    for name, v in w.vars.items():
+        if model == "resnet50" and name.endswith("_3_bn/gamma"):
+            w.set(name, rng.uniform(0.1, 0.3, v["size"]))
+        elif model == "mobilenet_v2" and name.endswith("/beta"):
+            w.set(name, rng.normal(1.0, 0.3, v["size"]))
+    # A gradient jumps where a ReLU's input crosses its kink, and float32 moves every input by
+    # ~1e-5 of its channel's spread: an input within that of a kink (deep layers see only 12
+    # values a channel) made one of ResNet50's beta gradients 17 % off between float32 and
+    # float64. So no ReLU / ReLU6 input may lie within KINK_MARGIN x its channel's standard
+    # deviation of a kink: a training-mode pass shifts each channel that has one by the
+    # smallest shift of the batch norm's beta that clears it (a small fraction of that spread).
+    shifted = []
+
+    def kink_guard(weights, bn, pre, kinks):
+        c = pre.shape[1]
+        v = pre.transpose(0, 1).reshape(c, -1).numpy()
+        margin = KINK_MARGIN * v.std(axis=1)
+        dist = np.min([np.abs(v - k).min(axis=1) for k in kinks], axis=0)
+        delta = np.zeros(c)
+        for ch in np.nonzero(dist < margin)[0]:
+            srt = np.sort(v[ch])
+            gaps = (srt[1:] - srt[:-1]) >= 4 * margin[ch]
+            mids = ((srt[1:] + srt[:-1]) / 2)[gaps]
+            # a shift d puts kink k at k - d: the middle of a gap of at least 4 margins
+            for d in sorted((k - mid for k in kinks for mid in mids), key=abs):
+                if min(np.abs(srt + d - k).min() for k in kinks) >= margin[ch]:
+                    delta[ch] = d
+                    break
+            else:
+                sys.exit("%s: no shift of channel %d clears the activation's kinks" % (bn, ch))
+        if delta.any():
+            shifted.append(int(np.count_nonzero(delta)))
+            weights.set(bn + "/beta", weights.numpy(bn + "/beta") + delta)
+            pre = pre + torch.from_numpy(delta).view(1, -1, 1, 1)
+        return pre
+
+    with torch.no_grad():
+        forward(Forward(Weights(header, params), eps, training=True, kink_guard=kink_guard), x)
+    loss, grads, stats = train_step(header, params, forward, eps, x, labels, from_logits)
+    trainable = [v for v in header["variables"] if v["trainable"]]
+    num_trainable = sum(v["size"] for v in trainable)
+    if [v["offset"] for v in trainable] != sorted(v["offset"] for v in trainable) or \
+            max(v["offset"] + v["size"] for v in trainable) != num_trainable:
+        sys.exit("the checkpoint's trainable variables are not its first block")
+
+    # Each gradient's scale: its own largest magnitude, except where the exact gradient is zero
+    # (a shift that a batch norm in training mode takes out with the batch mean: a
+    # convolution's bias before one; MobileNetV2's project_BN beta, whose every consumer is a
+    # 1x1 convolution and a batch norm), which is held to the scale of its layer's other
+    # gradient (the kernel's; gamma's).
+    scales, report_zero = {}, []
+    for v in trainable:
+        name = v["name"]
+        own = grads[name].abs().max().item()
+        layer, leaf = name.rsplit("/", 1)
+        sibling = layer + {"bias": "/kernel", "beta": "/gamma"}.get(leaf, "")
+        if sibling in grads and own < 1e-10 * grads[sibling].abs().max().item():
+            scales[name] = grads[sibling].abs().max().item()
+            report_zero.append(name)
+        else:
+            scales[name] = own
+
+    def grad_error(g):  # the largest error of any variable relative to its scale
+        worst, at = 0.0, None
+        for name, ref in grads.items():
+            e = (g[name] - ref).abs().max().item() / scales[name]
+            if e > worst or math.isnan(e):
+                worst, at = e, name
+        return worst, at
+
+    def moving_delta(batch_stats, mutate=None):
+        m = momentum if mutate != "momentum" else 0.999 if momentum == 0.99 else 0.99
+        delta = {}
+        for bn, (mean, unbiased, n) in batch_stats.items():
+            var = unbiased * (n - 1) / n if mutate == "moving_variance_biased" else unbiased
+            for stat, value in (("moving_mean", mean), ("moving_variance", var)):
+                name = bn + "/" + stat
+                v = header["variables"][[u["name"] for u in header["variables"]].index(name)]
+                old = torch.from_numpy(params[v["offset"]:v["offset"] + v["size"]].astype(np.float64))
+                delta[name] = (m * old + (1 - m) * value) - old
+        return delta
+
+    delta = moving_delta(stats)
+    delta_scales = {n: t.abs().max().item() for n, t in delta.items()}
+
+    def moving_error(dl):
+        return max((dl[n] - delta[n]).abs().max().item() / delta_scales[n] for n in delta)
+
+    report = {"model": model, "train": True, "input": list(x.shape), "labels": labels, "from_logits": from_logits,
+              "loss": loss, "momentum": momentum, "zero_gradients": len(report_zero),
+              "kink_shifted_channels": sum(shifted), "mutations": {}}
+    # Well conditioned: torch's own float32 step within a quarter of each tolerance.
+    loss32, grads32, stats32 = train_step(header, params, forward, eps, x, labels, from_logits, dtype=torch.float32)
+    report["torch_f32_loss_error"] = abs(loss32 - loss) / abs(loss)
+    report["torch_f32_grad_error"], report["torch_f32_grad_worst"] = grad_error(grads32)
+    report["torch_f32_moving_error"] = moving_error(moving_delta(stats32))
+    weak = []
+    for m in TRAIN_MUTATIONS:
+        if m == "batch_stats_constant":  # in float32, half the time: it moves the gradients ~1e4x
+            _, g, _ = train_step(header, params, forward, eps, x, labels, from_logits, mutate=m, dtype=torch.float32)
+            moved = grad_error(g)[0] / TRAIN_GRAD_TOLERANCE
+        else:
+            with torch.no_grad():
+                lm, _, _ = train_step(header, params, forward, eps, x, labels, from_logits, mutate=m, backward=False)
+            moved = abs(lm - loss) / abs(loss) / TRAIN_LOSS_TOLERANCE
+        report["mutations"][m] = moved  # in units of the tolerance
+        if not moved > MUTATION_FACTOR:
+            weak.append(m)
+    for m in MOVING_MUTATIONS:
+        moved = moving_error(moving_delta(stats, m)) / MOVING_TOLERANCE
+        report["mutations"][m] = moved
+        if not moved > MUTATION_FACTOR:
+            weak.append(m)
+
+    params.astype("<f4").tofile(os.path.join(d, "weights.f32"))
+    np.array([loss], "<f4").tofile(os.path.join(d, "loss.f32"))
+    flat = np.zeros(num_trainable, np.float64)
+    for v in trainable:
+        flat[v["offset"]:v["offset"] + v["size"]] = grads[v["name"]].numpy().reshape(-1)
+    flat.astype("<f4").tofile(os.path.join(d, "grads.f32"))
+    with open(os.path.join(d, "grad_scales.txt"), "w") as out:
+        for v in trainable:
+            out.write("%s %.9g\n" % (v["name"], scales[v["name"]]))
+    state = np.zeros(len(params) - num_trainable, np.float64)
+    for name, t in delta.items():
+        v = header["variables"][[u["name"] for u in header["variables"]].index(name)]
+        state[v["offset"] - num_trainable:v["offset"] - num_trainable + v["size"]] = t.numpy()
+    state.astype("<f4").tofile(os.path.join(d, "moving_delta.f32"))
+    print(json.dumps(report))
+    if weak:
+        sys.exit("%s: the training step cannot tell these mistakes from Keras (moved < %gx tolerance): %s" % (
+            model, MUTATION_FACTOR, weak))
+    for what, err, tol in (("loss", report["torch_f32_loss_error"], TRAIN_LOSS_TOLERANCE),
+                           ("gradients", report["torch_f32_grad_error"], TRAIN_GRAD_TOLERANCE),
+                           ("moving statistics", report["torch_f32_moving_error"], MOVING_TOLERANCE)):
+        if not err < tol / 4:
+            sys.exit("%s: the weights are ill-conditioned: torch's own float32 %s are %g off float64" % (
+                model, what, err))
+
+
 def main():
     if sys.argv[1] == "--check-saved":
         return check_saved(sys.argv[2])
     model, d = sys.argv[1], sys.argv[2]
     keras_h5 = "--keras-h5" in sys.argv[3:]
+    train = "--train" in sys.argv[3:]
     forward, eps, mutations = MODELS[model]
     torch.set_num_threads(1)
     header, params = read_checkpoint(os.path.join(d, "init.ckpt"))
@@ -471,6 +806,8 @@ def main():
         elif name.endswith("/variance") and "normalization" in name:
             w.set(name, rng.uniform(0.04, 0.12, n))
 
+    big_gamma = 0.0 if model == "densenet121" else 0.05
+
     def calibrate(weights, name, inp):
         # Scale-preserving batch norms (each channel normalised to its own std) make a deep
         # random network chaotic: rounding errors grow ~1.2x per layer and even torch's float32
@@ -482,13 +819,18 @@ def main():
         var = float(inp.var(dim=(0, 2, 3), unbiased=False).mean())
         weights.set(name + "/moving_mean", mean * rng.uniform(0.5, 1.0, c))
         weights.set(name + "/moving_variance", var * 4 * rng.uniform(0.5, 2, c) + 1e-6)
-        # ... one channel in 20 with gamma 4..8: ReLU6 clips there (else it acts as ReLU).
-        weights.set(name + "/gamma", np.where(rng.uniform(0, 1, c) < 0.05, rng.uniform(4, 8, c),
+        # ... one channel in 20 with gamma 4..8: ReLU6 clips there (else it acts as ReLU). Not
+        # in DenseNet121 (ReLU only), whose concatenations carry such a channel's amplified
+        # signal into every later layer of its block: its float32 forward was 2.9e-5 off.
+        weights.set(name + "/gamma", np.where(rng.uniform(0, 1, c) < big_gamma, rng.uniform(4, 8, c),
                                               rng.uniform(0.5, 1.5, c)))
         weights.set(name + "/beta", rng.normal(0, 0.3, c))
 
     with torch.no_grad():
         forward(Forward(w, eps, calibrate=calibrate), x)
+    if train:
+        return main_train(model, d, header, params, x, json.load(open(os.path.join(d, "input.json"))))
+    with torch.no_grad():
         w.cache.clear()
         w.used.clear()
         w.layer_order.clear()

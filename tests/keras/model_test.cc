@@ -65,6 +65,27 @@ TEST(Model, ShapeErrorsNameTheLayer) {
   EXPECT_NE(spec.status().message().find("bogus"), std::string::npos);
 }
 
+// Keras before 2.2 wrote a Sequential's config as the bare list of its layers, the first one
+// carrying batch_input_shape (seen in real files, e.g. fastmachinelearning/example-models'
+// KERAS_conv2d_model.json from Keras 2.0): the same model as the object form.
+TEST(Model, AKeras20SequentialSpecIsTheBareListOfItsLayers) {
+  const std::string layers = R"([
+      {"class_name": "Dense", "config": {"name": "dense_1", "trainable": true, "batch_input_shape": [null, 4],
+       "dtype": "float32", "units": 3, "activation": "relu", "use_bias": true,
+       "kernel_initializer": {"class_name": "VarianceScaling", "config": {"scale": 1.0, "mode": "fan_avg",
+                              "distribution": "uniform", "seed": null}},
+       "bias_initializer": {"class_name": "Zeros", "config": {}}, "kernel_regularizer": null,
+       "bias_regularizer": null, "activity_regularizer": null, "kernel_constraint": null, "bias_constraint": null}},
+      {"class_name": "Dense", "config": {"name": "dense_2", "units": 2, "activation": "softmax"}}])";
+  auto bare = ModelFromJson(R"({"class_name": "Sequential", "keras_version": "2.0.8", "config": )" + layers + "}");
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  auto object = ModelFromJson(R"({"class_name": "Sequential", "config": {"name": "s", "layers": )" + layers + "}}");
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ((*bare)->count_params(), 4 * 3 + 3 + 3 * 2 + 2);
+  EXPECT_EQ((*bare)->count_params(), (*object)->count_params());
+  EXPECT_NE((*bare)->Summary().find("dense_2 (Dense)"), std::string::npos) << (*bare)->Summary();
+}
+
 TEST(Model, FunctionalWithSharedLayerAndConcat) {
   KTensor a = Input({8}, DType::kF32, "a");
   KTensor b = Input({8}, DType::kF32, "b");

@@ -31,6 +31,19 @@ TEST(Schedules, CosineDecayWithWarmupMatchesKerasFormula) {
   EXPECT_NEAR(a(10), 0.1, 1e-12);
 }
 
+// Keras: a warmup_target is the peak even with warmup_steps=0 (no ramp), and warmup_steps
+// without a target is ignored. `strata train --warmup-epochs 0` builds the first: before, it
+// decayed from initial_learning_rate 0 and trained at a rate of 0 throughout.
+TEST(Schedules, CosineDecayStartsFromTheWarmupTargetWithoutWarmupSteps) {
+  auto c = schedules::CosineDecay(0.0, 100, {.warmup_target = 0.1, .warmup_steps = 0});
+  EXPECT_NEAR(c(0), 0.1, 1e-12);
+  EXPECT_NEAR(c(50), 0.05, 1e-12);
+  EXPECT_NEAR(c(100), 0.0, 1e-12);
+  auto untargeted = schedules::CosineDecay(0.2, 100, {.warmup_steps = 10});
+  EXPECT_NEAR(untargeted(0), 0.2, 1e-12);
+  EXPECT_NEAR(untargeted(50), 0.1, 1e-12);
+}
+
 TEST(Schedules, PiecewiseConstant) {
   auto p = schedules::PiecewiseConstant({100, 200}, {1.0, 0.5, 0.1});
   EXPECT_DOUBLE_EQ(p(0), 1.0);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/bf16_expected.h"
 #include "strata/backend/compile.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
@@ -96,7 +97,7 @@ TEST(SyncBatchNorm, WithoutItReplicasUseTheirOwnStatistics) {
 TEST(SyncBatchNorm, MixedBfloat16) {
   // bf16 convolutions feed the f32 synchronized kernels (reordered in and out); the replicas
   // still match one replica (seen: 3e-8). Below AVX-512 bf16 is refused at compile.
-  if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) {
+  if (!testing::Bf16MustRun()) {
     auto strategy = distribute::MirroredStrategy(1);
     ASSERT_TRUE(strategy.ok());
     Status st = ConvBn(true)->compile({.optimizer = optimizers::SGD(0.1),

@@ -4,7 +4,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,8 +16,42 @@
 #include "strata/record/record_reader.h"
 #include "strata/record/record_writer.h"
 
+// The largest operator new request while a test watches (replaced for this binary; a pass-
+// through to malloc). The reader's buffers are std::string, so a length taken on trust would
+// show here as a request of that length, even where the allocation itself would succeed
+// (overcommit) and no status code could tell.
+namespace {
+std::atomic<bool> g_watch_allocations{false};
+std::atomic<size_t> g_largest_allocation{0};
+void* Allocate(size_t n) {
+  if (g_watch_allocations.load(std::memory_order_relaxed)) {
+    size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
+    while (n > seen && !g_largest_allocation.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {
+    }
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+void* operator new(size_t n) { return Allocate(n); }
+void* operator new[](size_t n) { return Allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
 namespace strata::record {
 namespace {
+
+// The largest allocation `read` makes.
+template <typename F>
+size_t LargestAllocationOf(F read) {
+  g_largest_allocation = 0;
+  g_watch_allocations = true;
+  read();
+  g_watch_allocations = false;
+  return g_largest_allocation.load();
+}
 
 std::string Frame(std::string_view data) {
   std::string out(kHeaderSize, '\0');
@@ -164,9 +201,11 @@ TEST(RecordReaderTest, LengthBeyondFileNeverAllocatesIt) {
   bytes += "short";
   auto r = ReaderOver(bytes, {.max_record_bytes = uint64_t{1} << 50});
   std::string_view v;
-  Status st = r->ReadRecord(&v);
+  Status st;
+  const size_t largest = LargestAllocationOf([&] { st = r->ReadRecord(&v); });
   EXPECT_EQ(st.code(), StatusCode::kTruncated) << st.ToString();
   EXPECT_NE(st.message().find("length beyond the file"), std::string::npos) << st.message();
+  EXPECT_LT(largest, size_t{1} << 20) << "the reader allocated " << largest << " bytes for a 30-byte file";
 }
 
 TEST(RecordReaderTest, LengthOverLimitIsCorruption) {
@@ -282,7 +321,12 @@ TEST(RecordReaderTest, CompressedHugeLengthDoesNotAllocateIt) {
   EncodeHeader(uint64_t{1} << 35, bytes.data());
   auto r = ReaderOver(Deflate(bytes + "tiny", true));
   std::string_view v;
-  EXPECT_EQ(r->ReadRecord(&v).code(), StatusCode::kTruncated);
+  Status st;
+  // Compressed, the file size says nothing of the length: the buffer grows only as decoded
+  // data arrives (at most doubling), so 2^35 announced bytes cost one read-ahead window.
+  const size_t largest = LargestAllocationOf([&] { st = r->ReadRecord(&v); });
+  EXPECT_EQ(st.code(), StatusCode::kTruncated) << st.ToString();
+  EXPECT_LT(largest, size_t{1} << 20) << "the reader allocated " << largest << " bytes for 2^35 announced";
 }
 
 TEST(RecordWriterTest, RoundTripsEveryCompression) {

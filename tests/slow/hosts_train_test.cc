@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The reference CNN on Fashion-MNIST (the default job), a few dozen small steps.
-const std::string kSteps = " train --epochs 1 --deterministic --seed 3 --batch-per-replica 32 --lr 0.01 --no-monitor ";
+const std::string kSteps = " train --epochs 1 --deterministic --seed 3 --batch-per-replica 32 --lr 0.01 --no-monitor --validation-steps 2 ";
 
 // 2 hosts x 1 replica at 1 Gbit/s against 2 replicas in one process: the same sum in the same
 // order (g0 + g1, then halved; a sum of two is the same either way round), so the same bits.
@@ -62,7 +62,7 @@ TEST(HostsTrain, TwoHostsOfTwoReplicasMatchFourReplicasInOneProcessAndLoopbackBi
   const std::string env = MpiEnv() + "STRATA_CONV_ALGORITHM=direct ";
   // As tests/slow/mpi_train_test.cc's loopback check: a small rate and 6 steps, since the first
   // steps amplify the rounding difference (seen: 1.1e-4 after 12 steps at lr 0.01).
-  const std::string args = " train --epochs 1 --deterministic --seed 3 --batch-per-replica 32 --lr 0.001 --no-monitor "
+  const std::string args = " train --epochs 1 --deterministic --seed 3 --batch-per-replica 32 --lr 0.001 --no-monitor --validation-steps 2 "
                            "--steps-per-epoch 6 ";
   auto one = RunCommand(env + Strata() + args + "--replicas 4 --out " + dir + "/one.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
@@ -175,6 +175,7 @@ TEST(HostsTrain, ASlowLinkTrainsToTheEndWithTheDeadlineRaisedByThePace) {
   std::printf("[ slow     ] 10 Mbit/s: %.0f ms a step, all-reduce %.0f ms in flight; longest wait %.2f s, longest deadline "
               "in force %.2f s (floor %.2f s)\n",
               x["step_ms"].get<double>(), x["all_reduce_ms_per_step"].get<double>(), wait, deadline, floor);
+  EXPECT_DOUBLE_EQ(x["deadline_floor_s"].get<double>(), floor) << "STRATA_COLLECTIVE_TIMEOUT was not the deadline's floor";
   EXPECT_GT(wait, floor) << "the link did not slow a step enough to test anything";
   EXPECT_GT(deadline, wait) << "the deadline in force was not raised above the longest wait by the pace";
   EXPECT_TRUE(x["heartbeats"].get<bool>());

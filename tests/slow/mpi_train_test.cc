@@ -37,7 +37,7 @@ TEST(MpiTrain, TwoWorkersOfTwoReplicasMatchFourReplicasInOneProcess) {
   fs::create_directories(dir);
   // A small learning rate: at a large one the first steps are chaotic and amplify the
   // different summation order far beyond rounding (seen: 0.09 after 12 steps at lr 0.05).
-  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.001 ";
+  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.001 --validation-steps 2 ";
   const std::string flags = common + "--replicas 2 ";
   // Direct convolutions: each step re-rounds the two runs' tiny difference at the kernels'
   // own error, and Winograd's is ~6x direct's (seen: 1.7e-4 after 6 steps against 5.8e-6,
@@ -76,7 +76,7 @@ TEST(MpiTrain, SynchronizedBatchNormTwoWorkersOfTwoReplicasMatchFourReplicasInOn
   // lr 0.05: large enough that statistics of the worker's 64 rows instead of the global 128
   // show (seen: 3e-4 when the all-reduce is skipped; 1.5e-8 with it).
   const std::string common = " train --model " + spec +
-                             " --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.05 ";
+                             " --epochs 1 --steps-per-epoch 6 --deterministic --seed 3 --batch-per-replica 32 --lr 0.05 --validation-steps 2 ";
   auto one = RunCommand(MpiEnv() + Strata() + common + "--replicas 4 --out " + dir + "/single.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = RunCommand(MpiEnv() + kMpirun + Strata() + common + "--replicas 2 --out " + dir + "/mpi.ckpt", true);
@@ -125,7 +125,7 @@ TEST(MpiTrain, AllReduceOverlapOnAndOffGiveTheSameBits) {
   ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
   const std::string dir = ::testing::TempDir() + "/strata-mpi-overlap";
   fs::create_directories(dir);
-  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 5 --batch-per-replica 16 "
+  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 5 --batch-per-replica 16 --validation-steps 2 "
                              "--replicas 2 --lr 0.05 --no-monitor ";
   auto on = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 " + kMpirun + Strata() + common + "--summary-json " + dir +
                            "/on.json --out " + dir + "/on.ckpt",
@@ -161,7 +161,7 @@ TEST(MpiTrain, Bf16OnTheWireHalvesTheBytesAndStaysNearF32) {
   ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
   const std::string dir = ::testing::TempDir() + "/strata-mpi-bf16-wire";
   fs::create_directories(dir);
-  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 5 --batch-per-replica 32 "
+  const std::string common = " train --epochs 1 --steps-per-epoch 6 --deterministic --seed 5 --batch-per-replica 32 --validation-steps 2 "
                              "--replicas 1 --lr 0.01 --no-monitor ";
   auto f32 = RunCommand(MpiEnv() + kMpirun + Strata() + common + "--summary-json " + dir + "/f32.json --out " + dir + "/f32.ckpt", true);
   ASSERT_EQ(f32.exit_code, 0) << f32.output;
@@ -198,7 +198,7 @@ TEST(MpiTrain, Bf16OnTheWireHalvesTheBytesAndStaysNearF32) {
 // MultiWorker BackupAndRestore: 2 epochs of 25 steps, backups at global steps 20, 25 (epoch
 // end), 40 (and 50, deleted at the end). Every run is the same command (with --resume).
 const std::string kBackupArgs =
-    " train --epochs 2 --steps-per-epoch 25 --deterministic --seed 4242 --replicas 1 --batch-per-replica 16 "
+    " train --epochs 2 --steps-per-epoch 25 --deterministic --seed 4242 --replicas 1 --batch-per-replica 16 --validation-steps 2 "
     "--lr 0.01 --no-monitor --resume --checkpoint-dir ";
 std::string BackupCommand(const std::string& dir, const std::string& run) {
   return kMpirun + Strata() + kBackupArgs + dir + "/" + run + " --out " + dir + "/" + run + ".ckpt";
@@ -299,7 +299,8 @@ TEST(MpiTrain, KillTheChiefInsideABackupWriteThenResumeFromThePreviousBackup) {
 // to the OS, answering nothing, as a hung host or a partition) or killed while its peer trains.
 // The survivor's watchdog must name the silent worker (rank, host, pid) and the collective it
 // waited in and end the job with MPI_Abort(3) within the documented bound
-// (STRATA_HEARTBEAT_TIMEOUT, 10 s, plus a second's heartbeat period; the test allows 60 s), and
+// (STRATA_HEARTBEAT_TIMEOUT, 10 s, plus a second's heartbeat period, plus 4 s for MPI_Abort and
+// mpirun to tear the job down: 15 s, asserted, the measured time printed), and
 // the backup on disk must be whole. mpirun does not notice a stopped process, so after SIGSTOP
 // only Strata can end the job: mpirun's exit status is the watchdog's error code, 3. A killed
 // process mpirun would report itself, so SIGKILL runs under `mpirun --enable-recovery` (which
@@ -333,6 +334,8 @@ void StopOrKillOneRank(int signal, const char* test) {
   ASSERT_GT(pids[1], 0) << job.output();
   std::printf("[ fault    ] %s worker %d (pid %d); worker %d (pid %d) trains on\n", stop ? "SIGSTOP" : "SIGKILL", victim,
               static_cast<int>(pids[victim]), survivor, static_cast<int>(pids[survivor]));
+  constexpr double kHeartbeatTimeout = 10, kHeartbeatPeriod = 1, kTeardown = 4;
+  const double bound = kHeartbeatTimeout + kHeartbeatPeriod + kTeardown;
   const auto signalled = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pids[victim], signal), 0);
   const bool ended = job.Wait(60);
@@ -341,7 +344,9 @@ void StopOrKillOneRank(int signal, const char* test) {
   job.KillAll();
   if (stop) ::kill(pids[victim], SIGKILL);  // mpirun kills it too; never leave it stopped
   ASSERT_TRUE(ended) << "the job still ran 60 s after the " << (stop ? "SIGSTOP" : "SIGKILL") << ":\n" << out;
-  std::printf("[ fault    ] the job ended %.1f s after the signal, mpirun's exit status %d\n", seconds, job.exit_code());
+  std::printf("[ fault    ] the job ended %.1f s after the signal (bound %.0f s), mpirun's exit status %d\n", seconds, bound,
+              job.exit_code());
+  EXPECT_LE(seconds, bound) << out;
 
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -423,7 +428,7 @@ TEST(MpiTrain, TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm) {
   // One worker per core (bound), where the busy loops are.
   const std::string train = "mpirun --oversubscribe --map-by core --bind-to core --mca btl self,vader,tcp "
                             "--mca btl_tcp_if_include lo -np 2 " + Strata() +
-                            " train --epochs 1 --steps-per-epoch 8 --replicas 1 --batch-per-replica 64 --no-monitor --seed 11 ";
+                            " train --epochs 1 --steps-per-epoch 8 --replicas 1 --batch-per-replica 64 --no-monitor --seed 11 --validation-steps 2 ";
   auto usual = RunCommand(MpiEnv() + train + "--summary-json " + dir + "/usual.json", true);
   ASSERT_EQ(usual.exit_code, 0) << usual.output;
   nlohmann::json u = nlohmann::json::parse(*ReadFileToString(dir + "/usual.json"));
@@ -452,8 +457,15 @@ TEST(MpiTrain, TwoWorkersSlowedByCpuHogsTrainToTheEndWithoutAFalseAlarm) {
               usual_s, loaded_s, loaded_s / usual_s, longest_wait, l["cross_host"]["longest_deadline_s"].get<double>(),
               l["cross_host"]["heartbeats"].get<bool>() ? "on" : "off");
   EXPECT_TRUE(l["cross_host"]["heartbeats"].get<bool>());
-  // What makes this test able to fail: a fixed deadline at the floor would have fired.
-  EXPECT_GT(longest_wait, 0.05) << "the busy loops did not slow a worker enough to test anything:\n" << out;
+  // The floor in force is the one the job was given (an ignored STRATA_COLLECTIVE_TIMEOUT would
+  // leave the 30 s default, under which nothing here could fire).
+  const double floor = l["cross_host"]["deadline_floor_s"].get<double>();
+  const double deadline = l["cross_host"]["longest_deadline_s"].get<double>();
+  EXPECT_DOUBLE_EQ(floor, 0.05) << "STRATA_COLLECTIVE_TIMEOUT=0.05 was not the deadline's floor";
+  // What makes this test able to fail: a fixed deadline at the floor would have fired...
+  EXPECT_GT(longest_wait, floor) << "the busy loops did not slow a worker enough to test anything:\n" << out;
+  // ...and the deadline in force was raised by the pace above the longest wait.
+  EXPECT_GT(deadline, longest_wait) << "the deadline in force was not raised above the longest wait by the pace";
 }
 
 }  // namespace

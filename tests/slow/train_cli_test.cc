@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "../e2e/cli_support.h"
 #include "fault_support.h"
@@ -57,7 +59,8 @@ TEST(TrainCli, DefaultJobPrintsTestAccuracyAndSavesTheModel) {
 
 // kill -9 and --resume: 2 epochs of 30 steps, backups at global steps 20, 30 (epoch end) and 40
 // (and 60, deleted when the run ends). The run that is never interrupted is made once.
-const std::string kResumeArgs = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7";
+// Validation on 2 batches of the test set (--validation-steps): what the tests compare is the weights.
+const std::string kResumeArgs = " train --epochs 2 --steps-per-epoch 30 --deterministic --seed 7 --validation-steps 2";
 
 std::string ResumeDir() { return ::testing::TempDir() + "/strata-train-resume"; }
 
@@ -130,6 +133,40 @@ TEST(TrainCli, KillNineAtARandomStepThenResumeFromTheLastBackup) {
   ExpectSameBitsAsUninterrupted(dir + "/b.ckpt");
 }
 
+// --resume when backup.ckpt itself is damaged (a byte flipped inside the parameters; the file
+// cut at a record boundary, where every record left is whole): the run stops before training
+// with a line naming the file and the damage, never starting again from step 0, and leaves the
+// damaged backup as it was (the user's to inspect) and no model. Run on copies of `run`'s
+// backup directory in `dir`.
+void ExpectADamagedBackupStopsTheResume(const std::string& dir, const std::string& run) {
+  const std::string whole = *ReadFileToString(dir + "/" + run + "/backup.ckpt");
+  // The second record (the parameters) starts after the header's: u64 length, u32 CRC, data, u32 CRC.
+  uint64_t header_length = 0;
+  std::memcpy(&header_length, whole.data(), 8);
+  const size_t params_at = 16 + header_length, params_data = params_at + 12;
+  uint64_t params_length = 0;
+  std::memcpy(&params_length, whole.data() + params_at, 8);
+  ASSERT_LT(params_data + params_length, whole.size());
+  std::string flipped = whole;
+  flipped[params_data + params_length / 2] ^= 0x10;
+  const std::string cut = whole.substr(0, params_data + params_length + 4);  // header and parameters only
+  for (const auto& [name, bytes, damage] :
+       {std::tuple<std::string, std::string, std::string>{"flipped", flipped, "bad data CRC in " + dir + "/" + run + "-flipped/backup.ckpt"},
+        {"cut", cut, "cut short, it ends after 2 of its 4 records, before the optimizer slots"}}) {
+    const std::string backups = dir + "/" + run + "-" + name;
+    fs::create_directories(backups);
+    const std::string path = backups + "/backup.ckpt";
+    ASSERT_TRUE(WriteFileAtomic(path, bytes).ok());
+    auto r = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + backups + " --resume --out " + backups + ".ckpt", true);
+    EXPECT_NE(r.exit_code, 0) << name << ": a damaged backup was resumed from\n" << r.output;
+    EXPECT_NE(r.output.find("checkpoint " + path), std::string::npos) << name << ": the file is not named\n" << r.output;
+    EXPECT_NE(r.output.find(damage), std::string::npos) << name << ": the damage is not named\n" << r.output;
+    EXPECT_EQ(r.output.find("Epoch 1/2"), std::string::npos) << name << ": it trained\n" << r.output;
+    EXPECT_FALSE(fs::exists(backups + ".ckpt")) << name << ": a model was saved";
+    EXPECT_EQ(*ReadFileToString(path), bytes) << name << ": the damaged backup was replaced or removed";
+  }
+}
+
 // kill -9 inside a backup write (fault point: every byte in the temporary, before the fsync and
 // rename): the previous backup (step 20) is untouched and whole, and the run resumes from it.
 TEST(TrainCli, KillNineInsideABackupWriteLeavesThePreviousBackupToResumeFrom) {
@@ -146,6 +183,8 @@ TEST(TrainCli, KillNineInsideABackupWriteLeavesThePreviousBackupToResumeFrom) {
   const CheckpointRead backup = ReadWholeCheckpoint(dir + "/c/backup.ckpt");
   ASSERT_TRUE(backup.ok) << backup.error;
   EXPECT_EQ(backup.global_step, 20);
+
+  ExpectADamagedBackupStopsTheResume(dir, "c");
 
   auto resumed = RunCommand(Env() + Strata() + kResumeArgs + " --checkpoint-dir " + dir + "/c --resume --out " + dir + "/c.ckpt", true);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;

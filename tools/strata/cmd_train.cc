@@ -48,6 +48,7 @@ struct TrainFlags {
   int64_t image_size = 28, classes = 0, epochs = 10, batch_per_replica = 128, replicas = 0, seed = 42;
   int64_t channels = 0;  // 0: as the first record of --data stores its image (1 without --data)
   int64_t steps_per_epoch = 0;
+  int64_t validation_steps = -1;  // Keras's validation_steps: -1, the whole --val
   double lr = 0.05, weight_decay = 5e-4, warmup_epochs = 0.5;
   bool deterministic = false, resume = false;
   // Transfer learning (docs/flowers.md, "Fine-tuning"): weights loaded before training, the
@@ -294,6 +295,9 @@ int RunTrain(const std::vector<std::string>& args) {
                "--classes; or a spec JSON file, kept as written");
   flags.Int("epochs", &f.epochs, "epochs (default 10)");
   flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");
+  flags.Int("validation-steps", &f.validation_steps,
+            "batches of --val to validate on after each epoch and to evaluate at the end (Keras's validation_steps; "
+            "default: all of it)");
   flags.Int("batch-per-replica", &f.batch_per_replica, "batch per replica (default 128); global = this x replicas");
   flags.Double("lr", &f.lr, "learning rate for a global batch of 128 (default 0.05; --preset flowers: the peak per replica, 5e-4)");
   flags.String("lr-scaling", &f.lr_scaling, "linear: scale the learning rate with the global batch / 128; none");
@@ -340,6 +344,8 @@ int RunTrain(const std::vector<std::string>& args) {
   if (f.channels != 0 && f.channels != 1 && f.channels != 3) return Fail("train", "--channels must be 1 or 3", kExitUsage);
   if (f.resume && f.checkpoint_dir.empty()) return Fail("train", "--resume needs --checkpoint-dir", kExitUsage);
   if (f.epochs < 1 || f.batch_per_replica < 1) return Fail("train", "--epochs and --batch-per-replica must be positive", kExitUsage);
+  if (f.validation_steps == 0 || f.validation_steps < -1)
+    return Fail("train", "--validation-steps must be positive (or left out: all of --val)", kExitUsage);
   if (f.freeze_backbone_epochs < 0) return Fail("train", "--freeze-backbone-epochs must be 0 or more", kExitUsage);
   if (f.freeze_backbone_epochs > 0 && f.freeze_until.empty())
     return Fail("train", "--freeze-backbone-epochs needs --freeze-until LAYER (the backbone's last layer)", kExitUsage);
@@ -566,7 +572,8 @@ int RunTrain(const std::vector<std::string>& args) {
   Stopwatch train_clock;
   auto fit = [&](int initial_epoch, int epochs) {
     return model->fit(*train, {.epochs = epochs, .steps_per_epoch = steps_per_epoch,
-                               .validation_data = val ? &*val : nullptr, .callbacks = callbacks,
+                               .validation_data = val ? &*val : nullptr, .validation_steps = f.validation_steps,
+                               .callbacks = callbacks,
                                .verbose = !chief ? 0 : ::isatty(::fileno(stdout)) ? 1 : 2,
                                .initial_epoch = initial_epoch,
                                .observer = monitored ? &monitor : nullptr});
@@ -615,7 +622,7 @@ int RunTrain(const std::vector<std::string>& args) {
   // ---- evaluate, save, report (the chief)
   double test_accuracy = 0, test_loss = 0, val_f1 = 0;
   if (val) {
-    auto logs = model->evaluate(*val);
+    auto logs = model->evaluate(*val, {.steps = f.validation_steps});
     if (!logs.ok()) return Fail("train", logs.status().ToString());
     test_accuracy = keras::LogValue(*logs, "accuracy");
     test_loss = keras::LogValue(*logs, "loss");

@@ -89,6 +89,7 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
   // longest deadline it was given, and whether peers' heartbeats kept them alive.
   j["longest_wait_s"] = cs.longest_wait_seconds;
   j["longest_deadline_s"] = cs.longest_deadline_seconds;
+  j["deadline_floor_s"] = cs.deadline_floor_seconds;
   j["heartbeats"] = cs.heartbeats;
   j["wire"] = cs.bf16_wire ? "bf16" : "f32";
   const int64_t later = counters.steps_after_first_epoch();

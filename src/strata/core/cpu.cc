@@ -107,6 +107,9 @@ Result<std::string> MaxIsaSetting() {
 }
 
 CpuIsa CapIsa(CpuIsa isa, std::string_view cap) {
+  // "avx512" is plain AVX-512 (F, BW, VL), as oneDNN's AVX512_CORE: no BF16 dot product and no
+  // AMX, so an AVX512_BF16 or AMX machine can stand in for Skylake-X or Ice Lake.
+  if (cap == "avx512") isa.avx512_bf16 = isa.amx_bf16 = isa.amx_int8 = false;
   if (cap == "scalar" || cap == "avx2") {
     isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512_bf16 = false;
     isa.amx_bf16 = isa.amx_int8 = false;

@@ -42,7 +42,8 @@ const CpuIsa& DetectedIsa();
 // STRATA_MAX_ISA's value as "scalar", "avx2" or "avx512"; "" when unset. An unknown value is
 // an error naming it (the CLI checks it at start; HostIsa() then applies no cap).
 Result<std::string> MaxIsaSetting();
-// `isa` limited to what `cap` ("scalar", "avx2", "avx512", "") allows.
+// `isa` limited to what `cap` ("scalar", "avx2", "avx512", "") allows; "avx512" is plain
+// AVX-512, without AVX512_BF16 and AMX.
 CpuIsa CapIsa(CpuIsa isa, std::string_view cap);
 
 // The CPU model string ("AMD EPYC 9R45"), or "unknown".

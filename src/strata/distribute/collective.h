@@ -33,6 +33,7 @@ struct CollectiveStats {
   // (what a fixed timeout would have had to allow).
   double longest_wait_seconds = 0;
   double longest_deadline_seconds = 0;
+  double deadline_floor_seconds = 0;  // the floor in force (MpiOptions::timeout_seconds)
   bool heartbeats = false;  // peers' liveness came from heartbeats (MPI_THREAD_MULTIPLE)
   bool bf16_wire = false;   // gradient buckets travel as bf16 (MpiOptions::bf16_wire)
 };

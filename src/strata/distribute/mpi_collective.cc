@@ -202,6 +202,7 @@ class Watchdog {
     std::lock_guard<std::mutex> lock(mu_);
     return longest_wait_;
   }
+  double floor() const { return floor_; }
   double longest_deadline() const {
     std::lock_guard<std::mutex> lock(mu_);
     return longest_deadline_;
@@ -375,6 +376,7 @@ class MpiWorld final : public Collective {
     }
     s.longest_wait_seconds = watchdog_.longest_wait();
     s.longest_deadline_seconds = watchdog_.longest_deadline();
+    s.deadline_floor_seconds = watchdog_.floor();
     s.heartbeats = heartbeats_ != nullptr;
     s.bf16_wire = bf16_wire_;
     return s;

@@ -47,6 +47,11 @@ int ChannelsOf(int colorspace) {
   }
 }
 
+// A whole JPEG stream ends with its EOI marker (FF D9).
+bool EndsWithEoi(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<uint8_t>(bytes[bytes.size() - 2]) == 0xFF && static_cast<uint8_t>(bytes.back()) == 0xD9;
+}
+
 // libjpeg reports every problem as text; sort the ones we can into codes, then replace
 // the handle (see TjHandle).
 // A stream without its EOI marker (FF D9) at the end was cut short: whatever libjpeg
@@ -56,8 +61,7 @@ Status TjError(TjHandle& handle, const char* what, std::string_view bytes) {
   handle.Recreate();
   std::string full = std::string("JPEG ") + what + ": " + msg;
   auto has = [&](const char* s) { return msg.find(s) != std::string::npos; };
-  const bool has_eoi = bytes.size() >= 2 && static_cast<uint8_t>(bytes[bytes.size() - 2]) == 0xFF &&
-                       static_cast<uint8_t>(bytes.back()) == 0xD9;
+  const bool has_eoi = EndsWithEoi(bytes);
   if (has("Premature end") || has("premature end")) return Truncated(full);
   if (!has_eoi) return Truncated(full + " (stream of " + std::to_string(bytes.size()) + " bytes has no EOI marker)");
   if (has("Unsupported") || has("unsupported") || has("not supported") || has("Sorry")) return Unimplemented(full);
@@ -76,7 +80,14 @@ Result<JpegHeader> ReadJpegHeader(std::string_view bytes) {
                           &cs) != 0) {
     return TjError(handle, "header", bytes);
   }
-  if (w <= 0 || hgt <= 0) return Corruption("JPEG header: empty image " + std::to_string(hgt) + "x" + std::to_string(w));
+  if (w <= 0 || hgt <= 0) {
+    // libjpeg-turbo can return a 0x0 header from a stream cut inside its first marker: cut
+    // short (no EOI at the end) is Truncated, as every other error of a cut stream.
+    const bool has_eoi = EndsWithEoi(bytes);
+    const std::string what = "JPEG header: empty image " + std::to_string(hgt) + "x" + std::to_string(w);
+    if (!has_eoi) return Truncated(what + " (stream of " + std::to_string(bytes.size()) + " bytes has no EOI marker)");
+    return Corruption(what);
+  }
   return JpegHeader{hgt, w, ChannelsOf(cs), samp, cs};
 }
 

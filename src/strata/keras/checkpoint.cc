@@ -105,17 +105,28 @@ Result<std::vector<Copy>> PlanLoad(const std::string& path, const nlohmann::json
 Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slot_block, CheckpointState* state,
                       ReadCheckpointOptions options) {
   STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  // A checkpoint is four records; one that ends sooner (at a record boundary, where every
+  // record left has a valid checksum, or inside one) was cut short.
+  int records = 0;
+  auto read = [&](std::string* out, const char* what) -> Status {
+    Status s = r->ReadRecord(out);
+    if (s.IsOutOfRange())
+      return Corruption("checkpoint " + path + ": cut short, it ends after " + std::to_string(records) +
+                        " of its 4 records, before the " + what + " (" + s.message() + ")");
+    if (s.ok()) ++records;
+    return s.WithContext("checkpoint " + path + " " + what);
+  };
   std::string header_bytes, params, slots, iter;
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header_bytes).WithContext("checkpoint " + path + " header"));
+  STRATA_RETURN_IF_ERROR(read(&header_bytes, "header"));
   auto header = nlohmann::json::parse(header_bytes, nullptr, false);
   if (!header.is_object() || !header.contains("format") || header["format"] != "strata-checkpoint")
     return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
   if (!header.contains("version") || header["version"] != 1)
     return Unimplemented("checkpoint " + path + ": version " + header.value("version", nlohmann::json()).dump() +
                          " is not supported");
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&params).WithContext("checkpoint " + path + " parameters"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&slots).WithContext("checkpoint " + path + " optimizer slots"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&iter).WithContext("checkpoint " + path + " iterator state"));
+  STRATA_RETURN_IF_ERROR(read(&params, "parameters"));
+  STRATA_RETURN_IF_ERROR(read(&slots, "optimizer slots"));
+  STRATA_RETURN_IF_ERROR(read(&iter, "iterator state"));
 
   // Variables are matched by name, so a checkpoint survives a change of variable order.
   STRATA_ASSIGN_OR_RETURN(std::vector<Copy> plan, PlanLoad(path, header, params.size(), *store));

@@ -23,12 +23,16 @@ Schedule ExponentialDecay(double initial, int64_t decay_steps, double decay_rate
 
 Schedule CosineDecay(double initial, int64_t decay_steps, CosineDecayOptions o) {
   decay_steps = std::max<int64_t>(decay_steps, 1);
-  const bool warm = o.warmup_steps > 0 && o.warmup_target >= 0;
-  const double peak = warm ? o.warmup_target : initial;
+  // As Keras: a warmup_target is the peak the decay starts from, warm-up or not (warmup_steps
+  // 0: no ramp); without one, warmup_steps is ignored and the decay starts from `initial`.
+  const bool target = o.warmup_target >= 0;
+  const double peak = target ? o.warmup_target : initial;
+  const int64_t warmup = target ? std::max<int64_t>(o.warmup_steps, 0) : 0;
+  const bool warm = warmup > 0;
   return {[=](int64_t step) {
-            if (warm && step < o.warmup_steps)
-              return initial + (peak - initial) * static_cast<double>(step) / static_cast<double>(o.warmup_steps);
-            double t = static_cast<double>(step - (warm ? o.warmup_steps : 0));
+            if (step < warmup)
+              return initial + (peak - initial) * static_cast<double>(step) / static_cast<double>(warmup);
+            double t = static_cast<double>(step - warmup);
             t = std::clamp(t, 0.0, static_cast<double>(decay_steps));
             double cosine = 0.5 * (1 + std::cos(std::numbers::pi * t / static_cast<double>(decay_steps)));
             return peak * ((1 - o.alpha) * cosine + o.alpha);

@@ -25,8 +25,9 @@ Schedule Constant(double lr);
 // lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
 Schedule ExponentialDecay(double initial, int64_t decay_steps, double decay_rate, bool staircase = false);
 // Keras CosineDecay with warm-up: linear from `initial` to `warmup_target` over
-// `warmup_steps` (skipped when warmup_steps == 0, then the peak is `initial`), then
-// peak * ((1 - alpha) * 0.5 * (1 + cos(pi * t / decay_steps)) + alpha), t clamped.
+// `warmup_steps` (none when warmup_steps == 0), then
+// peak * ((1 - alpha) * 0.5 * (1 + cos(pi * t / decay_steps)) + alpha), t clamped, where the
+// peak is `warmup_target` when one is given (warm-up steps or not) and `initial` otherwise.
 struct CosineDecayOptions {
   double alpha = 0;           // final lr as a fraction of the peak
   double warmup_target = -1;  // < 0: no warm-up target (peak = initial)

@@ -424,7 +424,8 @@ Result<std::unique_ptr<Model>> ModelFromJson(const std::string& text) {
   const std::string cls = j.value("class_name", "");
   const Json config = j.contains("config") ? j["config"] : Json::object();
   try {
-    if (cls == "Sequential") return SequentialFromJson(config);
+    // Keras before 2.2 wrote a Sequential's config as the bare list of its layers.
+    if (cls == "Sequential") return SequentialFromJson(config.is_array() ? Json{{"layers", config}} : config);
     if (cls == "Functional" || cls == "Model") return FunctionalFromJson(config);
   } catch (const Json::exception& e) {
     return InvalidArgument(std::string("model spec: ") + e.what());

@@ -1,7 +1,9 @@
 // Runs an ONNX file with onnxruntime-node (npm, pinned by package-lock.json): the independent
 // runtime of tests/e2e/export_onnx_test.cc. Reads float32 images [N, H, W, C] (little-endian,
 // row-major) from IMAGES, feeds them to the model's input and prints
-// {"input": {...}, "output": {...}, "probabilities": [[...], ...]} as JSON on stdout.
+// {"input": ..., "output": ..., "probabilities": [[...], ...], "outputs": {NAME: [[...], ...]}} as
+// JSON on stdout: "probabilities" is the first output; "outputs" has every output by name (a
+// copy made by add_logits_output.py also has the logits).
 //   node run_onnx.js MODEL.onnx IMAGES.f32 N H W C
 'use strict';
 const fs = require('fs');
@@ -17,12 +19,18 @@ async function main() {
   const feeds = {};
   feeds[session.inputNames[0]] = new ort.Tensor('float32', data, dims);
   const results = await session.run(feeds);
-  const out = results[session.outputNames[0]];
-  const k = out.dims[1];
-  const probabilities = [];
-  for (let r = 0; r < out.dims[0]; ++r) probabilities.push(Array.from(out.data.slice(r * k, (r + 1) * k)));
+  const rows = (out) => {
+    const k = out.dims[1];
+    const r = [];
+    for (let i = 0; i < out.dims[0]; ++i) r.push(Array.from(out.data.slice(i * k, (i + 1) * k)));
+    return r;
+  };
+  const outputs = {};
+  for (const name of session.outputNames) outputs[name] = rows(results[name]);
+  const first = results[session.outputNames[0]];
   process.stdout.write(JSON.stringify({
-    input: session.inputNames[0], output: session.outputNames[0], dims: out.dims, probabilities,
+    input: session.inputNames[0], output: session.outputNames[0], dims: first.dims,
+    probabilities: outputs[session.outputNames[0]], outputs,
   }) + '\n');
 }
 

@@ -185,7 +185,7 @@ TEST_F(FlagsTrain, PrecisionBf16RunsMixedOrIsRefused) {
 // The README's middle column: AVX-512 without AVX512_BF16 (Skylake-X, Ice Lake). With oneDNN
 // and Strata capped to plain AVX-512 (AVX512_CORE; STRATA_MAX_ISA=avx512 drops AVX512_BF16 and
 // AMX), bf16 still trains, emulated by oneDNN, with the native run's numbers up to the order of
-// f32 accumulation (seen on Zen 5: a relative loss difference of ...), and `strata devices` says
+// f32 accumulation (seen on Zen 5: the same loss to the last bit), and `strata devices` says
 // "emulated". On a plain AVX-512 CPU both runs are emulated; without AVX-512 there is nothing to
 // compare (the refusal is PrecisionBf16RunsMixedOrIsRefused's).
 TEST_F(FlagsTrain, Bf16CappedToPlainAvx512IsEmulatedWithTheSameNumbers) {
@@ -213,6 +213,20 @@ TEST_F(FlagsTrain, Bf16CappedToPlainAvx512IsEmulatedWithTheSameNumbers) {
   const std::string isa_line = devices.output.substr(isa + 1, devices.output.find('\n', isa + 1) - isa - 1);
   EXPECT_EQ(isa_line.find("AVX512_BF16"), std::string::npos) << isa_line;
   EXPECT_EQ(isa_line.find("AMX"), std::string::npos) << isa_line;
+}
+
+// --validation-steps N (Keras's validation_steps): each epoch's validation and the final
+// evaluation read N batches of --val, not all of it; 0 or below -1 is a usage error.
+TEST_F(FlagsTrain, ValidationStepsBoundsTheValidation) {
+  auto r = Train("--val " + kCifar + " --validation-steps 1 --summary-json " + Path("v.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Has(r, "test accuracy")) << r.output;
+  const auto j = ReadJson(Path("v.json"));
+  ASSERT_EQ(j["history"]["val_loss"].size(), 1u) << j.dump();
+  // One batch of 8 images: an accuracy in eighths.
+  const double eighths = j["test_accuracy"].get<double>() * 8;
+  EXPECT_NEAR(eighths, std::round(eighths), 1e-6) << j.dump();
+  EXPECT_EQ(Train("--val " + kCifar + " --validation-steps 0").exit_code, 2);
 }
 
 // --val validates on the files (and reports test accuracy); with --data and no --val there is

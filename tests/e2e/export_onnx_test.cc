@@ -73,7 +73,9 @@ void ExpectSameVaryingLogits(const std::vector<std::vector<double>>& ort, const 
   }
   std::printf("%s: logits, largest |onnxruntime - strata| = %.2e; across the images they vary by up to %.3g\n", what.c_str(),
               worst, spread);
-  if (must_vary) EXPECT_GT(spread, tolerance) << what << ": the same logits for every image";
+  if (must_vary) {
+    EXPECT_GT(spread, tolerance) << what << ": the same logits for every image";
+  }
 }
 
 std::vector<std::vector<double>> Rows(const nlohmann::json& rows) {
@@ -128,6 +130,40 @@ class ExportOnnx : public ::testing::Test {
     ASSERT_TRUE((*w)->Close().ok());
   }
 
+  // Runs `onnx` in onnxruntime-node (onnx/run_onnx.js) on `n` float32 images [n, h, w, 3]
+  // from `images` and returns what it prints; a run that fails is a failed expectation and a
+  // discarded JSON.
+  static nlohmann::json RunOnnx(const std::string& onnx, const std::string& images, int n, int h, int w) {
+    const std::string ort_dir = install_.output.substr(0, install_.output.find('\n'));
+    auto run = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
+                              "/tests/e2e/onnx/run_onnx.js " + onnx + " " + images + " " + std::to_string(n) + " " +
+                              std::to_string(h) + " " + std::to_string(w) + " 3",
+                          true);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    auto j = nlohmann::json::parse(run.output, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << run.output;
+    return j;
+  }
+
+  // onnxruntime's logits for `onnx` on the images (as RunOnnx): the final Softmax's input, read
+  // from a copy at `copy` that also outputs it (onnx/add_logits_output.py). Empty, and a failed
+  // expectation, when either step fails.
+  static std::vector<std::vector<double>> OnnxLogits(const std::string& onnx, const std::string& copy,
+                                                     const std::string& images, int n, int h, int w) {
+    auto add = RunCommand("/usr/bin/python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/onnx/add_logits_output.py " +
+                              onnx + " " + copy,
+                          true);
+    EXPECT_EQ(add.exit_code, 0) << add.output;
+    if (add.exit_code != 0) return {};
+    const std::string name = add.output.substr(0, add.output.find('\n'));
+    const nlohmann::json j = RunOnnx(copy, images, n, h, w);
+    if (j.is_discarded() || !j["outputs"].contains(name)) {
+      ADD_FAILURE() << copy << ": no output " << name << " in " << j.dump();
+      return {};
+    }
+    return Rows(j["outputs"][name]);
+  }
+
   // Trains `model` a few steps at `size` px, exports it, checks it with python3-onnx, runs it
   // with onnxruntime-node on the test images and compares with `strata predict --probabilities`.
   // `classes`: the outputs the model has (--classes for models that take it; 0: the spec's own).
@@ -175,18 +211,12 @@ class ExportOnnx : public ::testing::Test {
     }
     ASSERT_EQ(strata_probs.size(), static_cast<size_t>(kImages));
 
-    const std::string ort_dir = install_.output.substr(0, install_.output.find('\n'));
-    auto run = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
-                              "/tests/e2e/onnx/run_onnx.js " + onnx + " " + Path("images.f32") + " " +
-                              std::to_string(kImages) + " " + side + " " + side + " 3",
-                          true);
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    const auto j = nlohmann::json::parse(run.output, nullptr, false);
-    ASSERT_FALSE(j.is_discarded()) << run.output;
+    const auto j = RunOnnx(onnx, Path("images.f32"), kImages, size, size);
+    ASSERT_FALSE(j.is_discarded());
     EXPECT_EQ(j["input"], "input");
     EXPECT_EQ(j["output"], "probabilities");
     const auto& ort = j["probabilities"];
-    ASSERT_EQ(ort.size(), static_cast<size_t>(kImages)) << run.output;
+    ASSERT_EQ(ort.size(), static_cast<size_t>(kImages)) << j.dump();
     double worst = 0;
     for (int i = 0; i < kImages; ++i) {
       ASSERT_EQ(ort[i].size(), static_cast<size_t>(k_out));
@@ -202,27 +232,15 @@ class ExportOnnx : public ::testing::Test {
     // Before the softmax: a copy of the file that also outputs the final Softmax's input.
     // Strata's logits are predict's log-probabilities up to a constant per image (printed to 6
     // significant digits: about 1e-5 in the log), so both sides are centred.
-    const std::string with_logits = Path(stem + "-logits.onnx");
-    auto add = RunCommand("/usr/bin/python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/onnx/add_logits_output.py " + onnx +
-                              " " + with_logits,
-                          true);
-    ASSERT_EQ(add.exit_code, 0) << add.output;
-    const std::string logits_name = add.output.substr(0, add.output.find('\n'));
-    auto run_logits = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
-                                     "/tests/e2e/onnx/run_onnx.js " + with_logits + " " + Path("images.f32") + " " +
-                                     std::to_string(kImages) + " " + side + " " + side + " 3",
-                                 true);
-    ASSERT_EQ(run_logits.exit_code, 0) << run_logits.output;
-    const auto jl = nlohmann::json::parse(run_logits.output, nullptr, false);
-    ASSERT_FALSE(jl.is_discarded()) << run_logits.output;
-    ASSERT_TRUE(jl["outputs"].contains(logits_name)) << run_logits.output;
+    const auto ort_logits = OnnxLogits(onnx, Path(stem + "-logits.onnx"), Path("images.f32"), kImages, size, size);
+    ASSERT_FALSE(ort_logits.empty());
     std::vector<std::vector<double>> log_probs = strata_probs;
     for (auto& row : log_probs)
       for (double& p : row) {
         ASSERT_GT(p, 0) << model << ": a probability printed as 0 has no logarithm";
         p = std::log(p);
       }
-    ExpectSameVaryingLogits(Centred(Rows(jl["outputs"][logits_name])), Centred(log_probs), 1e-3, model, must_vary);
+    ExpectSameVaryingLogits(Centred(ort_logits), Centred(log_probs), 1e-3, model, must_vary);
   }
 
   static fs::path* dir_;
@@ -312,33 +330,16 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   for (const char* op : {" Pad ", " Conv ", " Erf ", " Sigmoid ", " BatchNormalization ", " Clip ", " Tanh ", " Concat ",
                          " GlobalAveragePool ", " GlobalMaxPool ", " AveragePool ", " MaxPool ", " MatMul ", " Softmax"})
     EXPECT_NE(check.output.find(op), std::string::npos) << op << " missing: " << check.output;
-  const std::string ort_dir = install_.output.substr(0, install_.output.find('\n'));
-  auto run = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
-                            "/tests/e2e/onnx/run_onnx.js " + Path("every.onnx") + " " + Path("every.f32") + " " +
-                            std::to_string(kN) + " 8 8 3",
-                        true);
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const auto j = nlohmann::json::parse(run.output, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << run.output;
+  const auto j = RunOnnx(Path("every.onnx"), Path("every.f32"), kN, 8, 8);
+  ASSERT_FALSE(j.is_discarded());
   const float* logit = out->data<float>();
   // Before the softmax: predict()'s outputs are the logits themselves here.
-  auto add = RunCommand("/usr/bin/python3 " + std::string(STRATA_SOURCE_DIR) + "/tests/e2e/onnx/add_logits_output.py " +
-                            Path("every.onnx") + " " + Path("every-logits.onnx"),
-                        true);
-  ASSERT_EQ(add.exit_code, 0) << add.output;
-  auto run_logits = RunCommand("NODE_PATH=" + ort_dir + "/node_modules node " + std::string(STRATA_SOURCE_DIR) +
-                                   "/tests/e2e/onnx/run_onnx.js " + Path("every-logits.onnx") + " " + Path("every.f32") + " " +
-                                   std::to_string(kN) + " 8 8 3",
-                               true);
-  ASSERT_EQ(run_logits.exit_code, 0) << run_logits.output;
-  const auto jl = nlohmann::json::parse(run_logits.output, nullptr, false);
-  ASSERT_FALSE(jl.is_discarded()) << run_logits.output;
-  const std::string logits_name = add.output.substr(0, add.output.find('\n'));
-  ASSERT_TRUE(jl["outputs"].contains(logits_name)) << run_logits.output;
+  const auto ort_logits = OnnxLogits(Path("every.onnx"), Path("every-logits.onnx"), Path("every.f32"), kN, 8, 8);
+  ASSERT_FALSE(ort_logits.empty());
   std::vector<std::vector<double>> ours(kN, std::vector<double>(5));
   for (int i = 0; i < kN; ++i)
     for (int k = 0; k < 5; ++k) ours[static_cast<size_t>(i)][static_cast<size_t>(k)] = logit[i * 5 + k];
-  ExpectSameVaryingLogits(Rows(jl["outputs"][logits_name]), ours, 1e-4, "every_layer");
+  ExpectSameVaryingLogits(ort_logits, ours, 1e-4, "every_layer");
   for (int i = 0; i < kN; ++i) {
     ASSERT_EQ(j["probabilities"][i].size(), 5u);
     double mx = -1e30, z = 0;

@@ -33,9 +33,10 @@ class FlagsTrain : public ::testing::Test {
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
   // A short run on the CIFAR-10 file: 1 epoch of 2 steps of 8 images, one replica, the
-  // monitor off; `extra` adds or overrides flags (a later flag wins).
-  CommandResult Train(const std::string& extra) const {
-    return RunCommand(Strata() + " train --data " + kCifar + " --image-size 32 --epochs 1 --steps-per-epoch 2" +
+  // monitor off; `extra` adds or overrides flags (a later flag wins); `env` is put before the
+  // command (VAR=value ...).
+  CommandResult Train(const std::string& extra, const std::string& env = "") const {
+    return RunCommand(env + Strata() + " train --data " + kCifar + " --image-size 32 --epochs 1 --steps-per-epoch 2" +
                           " --batch-per-replica 8 --replicas 1 --no-monitor --deterministic --out " + Path("model.ckpt") +
                           " " + extra,
                       /*merge_stderr=*/true);
@@ -193,10 +194,7 @@ TEST_F(FlagsTrain, Bf16CappedToPlainAvx512IsEmulatedWithTheSameNumbers) {
   const std::string plain = "ONEDNN_MAX_CPU_ISA=AVX512_CORE STRATA_MAX_ISA=avx512 ";
   auto native = Train("--precision bf16 --summary-json " + Path("native.json"));
   ASSERT_EQ(native.exit_code, 0) << native.output;
-  auto emulated = RunCommand(plain + Strata() + " train --data " + kCifar + " --image-size 32 --epochs 1 --steps-per-epoch 2" +
-                                 " --batch-per-replica 8 --replicas 1 --no-monitor --deterministic --precision bf16 --out " +
-                                 Path("emulated.ckpt") + " --summary-json " + Path("emulated.json"),
-                             /*merge_stderr=*/true);
+  auto emulated = Train("--precision bf16 --out " + Path("emulated.ckpt") + " --summary-json " + Path("emulated.json"), plain);
   ASSERT_EQ(emulated.exit_code, 0) << emulated.output;
   EXPECT_TRUE(Has(emulated, "· precision mixed_bfloat16")) << emulated.output;
   const double a = ReadJson(Path("native.json"))["history"]["loss"][0].get<double>();

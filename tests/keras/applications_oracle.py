@@ -197,8 +197,9 @@ class Forward:
             return self.pad(x, c, c - ah, c, c - aw)
         return self.pad(x, c - ah, c, c - aw, c)
 
-    def same_pad(self, x, k, stride):
-        """TensorFlow's 'same': out = ceil(in / s), the odd pixel of padding at the end."""
+    def same_pads(self, x, k, stride):
+        """TensorFlow's 'same': out = ceil(in / s), the odd pixel of padding at the end (at the
+        start under the pad_at_start mutation). Returns (top, bottom, left, right)."""
         pads = []
         for size in (x.shape[2], x.shape[3]):
             out = -(-size // stride)
@@ -207,7 +208,10 @@ class Forward:
         (t, b), (l, r) = pads
         if self.mutate == "pad_at_start":
             t, b, l, r = b, t, r, l
-        return self.pad(x, t, b, l, r)
+        return t, b, l, r
+
+    def same_pad(self, x, k, stride):
+        return self.pad(x, *self.same_pads(x, k, stride))
 
     def conv(self, x, name, stride=1, padding="valid", activation=None, use_bias=False):
         k = self.w[name + "/kernel"]                       # HWIO
@@ -239,14 +243,7 @@ class Forward:
     def max_pool_same(self, x, k, stride):
         """MaxPooling2D(padding='same'): TensorFlow's 'same' windows; the padding never wins
         (-inf; the mutation pads zeros, which win where a border window is all negative)."""
-        pads = []
-        for size in (x.shape[2], x.shape[3]):
-            out = -(-size // stride)
-            total = max((out - 1) * stride + k - size, 0)
-            pads.append((total // 2, total - total // 2))
-        (t, b), (l, r) = pads
-        if self.mutate == "pad_at_start":
-            t, b, l, r = b, t, r, l
+        t, b, l, r = self.same_pads(x, k, stride)
         fill = 0.0 if self.mutate == "pool_pad_zero" else -math.inf
         return F.max_pool2d(F.pad(x, (l, r, t, b), value=fill), k, stride=stride)
 

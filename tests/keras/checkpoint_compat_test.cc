@@ -22,6 +22,7 @@
 #include "strata/keras/spec.h"
 #include "strata/record/record_reader.h"
 #include "strata/record/record_writer.h"
+#include "common/record_ends.h"
 #include "common/temp_path.h"
 
 namespace strata::keras {
@@ -100,14 +101,10 @@ TEST(CheckpointCompat, ACheckpointCutShortAtAnyByteIsRefusedAndTheModelKeepsItsV
   // Every byte of the framing and the header, then a stride through the value records, and
   // every record boundary: there every record left has a valid checksum, and only the count of
   // records tells the file was cut (TFRecord framing: u64 length, u32 CRC, data, u32 CRC).
-  std::vector<size_t> cuts, boundaries;
-  for (size_t at = 0; at + 8 <= good.size();) {
-    uint64_t length = 0;
-    std::memcpy(&length, good.data() + at, 8);
-    at += 12 + length + 4;
-    if (at < good.size()) boundaries.push_back(at);
-  }
-  ASSERT_EQ(boundaries.size(), 3u) << "a checkpoint is 4 records";
+  std::vector<size_t> cuts, boundaries = strata::testing::RecordEnds(good);
+  ASSERT_EQ(boundaries.size(), 4u) << "a checkpoint is 4 records";
+  ASSERT_EQ(boundaries.back(), good.size());
+  boundaries.pop_back();  // the whole file
   for (size_t n = 0; n < 2048 && n < good.size(); ++n) cuts.push_back(n);
   for (size_t n = 2048; n < good.size(); n += 97) cuts.push_back(n);
   cuts.push_back(good.size() - 1);
@@ -118,8 +115,9 @@ TEST(CheckpointCompat, ACheckpointCutShortAtAnyByteIsRefusedAndTheModelKeepsItsV
     ASSERT_FALSE(s.ok()) << "a checkpoint cut to " << n << " of " << good.size() << " bytes loaded";
     ASSERT_NE(s.message().find(path), std::string::npos) << n << ": " << s.ToString();
     ASSERT_FALSE(s.IsOutOfRange()) << "a cut file is damage, not a clean end: " << s.ToString();
-    if (std::find(boundaries.begin(), boundaries.end(), n) != boundaries.end())
+    if (std::find(boundaries.begin(), boundaries.end(), n) != boundaries.end()) {
       ASSERT_NE(s.message().find("cut short, it ends after"), std::string::npos) << n << ": " << s.ToString();
+    }
     auto after = model->get_state();
     ASSERT_TRUE(after.ok());
     ASSERT_TRUE(*after == *before) << "a checkpoint cut to " << n << " bytes changed the model";

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -15,6 +14,7 @@
 #include <tuple>
 
 #include "../e2e/cli_support.h"
+#include "common/record_ends.h"
 #include "fault_support.h"
 #include "strata/core/file.h"
 #include "strata/record/record_reader.h"
@@ -140,16 +140,14 @@ TEST(TrainCli, KillNineAtARandomStepThenResumeFromTheLastBackup) {
 // backup directory in `dir`.
 void ExpectADamagedBackupStopsTheResume(const std::string& dir, const std::string& run) {
   const std::string whole = *ReadFileToString(dir + "/" + run + "/backup.ckpt");
-  // The second record (the parameters) starts after the header's: u64 length, u32 CRC, data, u32 CRC.
-  uint64_t header_length = 0;
-  std::memcpy(&header_length, whole.data(), 8);
-  const size_t params_at = 16 + header_length, params_data = params_at + 12;
-  uint64_t params_length = 0;
-  std::memcpy(&params_length, whole.data() + params_at, 8);
-  ASSERT_LT(params_data + params_length, whole.size());
+  // The second record holds the parameters: its data lies between its 12-byte header and its
+  // 4-byte data CRC.
+  const std::vector<size_t> ends = RecordEnds(whole);
+  ASSERT_EQ(ends.size(), 4u) << "a checkpoint is 4 records";
+  const size_t params_data = ends[0] + record::kHeaderSize, params_end = ends[1] - record::kFooterSize;
   std::string flipped = whole;
-  flipped[params_data + params_length / 2] ^= 0x10;
-  const std::string cut = whole.substr(0, params_data + params_length + 4);  // header and parameters only
+  flipped[(params_data + params_end) / 2] ^= 0x10;
+  const std::string cut = whole.substr(0, ends[1]);  // header and parameters only
   for (const auto& [name, bytes, damage] :
        {std::tuple<std::string, std::string, std::string>{"flipped", flipped, "bad data CRC in " + dir + "/" + run + "-flipped/backup.ckpt"},
         {"cut", cut, "cut short, it ends after 2 of its 4 records, before the optimizer slots"}}) {

@@ -321,11 +321,13 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-// The TensorFlow-written files of testdata/real (the deliberately corrupt one left out),
-// by name. STRATA_TESTDATA is the test targets' compile definition.
+// The TensorFlow-written record files of testdata/real (the deliberately corrupt one left
+// out, and folders such as keras/ that hold other formats), by name. STRATA_TESTDATA is
+// the test targets' compile definition.
 inline std::vector<std::string> RealRecordFiles() {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(std::string(STRATA_TESTDATA) + "/real")) {
+    if (!e.is_regular_file()) continue;
     const std::string n = e.path().filename().string();
     if (n.ends_with(".md") || n.starts_with("CORRUPT")) continue;
     names.push_back(n);

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "strata/data/dataset.h"
+#include "strata/data/iterator_state.h"
 
 namespace strata::data {
 namespace {
@@ -162,6 +164,69 @@ TEST(SaveRestore, InterruptedEqualsUninterrupted) {
         {.cycle_length = 2, .block_length = 3, .num_parallel_calls = par});
     for (int64_t k : {1, 4, 11, 20}) ExpectResumeMatches(ds, k, par == 1 ? "interleave" : "parallel interleave");
   }
+}
+
+// A shuffle over an input that replays from its start (range, a cache) saves where its
+// buffered elements came in the input's order; over any other input (a map), the elements.
+TEST(SaveRestore, ShuffleBufferSavedByPositionOrByContent) {
+  auto identity = [](Element e) -> Result<Element> { return e; };
+  ExpectResumeMatches(Dataset::range(60).map(identity).shuffle(16, {.seed = 5}).repeat(2), 70, "shuffle by content");
+  for (int64_t k : {1, 16, 59, 60, 61, 100, 119})
+    ExpectResumeMatches(Dataset::range(60).shuffle(16, {.seed = 5}).repeat(2), k, "shuffle by position");
+}
+
+// 1 KiB elements: a cached input's shuffle buffer of 256 costs 8 bytes a slot in the state;
+// while a non-deterministic cache is still filling (first epoch), its elements are saved.
+TEST(SaveRestore, ShuffleOverACacheSavesPositionsNotElements) {
+  auto kib = [](Element e) -> Result<Element> {
+    Tensor t(DType::kF32, Shape{256});
+    float* p = t.data<float>();
+    for (int i = 0; i < 256; ++i) p[i] = static_cast<float>(I64(e[0]) * 1000 + i);
+    return Element({std::move(t)});
+  };
+  for (bool deterministic : {true, false}) {
+    auto ds = Dataset::range(300).map(kib).with_options({.deterministic = deterministic}).cache().shuffle(256, {.seed = 9}).repeat(2);
+    for (int64_t k : {100, 400}) {
+      SCOPED_TRACE(std::string(deterministic ? "deterministic" : "non-deterministic") + ", after " + std::to_string(k));
+      auto it = ds.make_iterator();
+      ASSERT_TRUE(it.ok());
+      Drain(it->get(), k);
+      auto state = (*it)->Save();
+      ASSERT_TRUE(state.ok()) << state.status().ToString();
+      const bool by_position = deterministic || k > 300;  // the second epoch reads the complete cache
+      if (by_position) {
+        EXPECT_LT(state->size(), 256u * 8 + 4096);
+      } else {
+        EXPECT_GT(state->size(), 200u * 1024);  // >= 200 buffered elements of 1 KiB
+      }
+      if (deterministic) ExpectResumeMatches(ds, k, "cache/shuffle");
+    }
+  }
+}
+
+TEST(SaveRestore, ShufflePositionsThatCannotBeReplayedAreAnError) {
+  auto it = Dataset::range(100).shuffle(20, {.seed = 4}).make_iterator();
+  ASSERT_TRUE(it.ok());
+  Drain(it->get(), 50);
+  auto state = (*it)->Save();
+  ASSERT_TRUE(state.ok());
+  // Onto a shorter input: it ends before the 69 elements taken (50 handed out, 19 buffered).
+  auto shorter = Dataset::range(30).shuffle(20, {.seed = 4}).make_iterator();
+  Status s = (*shorter)->Restore(*state);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("the input ended after 30 elements, but 69 were taken"), std::string::npos) << s.ToString();
+  // A repeated position.
+  auto parsed = IteratorState::Parse(*state);
+  ASSERT_TRUE(parsed.ok());
+  auto positions = parsed->GetString("0/positions");
+  ASSERT_TRUE(positions.ok());
+  ASSERT_EQ(positions->size(), 19u * 8);
+  std::memcpy(positions->data() + 8, positions->data(), 8);
+  parsed->SetString("0/positions", *positions);
+  auto again = Dataset::range(100).shuffle(20, {.seed = 4}).make_iterator();
+  Status s2 = (*again)->Restore(parsed->Serialize());
+  EXPECT_EQ(s2.code(), StatusCode::kCorruption) << s2.ToString();
+  EXPECT_NE(s2.message().find("is repeated or outside"), std::string::npos) << s2.ToString();
 }
 
 TEST(SaveRestore, ResumeAtEveryPositionOfASmallPipeline) {

@@ -60,6 +60,11 @@ class MemoryCacheIterator : public StageIterator {
     return Status::OK();
   }
 
+  // Reading memory, a fresh iterator reads the same memory (and a new process re-runs the
+  // input, which a cache expects to be deterministic); filling, only a deterministic pipeline
+  // gives the same elements again.
+  bool ReplaysFromStart() const override { return reading_ || ctx_.deterministic; }
+
   Status Save(IteratorState* st) override {
     st->SetInt(Key("reading"), reading_);
     st->SetInt(Key("index"), index_);

@@ -128,6 +128,10 @@ class IteratorBase {
   virtual Status Save(IteratorState* state) = 0;
   // Restores a freshly made iterator (before its first GetNext) to a saved position.
   virtual Status Restore(const IteratorState& state) = 0;
+  // True when a freshly made iterator of this stage, in this process or a new one, gives the
+  // same elements in the same order as this one did: a shuffle above it may then save where
+  // its buffered elements were in that order instead of their bytes (shuffle_dataset.cc).
+  virtual bool ReplaysFromStart() const { return false; }
 };
 
 class DatasetNode {

@@ -22,6 +22,8 @@ class RangeIterator : public StageIterator {
     stats_->AddElement(8);
     return Status::OK();
   }
+  bool ReplaysFromStart() const override { return true; }
+
   Status Save(IteratorState* st) override {
     st->SetInt(Key("next"), next_);
     return Status::OK();

@@ -3,8 +3,17 @@
 //
 // The generator is seeded from the seed (drawn once if none is given) mixed with the epoch
 // of an enclosing repeat when reshuffling, so a seeded pipeline repeats its order exactly.
-// State: the generator's word, the buffer's elements, and the input's position.
+//
+// State: the generator's word and the buffer, saved one of two ways.
+//  - By position, when the input replays from its start (a cache, a range: ReplaysFromStart):
+//    how many elements were taken from the input and, for each buffer slot, the position of
+//    its element in that order (8 bytes a slot). Restore takes that many elements from the
+//    fresh input again and keeps the buffered ones. A shuffle(60000) over cached 28x28 floats
+//    saves 480 KB instead of 188 MB.
+//  - By content otherwise: the buffer's elements and the input's own position.
+#include <cstring>
 #include <random>
+#include <unordered_map>
 
 #include "strata/data/pipeline.h"
 
@@ -29,6 +38,7 @@ class ShuffleIterator : public StageIterator {
         break;
       }
       buffer_.push_back(std::move(e));
+      position_.push_back(taken_++);
     }
     stats_->buffer_fill.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
     if (buffer_.empty()) {
@@ -37,8 +47,12 @@ class ShuffleIterator : public StageIterator {
     }
     const size_t i = rng_.Below(buffer_.size());
     *out = std::move(buffer_[i]);
-    if (i != buffer_.size() - 1) buffer_[i] = std::move(buffer_.back());
+    if (i != buffer_.size() - 1) {
+      buffer_[i] = std::move(buffer_.back());
+      position_[i] = position_.back();
+    }
     buffer_.pop_back();
+    position_.pop_back();
     *end = false;
     stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return Status::OK();
@@ -48,9 +62,17 @@ class ShuffleIterator : public StageIterator {
     st->SetInt(Key("rng"), static_cast<int64_t>(rng_.state()));
     st->SetInt(Key("input_end"), input_end_);
     st->SetInt(Key("buffer_size"), static_cast<int64_t>(buffer_.size()));
+    if (positions_valid_ && input_->ReplaysFromStart()) {
+      st->SetInt(Key("taken"), taken_);
+      std::string positions(position_.size() * sizeof(int64_t), '\0');
+      if (!position_.empty()) std::memcpy(positions.data(), position_.data(), positions.size());
+      st->SetString(Key("positions"), std::move(positions));
+      return Status::OK();
+    }
     for (size_t i = 0; i < buffer_.size(); ++i) st->SetElement(Key("buffer/" + std::to_string(i)), buffer_[i]);
     return input_->Save(st);
   }
+
   Status Restore(const IteratorState& st) override {
     STRATA_ASSIGN_OR_RETURN(int64_t r, st.GetInt(Key("rng")));
     rng_.set_state(static_cast<uint64_t>(r));
@@ -60,18 +82,65 @@ class ShuffleIterator : public StageIterator {
     if (size < 0 || size > n_)
       return Corruption("shuffle state holds " + std::to_string(size) + " elements for a buffer of " + std::to_string(n_));
     buffer_.clear();
+    position_.clear();
+    if (st.Has(Key("taken"))) return RestoreByPosition(st, size);
     for (int64_t i = 0; i < size; ++i) {
       STRATA_ASSIGN_OR_RETURN(Element el, st.GetElement(Key("buffer/" + std::to_string(i))));
       buffer_.push_back(std::move(el));
+      position_.push_back(taken_++);
     }
+    positions_valid_ = false;  // the input resumes mid-way: its order no longer starts here
     return input_->Restore(st);
   }
 
  private:
+  // Takes the saved number of elements from the fresh input again; each buffered one goes
+  // back to its slot, the others were handed out before the save.
+  Status RestoreByPosition(const IteratorState& st, int64_t size) {
+    STRATA_ASSIGN_OR_RETURN(int64_t taken, st.GetInt(Key("taken")));
+    STRATA_ASSIGN_OR_RETURN(std::string bytes, st.GetString(Key("positions")));
+    if (taken < size || bytes.size() != static_cast<size_t>(size) * sizeof(int64_t))
+      return Corruption("shuffle state: " + std::to_string(bytes.size()) + " bytes of positions for " + std::to_string(size) +
+                        " buffered elements of " + std::to_string(taken) + " taken");
+    position_.resize(static_cast<size_t>(size));
+    if (size > 0) std::memcpy(position_.data(), bytes.data(), bytes.size());
+    std::unordered_map<int64_t, size_t> slot;
+    slot.reserve(position_.size());
+    for (size_t i = 0; i < position_.size(); ++i) {
+      const int64_t p = position_[i];
+      if (p < 0 || p >= taken || !slot.emplace(p, i).second)
+        return Corruption("shuffle state: buffered position " + std::to_string(p) + " is repeated or outside the " +
+                          std::to_string(taken) + " elements taken");
+    }
+    buffer_.resize(position_.size());
+    for (taken_ = 0; taken_ < taken; ++taken_) {
+      Element el;
+      bool in_end = false;
+      STRATA_RETURN_IF_ERROR(input_->GetNext(&el, &in_end));
+      if (in_end)
+        return InvalidArgument("shuffle state: the input ended after " + std::to_string(taken_) + " elements, but " +
+                                  std::to_string(taken) + " were taken before the save (is it the same data?)");
+      auto it = slot.find(taken_);
+      if (it != slot.end()) buffer_[it->second] = std::move(el);
+    }
+    if (input_end_) {  // see the end again, so a cache below completes
+      Element el;
+      bool in_end = false;
+      STRATA_RETURN_IF_ERROR(input_->GetNext(&el, &in_end));
+      if (!in_end)
+        return InvalidArgument("shuffle state: the input had ended after " + std::to_string(taken) +
+                                  " elements before the save, but has more now (is it the same data?)");
+    }
+    return Status::OK();
+  }
+
   std::unique_ptr<IteratorBase> input_;
   const int64_t n_;
   Rng rng_;
   std::vector<Element> buffer_;
+  std::vector<int64_t> position_;  // position_[i]: where buffer_[i] came in the input's order
+  int64_t taken_ = 0;              // elements taken from the input
+  bool positions_valid_ = true;    // false after a restore by content
   bool input_end_ = false;
 };
 

@@ -42,6 +42,7 @@ PACKAGES=(
   "python3-numpy        import strata: arrays in and out through the buffer protocol"
   "python3-pytest       the Python module's tests (tests/python/, run by make test)"
   "python3-protobuf     tests/python/test_io.py: protobuf decodes the records strata.io parses (the oracle)"
+  "prometheus           monitor tests: promtool check metrics lints /metrics against Prometheus's own rules"
 )
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then

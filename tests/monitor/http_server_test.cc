@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/monitor/web_assets.h"
+#include "common/promtool.h"
 
 namespace strata::monitor {
 namespace {
@@ -124,9 +125,10 @@ TEST_F(HttpServerTest, ApiAndMetricsFollowTheRun) {
   ASSERT_TRUE(metrics.ok());
   EXPECT_EQ(metrics->status, 200);
   EXPECT_EQ(metrics->content_type.rfind("text/plain; version=0.0.4", 0), 0u);
-  EXPECT_NE(metrics->body.find("\nstrata_monitor_matrix_unit_utilization_percent 64\n"), std::string::npos)
+  EXPECT_NE(metrics->body.find("\nstrata_monitor_matrix_unit_utilization_ratio 0.64\n"), std::string::npos)
       << metrics->body;
-  EXPECT_NE(metrics->body.find("strata_monitor_idle_percent{replica=\"1\"} 4\n"), std::string::npos);
+  EXPECT_NE(metrics->body.find("strata_monitor_idle_ratio{replica=\"1\"} 0.04\n"), std::string::npos);
+  test::ExpectPromtoolAccepts(metrics->body);
   EXPECT_NE(metrics->body.find("strata_monitor_running 1\n"), std::string::npos);
 
   InputPipelineReport report;

@@ -14,6 +14,7 @@
 #include "strata/monitor/console_reporter.h"
 #include "strata/monitor/jsonl_reporter.h"
 #include "strata/monitor/matmul_workload.h"
+#include "common/promtool.h"
 
 namespace strata::monitor {
 namespace {
@@ -131,7 +132,9 @@ TEST(MonitorTest, IdleMatchesIndependentlyTimedWaits) {
   for (const auto& w : windows) {
     ASSERT_EQ(w.replicas.size(), 2u);
     EXPECT_EQ(w.replicas[1].idle_pct, 0.0) << "window " << w.index;
-    if (!w.final) EXPECT_GT(w.replicas[0].idle_pct, 30.0) << "window " << w.index;
+    if (!w.final) {
+      EXPECT_GT(w.replicas[0].idle_pct, 30.0) << "window " << w.index;
+    }
   }
 }
 
@@ -334,13 +337,18 @@ TEST(MonitorTest, PrometheusTextHasHelpTypeAndLabelledSamples) {
   w.index = 3;
   w.idle_pct = 12.5;
   w.utilization_pct = 40;
+  w.step_ms = 12.5;
   w.replicas = {{.idle_pct = 10}, {.idle_pct = 15}};
   w.stages = {{.name = "we\"ird\nname", .path = "0"}};
   const std::string text = FormatPrometheus(info, w);
-  EXPECT_NE(text.find("# TYPE strata_monitor_idle_percent gauge\n"), std::string::npos);
-  EXPECT_NE(text.find("\nstrata_monitor_idle_percent 12.5\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nstrata_monitor_idle_percent{replica=\"1\"} 15\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nstrata_monitor_matrix_unit_utilization_percent 40\n"), std::string::npos);
+  // Base units (Prometheus's naming rules): ratios from 0 to 1, seconds, FLOP/s.
+  EXPECT_NE(text.find("# TYPE strata_monitor_idle_ratio gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("\nstrata_monitor_idle_ratio 0.125\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstrata_monitor_idle_ratio{replica=\"1\"} 0.15\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstrata_monitor_matrix_unit_utilization_ratio 0.4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstrata_monitor_step_seconds 0.0125\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstrata_monitor_peak_flops_per_core{dtype=\"f32\"} 2.2e+11\n"), std::string::npos) << text;
+  test::ExpectPromtoolAccepts(text);
   EXPECT_NE(text.find("stage=\"we\\\"ird\\nname\""), std::string::npos) << text;
   // Every line is a comment or "name{labels} value".
   size_t pos = 0;
@@ -348,7 +356,9 @@ TEST(MonitorTest, PrometheusTextHasHelpTypeAndLabelledSamples) {
     size_t nl = text.find('\n', pos);
     ASSERT_NE(nl, std::string::npos);
     std::string line = text.substr(pos, nl - pos);
-    if (line[0] != '#') EXPECT_EQ(line.rfind("strata_monitor_", 0), 0u) << line;
+    if (line[0] != '#') {
+      EXPECT_EQ(line.rfind("strata_monitor_", 0), 0u) << line;
+    }
     pos = nl + 1;
   }
 }

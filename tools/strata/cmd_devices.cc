@@ -83,6 +83,7 @@ int RunDevices(const std::vector<std::string>& args) {
       std::printf("peak bf16 %.1f GFLOP/s per core (%s)\n", x.peak.bf16_gflops_per_core, x.peak.bf16_kernel.c_str());
     else
       std::printf("peak bf16 none (no AVX512_BF16)\n");
+    if (!x.peak.note.empty()) std::printf("note      %s\n", x.peak.note.c_str());
     if (i + 1 < spec.host_info.size()) std::printf("\n");
   }
   return kExitOk;

@@ -2,9 +2,12 @@
 //
 // The calibration kernel runs independent chains of the widest multiply-add the core has
 // (AVX-512 FMA for f32, AVX512_BF16 vdpbf16ps for bf16; AVX2 FMA or scalar otherwise) on one
-// thread, long enough to be stable (a few hundred ms in all), and keeps the best of several
-// repeats. The result is cached per machine under the user's cache directory, keyed by CPU
-// model and ISA, because the monitor's utilization % divides by it on every report.
+// thread pinned to its core, long enough to be stable (a few hundred ms in all), and keeps the
+// best of several repeats, timed by the thread's CPU time: a machine busy with other work
+// stretches the wall clock but not what the core does while it runs the kernel, so a first
+// calibration taken beside a build is not low for good (a note says the core was shared).
+// The result is cached per machine under the user's cache directory, keyed by CPU model and
+// ISA, because the monitor's utilization % divides by it on every report.
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
@@ -20,6 +23,7 @@ struct PeakFlops {
   std::string f32_kernel;           // "avx512-fma", "avx2-fma", "scalar"
   std::string bf16_kernel;          // "avx512-bf16-dp", or "" when none
   bool from_cache = false;
+  std::string note;                 // how the measurement went, when worth saying ("" otherwise)
 };
 
 // Runs the calibration kernels now (on the calling thread).

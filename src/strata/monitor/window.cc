@@ -1,5 +1,6 @@
 #include "strata/monitor/window.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <type_traits>
@@ -210,7 +211,7 @@ void Sample(std::string* out, const std::string& name, const std::string& labels
   char num[64];
   if (std::isnan(v)) std::snprintf(num, sizeof(num), "NaN");
   else if (std::isinf(v)) std::snprintf(num, sizeof(num), v > 0 ? "+Inf" : "-Inf");
-  else std::snprintf(num, sizeof(num), "%.17g", v);
+  else *std::to_chars(num, num + sizeof(num) - 1, v).ptr = '\0';  // the shortest text that reads back as v
   *out += name;
   if (!labels.empty()) *out += "{" + labels + "}";
   *out += ' ';
@@ -224,33 +225,33 @@ std::string FormatPrometheus(const RunInfo& info, const Window& w) {
   std::string o;
   Metric(&o, "strata_monitor_replicas", "gauge", "Replicas (one per core) running the step.");
   Sample(&o, "strata_monitor_replicas", "", info.replicas);
-  Metric(&o, "strata_monitor_peak_gflops_per_core", "gauge", "Calibrated peak GFLOP/s of one core for the step's dtype.");
-  Sample(&o, "strata_monitor_peak_gflops_per_core", "dtype=\"" + Label(info.dtype) + "\"", info.peak_gflops_per_core);
+  Metric(&o, "strata_monitor_peak_flops_per_core", "gauge", "Calibrated peak FLOP/s of one core for the step's dtype.");
+  Sample(&o, "strata_monitor_peak_flops_per_core", "dtype=\"" + Label(info.dtype) + "\"", info.peak_gflops_per_core * 1e9);
   Metric(&o, "strata_monitor_window_index", "gauge", "Index of the latest closed window (-1: none yet).");
   Sample(&o, "strata_monitor_window_index", "", static_cast<double>(w.index));
   Metric(&o, "strata_monitor_window_seconds", "gauge", "Length of the latest window in seconds.");
   Sample(&o, "strata_monitor_window_seconds", "", w.seconds);
   Metric(&o, "strata_monitor_step", "gauge", "Global step at the end of the latest window.");
   Sample(&o, "strata_monitor_step", "", static_cast<double>(w.step));
-  Metric(&o, "strata_monitor_matrix_unit_utilization_percent", "gauge",
-         "Matrix-kernel FLOPs / (window x replicas x peak), latest window.");
-  Sample(&o, "strata_monitor_matrix_unit_utilization_percent", "", w.utilization_pct);
+  Metric(&o, "strata_monitor_matrix_unit_utilization_ratio", "gauge",
+         "Matrix-kernel FLOPs / (window x replicas x peak), 0 to 1, latest window.");
+  Sample(&o, "strata_monitor_matrix_unit_utilization_ratio", "", w.utilization_pct / 100);
   for (size_t r = 0; r < w.replicas.size(); ++r)
-    Sample(&o, "strata_monitor_matrix_unit_utilization_percent", "replica=\"" + std::to_string(r) + "\"",
-           w.replicas[r].utilization_pct);
-  Metric(&o, "strata_monitor_idle_percent", "gauge", "Share of wall time the replicas waited for input, latest window.");
-  Sample(&o, "strata_monitor_idle_percent", "", w.idle_pct);
+    Sample(&o, "strata_monitor_matrix_unit_utilization_ratio", "replica=\"" + std::to_string(r) + "\"",
+           w.replicas[r].utilization_pct / 100);
+  Metric(&o, "strata_monitor_idle_ratio", "gauge", "Share of wall time the replicas waited for input, 0 to 1, latest window.");
+  Sample(&o, "strata_monitor_idle_ratio", "", w.idle_pct / 100);
   for (size_t r = 0; r < w.replicas.size(); ++r)
-    Sample(&o, "strata_monitor_idle_percent", "replica=\"" + std::to_string(r) + "\"", w.replicas[r].idle_pct);
-  Metric(&o, "strata_monitor_step_milliseconds", "gauge", "Wall time per step, latest window.");
-  Sample(&o, "strata_monitor_step_milliseconds", "", w.step_ms);
+    Sample(&o, "strata_monitor_idle_ratio", "replica=\"" + std::to_string(r) + "\"", w.replicas[r].idle_pct / 100);
+  Metric(&o, "strata_monitor_step_seconds", "gauge", "Wall time per step, latest window.");
+  Sample(&o, "strata_monitor_step_seconds", "", w.step_ms / 1000);
   Metric(&o, "strata_monitor_examples_per_second", "gauge", "Examples per second over all replicas, latest window.");
   Sample(&o, "strata_monitor_examples_per_second", "", w.examples_per_s);
   if (!w.stages.empty()) {
-    Metric(&o, "strata_monitor_stage_busy_percent", "gauge", "Own work of a pipeline stage, % of one core.");
+    Metric(&o, "strata_monitor_stage_busy_ratio", "gauge", "Own work of a pipeline stage in cores (1: one core busy).");
     for (const auto& s : w.stages)
-      Sample(&o, "strata_monitor_stage_busy_percent", "stage=\"" + Label(s.name) + "\",path=\"" + Label(s.path) + "\"",
-             s.busy_pct);
+      Sample(&o, "strata_monitor_stage_busy_ratio", "stage=\"" + Label(s.name) + "\",path=\"" + Label(s.path) + "\"",
+             s.busy_pct / 100);
     Metric(&o, "strata_monitor_stage_elements_per_second", "gauge", "Elements a pipeline stage produced per second.");
     for (const auto& s : w.stages)
       Sample(&o, "strata_monitor_stage_elements_per_second",

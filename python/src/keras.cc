@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "strata/distribute/strategy.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/h5_weights.h"
+#include "strata/keras/layer_registry.h"
 #include "strata/keras/metrics.h"
 #include "strata/keras/model.h"
 #include "strata/keras/schedules.h"
@@ -177,6 +179,14 @@ void RegisterKeras(py::module_& m) {
   k.def("layer_from_config", [](const std::string& cls, const std::string& config_json, const std::string& name) {
     return Unwrap(keras::LayerFromConfig(cls, config_json, name));
   }, py::arg("class_name"), py::arg("config_json"), py::arg("name") = "");
+  // The layer registry (keras/layer_registry.h): every class a config can name, with the config
+  // keys it reads; tests/python/test_keras.py checks strata.keras.layers against it.
+  k.def("layer_classes", [] {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const keras::LayerClass& c : keras::LayerClasses()) out[c.name] = keras::ConfigKeys(c);
+    return out;
+  });
+  k.def("ignored_config_keys", &keras::IgnoredConfigKeys);
   k.def("input_layer", [](const std::vector<int64_t>& shape, const std::string& dtype, const std::string& name) {
     return keras::layers::InputLayer(ShapeOf(shape, "shape"), ParseDType(dtype), name);
   }, py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "");

@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "blobs.h"
 #include "strata/core/file.h"
 #include "strata/keras/callbacks.h"
+#include "strata/keras/layer_registry.h"
 #include "strata/keras/spec.h"
 
 namespace strata::keras {
@@ -63,6 +65,37 @@ TEST(Model, ShapeErrorsNameTheLayer) {
       {"class_name": "Dense", "config": {"units": 2, "bogus": 1}}]}})");
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("bogus"), std::string::npos);
+}
+
+// One home per layer class (keras/layer_registry.h): every registered class builds from its
+// config and names itself by the class it was registered as (aliases by their canonical name),
+// reads the keys its Keras get_config writes, and an unknown class lists the known ones.
+TEST(Model, EveryRegisteredLayerClassBuildsFromItsConfig) {
+  const std::map<std::string, std::string> kAliases = {{"MaxPool2D", "MaxPooling2D"}, {"AvgPool2D", "AveragePooling2D"}};
+  // The one required argument of the classes that have one.
+  const std::map<std::string, std::string> kRequired = {{"Dense", R"({"units": 3})"},
+                                                        {"Conv2D", R"({"filters": 3})"},
+                                                        {"SeparableConv2D", R"({"filters": 3})"},
+                                                        {"Reshape", R"({"target_shape": [4]})"}};
+  ASSERT_GE(LayerClasses().size(), 20u);
+  for (const LayerClass& c : LayerClasses()) {
+    SCOPED_TRACE(c.name);
+    auto it = kRequired.find(c.name);
+    auto layer = LayerFromConfig(c.name, it == kRequired.end() ? "{}" : it->second, "x");
+    ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+    auto alias = kAliases.find(c.name);
+    EXPECT_EQ((*layer)->class_name(), alias == kAliases.end() ? c.name : alias->second);
+    EXPECT_EQ(FindLayerClass(c.name), &c);
+  }
+  const std::vector<std::string> dense = ConfigKeys(*FindLayerClass("Dense"));
+  EXPECT_EQ(dense, (std::vector<std::string>{"activation", "bias_initializer", "kernel_initializer", "kernel_regularizer",
+                                             "units", "use_bias"}));
+  EXPECT_EQ(FindLayerClass("Dense2"), nullptr);
+  auto unknown = LayerFromConfig("Dense2", "{}", "d");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("d (Dense2): unknown layer class \"Dense2\" (known: InputLayer, Dense, "),
+            std::string::npos)
+      << unknown.status().ToString();
 }
 
 // Keras before 2.2 wrote a Sequential's config as the bare list of its layers, the first one

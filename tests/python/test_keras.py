@@ -114,6 +114,28 @@ def test_layers_summary_and_get_layer():
         model.get_layer("nope")
 
 
+def test_every_registered_layer_class_is_a_python_layer_with_the_same_keywords():
+    """The C++ layer registry (keras/layer_registry.h) and strata.keras.layers cannot drift: each
+    registered class exists in Python, takes exactly the config keys its C++ from-config function
+    reads (besides the ones Strata accepts and ignores, and the base Layer's), and each Python
+    layer class is registered."""
+    import inspect
+    registry = strata._strata.keras.layer_classes()
+    ignored = set(strata._strata.keras.ignored_config_keys())
+    assert {"Dense", "Conv2D", "BatchNormalization", "MaxPool2D", "Concatenate"} <= set(registry)
+    base = {"self", "kwargs", "name", "trainable", "dtype", "input_shape"}
+    for cls_name, keys in registry.items():
+        cls = getattr(layers, cls_name, None)
+        assert cls is not None, f"{cls_name} is registered in C++ but strata.keras.layers has no such class"
+        params = set(inspect.signature(cls.__init__).parameters) - base
+        assert params - ignored == set(keys) - ignored, (
+            f"{cls_name}: Python keywords {sorted(params - ignored)}, C++ config keys {sorted(set(keys) - ignored)}")
+    for name in layers.__all__:
+        if name in ("Layer", "InputLayer", "KerasTensor"):
+            continue
+        assert name in registry, f"strata.keras.layers.{name} has no C++ registry entry"
+
+
 def test_applications_have_kerass_parameter_counts():
     # keras.applications.ResNet50(weights=None, classes=10) / MobileNetV2(weights=None).count_params()
     assert strata.keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3), classes=10).count_params() == 23608202

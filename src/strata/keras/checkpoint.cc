@@ -12,6 +12,8 @@
 namespace strata::keras {
 
 namespace {
+constexpr std::string_view kWorkerStates = "strata-workers ";
+
 std::string_view Bytes(const Tensor& t) { return {static_cast<const char*>(t.raw_data()), t.nbytes()}; }
 
 // The atomic writer with a call between the last byte and the publishing fsync + rename.
@@ -190,6 +192,50 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Te
   }
   *state = std::move(loaded);
   return Status::OK();
+}
+
+// ---- a MultiWorker backup's input positions (record 3) ---------------------------------------
+
+bool IsPackedWorkerStates(std::string_view record) {
+  return record.substr(0, kWorkerStates.size()) == kWorkerStates;
+}
+
+std::string PackWorkerStates(const std::vector<std::string>& states) {
+  std::string out = std::string(kWorkerStates) + std::to_string(states.size()) + "\n";
+  for (const std::string& s : states) out += std::to_string(s.size()) + "\n" + s;
+  return out;
+}
+
+Result<std::string> WorkerIteratorState(const std::string& path, std::string_view packed, int worker, int workers) {
+  auto bad = [&](const std::string& why) {
+    return Corruption(path + ": the backup's input positions: " + why);
+  };
+  auto number = [&](int64_t* v) -> bool {
+    const size_t nl = packed.find('\n');
+    if (nl == std::string_view::npos || nl == 0 || nl > 19) return false;
+    *v = 0;
+    for (char c : packed.substr(0, nl)) {
+      if (c < '0' || c > '9') return false;
+      *v = *v * 10 + (c - '0');
+    }
+    packed.remove_prefix(nl + 1);
+    return true;
+  };
+  if (!IsPackedWorkerStates(packed))
+    return bad("written by one worker, restored by " + std::to_string(workers) + " (run with the same worker count)");
+  packed.remove_prefix(kWorkerStates.size());
+  int64_t count = 0;
+  if (!number(&count)) return bad("no worker count");
+  if (count != workers)
+    return bad("written by " + std::to_string(count) + " workers, restored by " + std::to_string(workers) +
+               " (run with the same worker count)");
+  for (int w = 0; w < workers; ++w) {
+    int64_t len = 0;
+    if (!number(&len) || static_cast<size_t>(len) > packed.size()) return bad("worker " + std::to_string(w) + "'s is truncated");
+    if (w == worker) return std::string(packed.substr(0, static_cast<size_t>(len)));
+    packed.remove_prefix(static_cast<size_t>(len));
+  }
+  return bad("no entry for worker " + std::to_string(worker));
 }
 
 }  // namespace strata::keras

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "strata/backend/compile.h"
 #include "strata/core/status.h"
@@ -44,6 +46,16 @@ struct ReadCheckpointOptions {
 // slot block must have the same size (errors name what differs).
 Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Tensor* slots, CheckpointState* state,
                       ReadCheckpointOptions options = {});
+
+// A backup written by W > 1 workers (MultiWorker BackupAndRestore) holds every worker's input
+// position in record 3: "strata-workers W\n", then per worker in rank order its length in
+// decimal, "\n" and its iterator state.
+std::string PackWorkerStates(const std::vector<std::string>& states);
+bool IsPackedWorkerStates(std::string_view record);
+// Worker `worker`'s position from a record 3 restored by `workers` workers: a record written
+// by another worker count (one worker included) or cut short is Corruption naming `path` and
+// both counts.
+Result<std::string> WorkerIteratorState(const std::string& path, std::string_view packed, int worker, int workers);
 
 }  // namespace strata::keras
 

@@ -169,47 +169,6 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
 // With several workers the backup's iterator record holds every worker's input position
 // (each reads its own shard of the stream): "strata-workers W\n", then per worker, in rank
 // order, its length in decimal, "\n" and its bytes.
-namespace {
-constexpr std::string_view kWorkerStates = "strata-workers ";
-
-std::string PackWorkerStates(const std::vector<std::string>& states) {
-  std::string out = std::string(kWorkerStates) + std::to_string(states.size()) + "\n";
-  for (const std::string& s : states) out += std::to_string(s.size()) + "\n" + s;
-  return out;
-}
-
-Result<std::string> WorkerState(const std::string& path, std::string_view packed, int worker, int workers) {
-  auto bad = [&](const std::string& why) {
-    return Corruption(path + ": the backup's input positions: " + why);
-  };
-  auto number = [&](int64_t* v) -> bool {
-    const size_t nl = packed.find('\n');
-    if (nl == std::string_view::npos || nl == 0 || nl > 19) return false;
-    *v = 0;
-    for (char c : packed.substr(0, nl)) {
-      if (c < '0' || c > '9') return false;
-      *v = *v * 10 + (c - '0');
-    }
-    packed.remove_prefix(nl + 1);
-    return true;
-  };
-  if (packed.substr(0, kWorkerStates.size()) != kWorkerStates)
-    return bad("written by one worker, restored by " + std::to_string(workers) + " (run with the same worker count)");
-  packed.remove_prefix(kWorkerStates.size());
-  int64_t count = 0;
-  if (!number(&count)) return bad("no worker count");
-  if (count != workers)
-    return bad("written by " + std::to_string(count) + " workers, restored by " + std::to_string(workers) +
-               " (run with the same worker count)");
-  for (int w = 0; w < workers; ++w) {
-    int64_t len = 0;
-    if (!number(&len) || static_cast<size_t>(len) > packed.size()) return bad("worker " + std::to_string(w) + "'s is truncated");
-    if (w == worker) return std::string(packed.substr(0, static_cast<size_t>(len)));
-    packed.remove_prefix(static_cast<size_t>(len));
-  }
-  return bad("no entry for worker " + std::to_string(worker));
-}
-}  // namespace
 
 Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch) {
   if (!store_) return InvalidArgument("SaveBackup: model " + name_ + " is not compiled");
@@ -254,10 +213,10 @@ Status Model::RestoreBackup(const std::string& path) {
         "the backup " + path, "global step " + std::to_string(st.global_step) + ", epoch " + std::to_string(st.epoch) +
                                   ", step " + std::to_string(st.step_in_epoch) + ", weights crc32c " + digest));
     STRATA_ASSIGN_OR_RETURN(st.iterator_state,
-                            WorkerState(path, st.iterator_state, strategy_->worker_index(), strategy_->num_workers()));
-  } else if (std::string_view(st.iterator_state).substr(0, kWorkerStates.size()) == kWorkerStates) {
-    // Several workers' positions, one worker now: refused with both counts (WorkerState says).
-    STRATA_RETURN_IF_ERROR(WorkerState(path, st.iterator_state, 0, 1).status());
+                            WorkerIteratorState(path, st.iterator_state, strategy_->worker_index(), strategy_->num_workers()));
+  } else if (IsPackedWorkerStates(st.iterator_state)) {
+    // Several workers' positions, one worker now: refused with both counts.
+    STRATA_RETURN_IF_ERROR(WorkerIteratorState(path, st.iterator_state, 0, 1).status());
   }
   for (size_t r = 1; r < replicas_.size(); ++r)
     std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());

@@ -4,7 +4,6 @@
 #include "strata/keras/h5_weights.h"
 
 #include <fcntl.h>
-#include <hdf5.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,108 +17,13 @@
 
 #include "strata/core/log.h"
 #include "strata/core/version.h"
+#include "strata/keras/h5_file.h"
 
 namespace strata::keras {
 
 namespace {
 
-// libhdf5 (Debian's serial build) is not thread-safe: every use goes through this lock, which
-// also turns off the library's own error printing for the duration (errors become Status).
-std::mutex& Hdf5Mutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-class Hdf5Scope {
- public:
-  Hdf5Scope() : lock_(Hdf5Mutex()) {
-    H5Eget_auto2(H5E_DEFAULT, &old_fn_, &old_data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~Hdf5Scope() { H5Eset_auto2(H5E_DEFAULT, old_fn_, old_data_); }
-
- private:
-  std::lock_guard<std::mutex> lock_;
-  H5E_auto2_t old_fn_ = nullptr;
-  void* old_data_ = nullptr;
-};
-
-// The innermost message of libhdf5's error stack ("truncated file: eof = ..."), or "".
-std::string Hdf5Message() {
-  std::string msg;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
-           [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
-             auto* s = static_cast<std::string*>(out);
-             if (n == 0 && e->desc) *s = e->desc;
-             return 0;
-           },
-           &msg);
-  H5Eclear2(H5E_DEFAULT);
-  return msg;
-}
-
-// One libhdf5 handle, closed with its kind's close function.
-class Handle {
- public:
-  Handle() = default;
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
-  Handle& operator=(Handle&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      id_ = o.id_;
-      close_ = o.close_;
-      o.id_ = -1;
-    }
-    return *this;
-  }
-  ~Handle() { Reset(); }
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-  void Reset() {
-    if (id_ >= 0 && close_) close_(id_);
-    id_ = -1;
-  }
-  hid_t Release() {
-    hid_t id = id_;
-    id_ = -1;
-    return id;
-  }
-
- private:
-  hid_t id_ = -1;
-  herr_t (*close_)(hid_t) = nullptr;
-};
-
-Handle File(hid_t id) { return Handle(id, H5Fclose); }
-Handle Group(hid_t id) { return Handle(id, H5Gclose); }
-Handle Dataset(hid_t id) { return Handle(id, H5Dclose); }
-Handle Attribute(hid_t id) { return Handle(id, H5Aclose); }
-Handle Space(hid_t id) { return Handle(id, H5Sclose); }
-Handle Type(hid_t id) { return Handle(id, H5Tclose); }
-Handle Plist(hid_t id) { return Handle(id, H5Pclose); }
-
-bool LinkExists(hid_t loc, const std::string& path) {
-  // H5Lexists needs every intermediate link to exist: walk the path one name at a time.
-  std::string prefix;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    prefix += (prefix.empty() ? "" : "/") + path.substr(start, slash - start);
-    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
-    if (H5Oexists_by_name(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
-    start = slash + 1;
-  }
-  return true;
-}
-
-bool IsGroup(hid_t loc, const std::string& path) {
-  if (!LinkExists(loc, path)) return false;
-  H5O_info_t info;
-  if (H5Oget_info_by_name(loc, path.c_str(), &info, H5P_DEFAULT) < 0) return false;
-  return info.type == H5O_TYPE_GROUP;
-}
+using namespace h5;  // NOLINT: h5_file.h
 
 // A list-of-strings attribute as h5py writes numpy string arrays: fixed-length strings (or
 // variable-length ones), an empty list as an empty float array; Keras splits a long list into
@@ -279,72 +183,6 @@ Status ParseKeras3(hid_t file, const std::string& container, const std::string& 
     out->layers.push_back(std::move(fl));
   }
   return Status::OK();
-}
-
-// Keras's naming.to_snake_case of a class name: "BatchNormalization" -> "batch_normalization",
-// "Conv2D" -> "conv2d", "DepthwiseConv2D" -> "depthwise_conv2d".
-std::string SnakeCase(const std::string& cls) {
-  // (.)([A-Z][a-z]+) -> \1_\2
-  std::string a;
-  for (size_t i = 0; i < cls.size(); ++i) {
-    if (i > 0 && std::isupper(static_cast<unsigned char>(cls[i])) && i + 1 < cls.size() &&
-        std::islower(static_cast<unsigned char>(cls[i + 1])))
-      a += '_';
-    a += cls[i];
-  }
-  // ([a-z])([A-Z]) -> \1_\2, then lower case
-  std::string b;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (i > 0 && std::islower(static_cast<unsigned char>(a[i - 1])) && std::isupper(static_cast<unsigned char>(a[i])))
-      b += '_';
-    b += static_cast<char>(std::tolower(static_cast<unsigned char>(a[i])));
-  }
-  return b;
-}
-
-// One model layer with weights, in Keras's terms.
-struct ModelLayer {
-  std::string name, class_name;
-  LayerPtr layer;
-  std::string keras3_key;  // "layers/conv2d_1"
-  std::vector<const backend::VariableStore::Entry*> vars;  // Keras's order: trainable, then the rest
-};
-
-std::string ShortName(const std::string& var) { return var.substr(var.rfind('/') + 1); }
-
-// Keras's weights of each layer: trainable first, then non-trainable, each in creation order
-// (the variable store's order within a layer). Strata's BatchNormalization keeps gamma and
-// beta as constants when scale / center is false; Keras has no such weights then.
-std::vector<ModelLayer> ModelLayers(const Model& model) {
-  const backend::VariableStore* store = model.variables();
-  std::map<std::string, std::vector<const backend::VariableStore::Entry*>> by_layer;
-  for (const auto& e : store->entries()) {
-    const size_t slash = e.name.rfind('/');
-    if (slash == std::string::npos) continue;
-    by_layer[e.name.substr(0, slash)].push_back(&e);
-  }
-  std::vector<ModelLayer> out;
-  std::map<std::string, int> class_count;
-  for (const LayerPtr& layer : model.layers()) {
-    const std::string snake = SnakeCase(layer->class_name());
-    const int n = class_count[snake]++;
-    ModelLayer ml;
-    ml.name = layer->name();
-    ml.class_name = layer->class_name();
-    ml.layer = layer;
-    ml.keras3_key = "layers/" + snake + (n == 0 ? "" : "_" + std::to_string(n));
-    const auto& vars = by_layer[layer->name()];
-    // A gamma / beta that is state, not a parameter, is scale / center = false (Keras has no
-    // such weight); a frozen layer's gamma / beta stay parameters and are kept, as Keras does.
-    for (const auto* e : vars) {
-      const std::string s = ShortName(e->name);
-      if (ml.class_name == "BatchNormalization" && e->role != graph::VariableRole::kParameter && (s == "gamma" || s == "beta"))
-        continue;
-      ml.vars.push_back(e);
-    }
-    out.push_back(std::move(ml));
-  }
-  return out;
 }
 
 // Strata keeps a depthwise kernel as [k, k, 1, C * M] (a grouped convolution), Keras as
@@ -549,154 +387,6 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
   }
   STRATA_RETURN_IF_ERROR(model.set_state(state));
   return report;
-}
-
-namespace {
-
-// Keras's save_attributes_to_hdf5_group: a numpy array of fixed-length byte strings, split
-// into name0, name1, ... while a piece exceeds 64512 bytes; an empty list is an empty float64
-// array (what h5py makes of np.asarray([])).
-Status WriteStringList(hid_t obj, const std::string& name, const std::vector<std::string>& values, const std::string& path) {
-  constexpr size_t kHeaderLimit = 64512;
-  if (values.empty()) {
-    hsize_t zero = 0;
-    Handle space = Space(H5Screate_simple(1, &zero, nullptr));
-    Handle attr = Attribute(H5Acreate2(obj, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
-    if (!attr.ok()) return IOError(path + ": cannot write attribute " + name + ": " + Hdf5Message());
-    return Status::OK();
-  }
-  size_t width = 1;
-  for (const auto& v : values) width = std::max(width, v.size());
-  size_t chunks = 1;
-  auto piece = [&](size_t c, size_t k) {  // numpy.array_split: the first n % k pieces get one more
-    const size_t n = values.size(), base = n / k, extra = n % k;
-    const size_t begin = c * base + std::min(c, extra);
-    return std::pair<size_t, size_t>(begin, begin + base + (c < extra ? 1 : 0));
-  };
-  auto fits = [&](size_t k) {
-    for (size_t c = 0; c < k; ++c) {
-      auto [b, e] = piece(c, k);
-      if ((e - b) * width > kHeaderLimit) return false;
-    }
-    return true;
-  };
-  if (width > kHeaderLimit) return InvalidArgument(path + ": a name in " + name + " is longer than 64512 bytes");
-  while (!fits(chunks)) ++chunks;
-  Handle type = Type(H5Tcopy(H5T_C_S1));
-  H5Tset_size(type.get(), width);
-  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
-  for (size_t c = 0; c < chunks; ++c) {
-    auto [b, e] = piece(c, chunks);
-    std::vector<char> buf((e - b) * width, '\0');
-    for (size_t i = b; i < e; ++i) std::memcpy(buf.data() + (i - b) * width, values[i].data(), values[i].size());
-    hsize_t n = e - b;
-    Handle space = Space(H5Screate_simple(1, &n, nullptr));
-    const std::string attr_name = chunks == 1 ? name : name + std::to_string(c);
-    Handle attr = Attribute(H5Acreate2(obj, attr_name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
-    if (!attr.ok() || H5Awrite(attr.get(), type.get(), buf.data()) < 0)
-      return IOError(path + ": cannot write attribute " + attr_name + ": " + Hdf5Message());
-  }
-  return Status::OK();
-}
-
-Status WriteStringScalar(hid_t obj, const char* name, const std::string& value, const std::string& path) {
-  Handle type = Type(H5Tcopy(H5T_C_S1));
-  H5Tset_size(type.get(), std::max<size_t>(value.size(), 1));
-  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
-  Handle space = Space(H5Screate(H5S_SCALAR));
-  Handle attr = Attribute(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
-  std::string buf = value.empty() ? std::string(1, '\0') : value;
-  if (!attr.ok() || H5Awrite(attr.get(), type.get(), buf.data()) < 0)
-    return IOError(path + ": cannot write attribute " + name + ": " + Hdf5Message());
-  return Status::OK();
-}
-
-Status FsyncPath(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return ErrnoError("Keras weights: cannot open for fsync", path, errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError("Keras weights: fsync", path, err);
-  return Status::OK();
-}
-
-Status WriteLegacy(const Model& model, const std::string& tmp, const std::string& path) {
-  Handle file = File(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  if (!file.ok()) return IOError(path + ": cannot create " + tmp + ": " + Hdf5Message());
-  Handle root = Group(H5Gopen2(file.get(), "/", H5P_DEFAULT));
-  std::vector<ModelLayer> layers = ModelLayers(model);
-  std::vector<std::string> names;
-  for (const auto& m : layers) names.push_back(m.name);
-  STRATA_RETURN_IF_ERROR(WriteStringList(root.get(), "layer_names", names, path));
-  // The values are in TensorFlow's layout (NHWC activations, HWIO kernels), which is what
-  // Keras's "backend" attribute says to a reader.
-  STRATA_RETURN_IF_ERROR(WriteStringScalar(root.get(), "backend", "tensorflow", path));
-  STRATA_RETURN_IF_ERROR(WriteStringScalar(root.get(), "keras_version", "2.15.0", path));
-  STRATA_RETURN_IF_ERROR(WriteStringScalar(root.get(), "strata_version", STRATA_VERSION, path));
-  Handle lcpl = Plist(H5Pcreate(H5P_LINK_CREATE));
-  H5Pset_create_intermediate_group(lcpl.get(), 1);
-  STRATA_ASSIGN_OR_RETURN(const std::vector<float> state, model.get_state());  // parameters first
-  // Sorted by name as Keras 3 writes them (no group name is a prefix of a later one).
-  std::vector<const ModelLayer*> sorted;
-  for (const auto& m : layers) sorted.push_back(&m);
-  std::sort(sorted.begin(), sorted.end(), [](const ModelLayer* a, const ModelLayer* b) { return a->name < b->name; });
-  for (const ModelLayer* m : sorted) {
-    Handle g = Group(H5Gcreate2(file.get(), m->name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    if (!g.ok()) return IOError(path + ": cannot create group " + m->name + ": " + Hdf5Message());
-    std::vector<std::string> weight_names;
-    for (const auto* e : m->vars) weight_names.push_back(e->name + ":0");
-    STRATA_RETURN_IF_ERROR(WriteStringList(g.get(), "weight_names", weight_names, path));
-    for (size_t i = 0; i < m->vars.size(); ++i) {
-      const auto* e = m->vars[i];
-      std::vector<hsize_t> dims(e->shape.dims().begin(), e->shape.dims().end());
-      // Keras's shape where it differs from Strata's (a depthwise kernel: [k, k, C, M]).
-      const Shape keras_shape = m->layer->KerasWeightShape(ShortName(e->name), e->shape);
-      dims.assign(keras_shape.dims().begin(), keras_shape.dims().end());
-      Handle space = Space(dims.empty() ? H5Screate(H5S_SCALAR)
-                                        : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
-      // Keras keeps Normalization's count as an int64 variable.
-      const bool integer = m->class_name == "Normalization" && ShortName(e->name) == "count";
-      Handle ds = Dataset(H5Dcreate2(g.get(), weight_names[i].c_str(), integer ? H5T_STD_I64LE : H5T_IEEE_F32LE,
-                                     space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT));
-      if (!ds.ok()) return IOError(path + ": cannot create dataset " + m->name + "/" + weight_names[i] + ": " + Hdf5Message());
-      const float* values = state.data() + e->offset;
-      herr_t rc;
-      if (integer) {
-        std::vector<int64_t> ints(static_cast<size_t>(e->size));
-        for (int64_t k = 0; k < e->size; ++k) ints[static_cast<size_t>(k)] = static_cast<int64_t>(values[k]);
-        rc = H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ints.data());
-      } else {
-        rc = H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
-      }
-      if (rc < 0) return IOError(path + ": cannot write " + m->name + "/" + weight_names[i] + ": " + Hdf5Message());
-    }
-  }
-  root.Reset();
-  lcpl.Reset();
-  if (H5Fclose(file.Release()) < 0) return IOError(path + ": cannot close " + tmp + ": " + Hdf5Message());
-  return Status::OK();
-}
-
-}  // namespace
-
-Status SaveKerasWeights(const Model& model, const std::string& path) {
-  if (!model.variables()) return InvalidArgument("SaveKerasWeights: model " + model.name() + " is not compiled");
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  Status st;
-  {
-    Hdf5Scope scope;
-    st = WriteLegacy(model, tmp, path);
-  }
-  if (st.ok()) st = FsyncPath(tmp, O_RDONLY);
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) st = ErrnoError("Keras weights: rename onto", path, errno);
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st;
-  }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
 }
 
 }  // namespace strata::keras

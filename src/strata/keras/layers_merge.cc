@@ -1,0 +1,107 @@
+// The merge layers (Add, Multiply, Concatenate): each class, its factory (layers.h), how a
+// Keras config builds it, and its registry entries.
+#include "strata/keras/layers.h"
+
+#include <algorithm>
+
+#include "strata/keras/layer_config.h"
+#include "strata/keras/layer_registry.h"
+#include "strata/keras/layers_internal.h"
+
+namespace strata::keras {
+namespace layers {
+namespace {
+
+using graph::Value;
+
+class AddLayer final : public Layer {
+ public:
+  std::string class_name() const override { return "Add"; }
+  std::string default_name() const override { return "add"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    Value y = in[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (in[i].shape() != y.shape())
+        return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " + in[i].shape().ToString() +
+                               ", expected " + y.shape().ToString());
+      STRATA_ASSIGN_OR_RETURN(y, ctx.graph->Add(y, in[i], in.size() == 2 ? name() : name() + "/" + std::to_string(i)));
+    }
+    return y;
+  }
+};
+
+class MultiplyLayer final : public Layer {
+ public:
+  std::string class_name() const override { return "Multiply"; }
+  std::string default_name() const override { return "multiply"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    // The output shape: per dimension the largest extent; every input has it or 1.
+    const int rank = in[0].shape().rank();
+    std::vector<int64_t> out = in[0].shape().dims();
+    for (size_t i = 1; i < in.size(); ++i) {
+      if (in[i].shape().rank() != rank)
+        return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " + in[i].shape().ToString() +
+                               ", rank differs from " + in[0].shape().ToString());
+      for (int d = 0; d < rank; ++d) out[d] = std::max(out[d], in[i].shape()[d]);
+    }
+    for (size_t i = 0; i < in.size(); ++i)
+      for (int d = 0; d < rank; ++d)
+        if (in[i].shape()[d] != out[d] && in[i].shape()[d] != 1)
+          return InvalidArgument(Label() + ": input " + std::to_string(i) + " has shape " +
+                                 in[i].shape().ToString() + ", which does not broadcast to " +
+                                 Shape(out).ToString() + " (each dimension must match or be 1)");
+    // Graph::Multiply broadcasts a size-1 operand in the kernel (no full-size copy).
+    Value y = in[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(y, g.Multiply(y, in[i], i + 1 == in.size() ? name() : name() + "/" + std::to_string(i)));
+    }
+    return y;
+  }
+};
+
+class ConcatenateLayer final : public Layer {
+ public:
+  explicit ConcatenateLayer(int axis) : axis_(axis) {}
+  std::string class_name() const override { return "Concatenate"; }
+  std::string default_name() const override { return "concatenate"; }
+  int num_inputs() const override { return -1; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    int axis = axis_ < 0 ? axis_ + in[0].shape().rank() : axis_;
+    return ctx.graph->Concat(in, axis, name());
+  }
+
+ private:
+  int axis_;
+};
+
+Result<LayerPtr> AddFromConfig(LayerConfig&, const std::string& name) { return Add(name); }
+
+Result<LayerPtr> MultiplyFromConfig(LayerConfig&, const std::string& name) { return Multiply(name); }
+
+Result<LayerPtr> ConcatenateFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(int axis, c.Size("axis", -1));
+  return Concatenate(axis, name);
+}
+
+}  // namespace
+
+LayerPtr Add(const std::string& name) { return Named<AddLayer>(name); }
+LayerPtr Concatenate(int axis, const std::string& name) { return Named<ConcatenateLayer>(name, axis); }
+LayerPtr Multiply(const std::string& name) { return Named<MultiplyLayer>(name); }
+
+}  // namespace layers
+
+std::vector<LayerClass> MergeLayerClasses() {
+  using namespace layers;
+  return {{"Add", AddFromConfig},
+          {"Multiply", MultiplyFromConfig},
+          {"Concatenate", ConcatenateFromConfig}};
+}
+
+}  // namespace strata::keras

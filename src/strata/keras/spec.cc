@@ -6,7 +6,7 @@
 #include "strata/core/file.h"
 #include "strata/keras/layer_config.h"
 #include "strata/keras/layer_registry.h"
-#include "strata/datasets/builtin_specs.h"  // generated from models/*.json
+#include "strata/keras/applications/builtin_specs.h"  // generated from models/*.json
 
 namespace strata::keras {
 namespace {
@@ -164,7 +164,7 @@ Result<std::unique_ptr<Model>> ModelFromJson(const std::string& text) {
 
 Result<std::string> BuiltinSpec(const std::string& name) {
   std::string names;
-  for (const auto& spec : datasets::kBuiltinSpecs) {
+  for (const auto& spec : applications::kBuiltinSpecs) {
     if (name == spec.name) return std::string(spec.json);
     names += (names.empty() ? "" : ", ") + std::string(spec.name);
   }

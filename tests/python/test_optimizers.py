@@ -398,31 +398,16 @@ CASES = {
     # Keras's CosineDecay with a warmup_target and warmup_steps=0 decays from warmup_target.
     "adam_cosine_target_without_warmup": ("Adam", dict(learning_rate=CosineDecay(0.0, 4, warmup_target=0.125),
                                                        beta_1=0.875, beta_2=0.984375), 1.0),
-}
-
-# Where Strata's rule is not Keras's: the test states Keras's rule and is expected to fail
-# until Strata follows it (strict: it fails loudly once Strata does, so the mark comes off).
-KNOWN_DIFFERENCES = {
+    # Keras 3's weight_decay is decoupled on every optimizer (w -= w wd lr before the update,
+    # base_optimizer._apply_weight_decay): Adam's is AdamW's.
     "adam_weight_decay": ("Adam", dict(learning_rate=0.0625, beta_1=0.875, beta_2=0.984375, weight_decay=0.25), 1.0),
     "rmsprop_weight_decay": ("RMSprop", dict(learning_rate=0.03125, rho=0.75, weight_decay=0.25), 1.0),
 }
-WEIGHT_DECAY_REASON = (
-    "Strata's Adam/RMSprop weight_decay is L2 on the gradient (g += wd w, before the moments: "
-    "src/strata/keras/optimizer_state.cc); Keras's weight_decay on any optimizer is decoupled "
-    "(w -= w wd lr before the update, base_optimizer._apply_weight_decay)")
-
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_strata_follows_keras_update_rule(case):
     kind, kwargs, scale = CASES[case]
     assert_matches_keras(case, kind, kwargs, initial_weights(), gradient_steps(2, 7, scale=scale))
-
-
-@pytest.mark.xfail(strict=True, reason=WEIGHT_DECAY_REASON)
-@pytest.mark.parametrize("case", sorted(KNOWN_DIFFERENCES))
-def test_strata_weight_decay_follows_keras(case):
-    kind, kwargs, scale = KNOWN_DIFFERENCES[case]
-    assert_matches_keras(case, kind, kwargs, initial_weights(), gradient_steps(3, 5, scale=scale))
 
 
 @pytest.mark.parametrize("kind, kwargs, expected", [

@@ -31,7 +31,8 @@ backend::UpdateRule Rule(const Optimizer& o, float lr, int64_t step) {
       r.beta_1 = static_cast<float>(o.beta_1);
       r.beta_2 = static_cast<float>(o.beta_2);
       r.epsilon = static_cast<float>(o.epsilon);
-      r.weight_decay = o.kind == Optimizer::Kind::kAdamW ? static_cast<float>(o.weight_decay) : 0.0f;
+      // Keras 3's weight_decay is decoupled on every optimizer: Adam's is AdamW's.
+      r.weight_decay = static_cast<float>(o.weight_decay);
       r.step = static_cast<float>(step + 1);
       break;
     case Optimizer::Kind::kRMSprop:
@@ -92,8 +93,14 @@ void OptimizerState::ApplySlice(float* w_block, float* g_block, int64_t begin, i
       for (int64_t i = b; i < e; ++i) g_block[i] *= scale;
     }
   }
-  // L2-style decay on the gradient (SGD, Adam, RMSprop); AdamW decays inside its rule.
-  if (o.weight_decay > 0 && o.kind != Optimizer::Kind::kAdamW) {
+  // Weight decay. Adam and AdamW decay inside their rule and RMSprop here, both as Keras 3 does
+  // on any optimizer (w -= w * wd * lr before the update: base_optimizer._apply_weight_decay).
+  // SGD keeps its L2 term on the gradient (g += wd * w, as PyTorch's SGD): the default job's
+  // recipe (momentum 0.9, wd 5e-4) was tuned with it.
+  if (o.weight_decay > 0 && o.kind == Optimizer::Kind::kRMSprop) {
+    const float decay = lr * static_cast<float>(o.weight_decay);  // as Adam's kernel forms it
+    for (int64_t i = 0; i < len; ++i) w[i] = w[i] - decay * w[i];
+  } else if (o.weight_decay > 0 && o.kind == Optimizer::Kind::kSGD) {
     const float wd = static_cast<float>(o.weight_decay);
     for (int64_t i = 0; i < len; ++i) g[i] += wd * w[i];
   }

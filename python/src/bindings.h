@@ -1,5 +1,5 @@
 // The extension strata._strata: one Register function per submodule, each in its own file
-// (data.cc, io.cc, keras.cc, distribute.cc, devices.cc), called in this order by module.cc.
+// (data.cc, io.cc, keras.cc, distribute.cc, devices.cc, train.cc), called in this order by module.cc.
 // The Python package (python/strata/*.py) gives them their Keras/tf.data names and defaults.
 #pragma once
 #include <pybind11/pybind11.h>
@@ -16,5 +16,6 @@ void RegisterIo(pybind11::module_& m);          // io.cc: FixedLenFeature, parse
 void RegisterData(pybind11::module_& m);        // data.cc: Dataset and its stages
 void RegisterKeras(pybind11::module_& m);       // keras.cc: layers, Model, fit, callbacks
 void RegisterDistribute(pybind11::module_& m);  // distribute.cc: ClusterResolver, strategies
+void RegisterTrain(pybind11::module_& m);       // train.cc: the training recipe and its trainer
 
 }  // namespace strata::python

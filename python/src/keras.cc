@@ -64,6 +64,7 @@ std::vector<keras::KTensor> KTensors(py::handle obj, const char* arg) {
 // A learning rate: a number or a schedule described by python/strata/keras/optimizers.py.
 keras::Schedule ScheduleOf(const py::handle& lr) {
   if (py::isinstance<py::float_>(lr) || py::isinstance<py::int_>(lr)) return keras::schedules::Constant(lr.cast<double>());
+  if (py::isinstance<keras::Schedule>(lr)) return lr.cast<keras::Schedule>();  // made in C++: a recipe's
   if (!py::isinstance<py::dict>(lr)) ThrowTypeError("learning_rate: expected a number or a schedule");
   py::dict d = py::reinterpret_borrow<py::dict>(lr);
   const std::string kind = d["kind"].cast<std::string>();
@@ -199,6 +200,10 @@ void RegisterKeras(py::module_& m) {
     if (py::isinstance<keras::KTensor>(inputs)) return keras::Call(layer, inputs.cast<keras::KTensor>());
     return keras::Call(layer, KTensors(inputs, "inputs"));
   }, py::arg("layer"), py::arg("inputs"));
+
+  py::class_<keras::Schedule>(k, "Schedule", "A learning-rate schedule made in C++ (a recipe's): call it with a step.")
+      .def("__call__", [](const keras::Schedule& s, int64_t step) { return s(step); }, py::arg("step"))
+      .def_readonly("description", &keras::Schedule::description);
 
   py::class_<Model>(k, "Model", "A Keras model (C++ side); strata.keras.Model wraps it.")
       .def_static("functional", [](py::handle inputs, py::handle outputs, const std::string& name) {

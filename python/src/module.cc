@@ -10,4 +10,5 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterData(m);
   strata::python::RegisterKeras(m);
   strata::python::RegisterDistribute(m);
+  strata::python::RegisterTrain(m);
 }

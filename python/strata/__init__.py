@@ -6,7 +6,8 @@
     model.fit(x, y, epochs=12)
 
 Submodules: strata.keras, strata.data, strata.io, strata.distribute, strata.monitor,
-strata.errors (each imported on first use). strata.devices() describes this host.
+strata.presets, strata.errors (each imported on first use). strata.devices() describes this host;
+strata.train(...) runs a training recipe as `strata train` does (same flags, same weights).
 docs/python.md maps each Keras and tf.data name to Strata's and lists what differs.
 """
 import importlib
@@ -17,9 +18,10 @@ from ._device import Device
 from ._strata import __version__
 
 # Imported on first access (PEP 562), so `import strata` stays cheap and each works alone.
-_SUBMODULES = ("data", "distribute", "io", "keras", "monitor")
+_SUBMODULES = ("data", "distribute", "io", "keras", "monitor", "presets")
 
-__all__ = ["Device", "data", "devices", "distribute", "errors", "io", "keras", "monitor", "__version__"]
+__all__ = ["Device", "data", "devices", "distribute", "errors", "io", "keras", "monitor", "presets", "train",
+           "__version__"]
 
 
 def devices(recalibrate: bool = False) -> List[Device]:
@@ -31,6 +33,16 @@ def devices(recalibrate: bool = False) -> List[Device]:
     ``strata.distribute.ClusterResolver().connect().cluster_spec().host_info``.
     """
     return [Device(**d) for d in _strata._devices(bool(recalibrate))]
+
+
+def train(recipe=None, *, preset=None, **kwargs):
+    """Trains as ``strata train`` does with the same flags (keywords: the flags' names with
+    underscores; ``preset="flowers"`` as ``--preset flowers``) and returns a
+    strata.presets.TrainResult (history, val_accuracy, model_path, ...). Same seed and flags as a
+    ``strata train`` run: the same weights, bit for bit. ``recipe``: a strata.presets Recipe that
+    the keywords override. strata.presets has the recipes' pieces."""
+    from .presets import _recipe
+    return _recipe.train(recipe, preset=preset, **kwargs)
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
-from typing import List
+from typing import Any, List, Optional
 
 from . import data as data
 from . import distribute as distribute
@@ -6,6 +6,7 @@ from . import errors as errors
 from . import io as io
 from . import keras as keras
 from . import monitor as monitor
+from . import presets as presets
 
 __version__: str
 
@@ -31,3 +32,5 @@ class Device:
     def device_type(self) -> str: ...
 
 def devices(recalibrate: bool = ...) -> List[Device]: ...
+
+def train(recipe: Optional[presets.Recipe] = ..., *, preset: Optional[str] = ..., **kwargs: Any) -> presets.TrainResult: ...

@@ -125,7 +125,7 @@ TEST_F(FlagsTrain, ImageKeyAndLabelKeyReadARealFileWithOtherNames) {
 
 // --deterministic with --seed gives the same run twice; --seed, --lr and --weight-decay each
 // change the weights (seen in the training loss of the later steps).
-TEST_F(FlagsTrain, SeedLrAndWeightDecayChangeTheRunAndDeterministicRepeatsIt) {
+TEST_F(FlagsTrain, SeedLrOptimizerAndWeightDecayChangeTheRunAndDeterministicRepeatsIt) {
   auto loss = [&](const std::string& extra) {
     auto r = Train("--steps-per-epoch 3 --summary-json " + Path("s.json") + " " + extra);
     EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -137,6 +137,10 @@ TEST_F(FlagsTrain, SeedLrAndWeightDecayChangeTheRunAndDeterministicRepeatsIt) {
   EXPECT_NE(loss("--seed 43"), base);
   EXPECT_NE(loss("--lr 0.5"), base);
   EXPECT_NE(loss("--weight-decay 0.5"), base);
+  EXPECT_NE(loss("--optimizer adam"), base);
+  auto rmsprop = Train("--optimizer rmsprop");
+  EXPECT_EQ(rmsprop.exit_code, 2) << rmsprop.output;
+  EXPECT_TRUE(Has(rmsprop, "--optimizer must be sgd or adam")) << rmsprop.output;
 }
 
 // --replicas, --batch-per-replica, --lr, --lr-scaling, --schedule, --warmup-epochs, --epochs and

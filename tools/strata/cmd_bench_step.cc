@@ -67,17 +67,17 @@ int RunBenchStep(const std::vector<std::string>& args) {
     return Fail("bench-step", "--batch, --replicas, --threads, --seconds and --image-size must be positive", kExitUsage);
   // The model: a Keras application built for --image-size (refused below its minimum before any
   // work), or a spec, resized when --image-size is given.
-  ModelInfo info;
+  train::ModelInfo info;
   info.source = model;
   if (keras::applications::IsApplication(model)) {
     if (image_size == 0) image_size = keras::applications::DefaultSize(model);
-    auto o = ApplicationOptionsFor(model, image_size, 3, 0);
+    auto o = train::ApplicationOptionsFor(model, image_size, 3, 0);
     if (!o.ok()) return Fail("bench-step", o.status().message(), kExitUsage);
     info.application = model;
     info.application_options = *o;
   } else {
-    auto spec = SpecText(model);
-    if (spec.ok() && image_size > 0) spec = SpecWithImageSize(*spec, image_size);
+    auto spec = train::SpecText(model);
+    if (spec.ok() && image_size > 0) spec = train::SpecWithImageSize(*spec, image_size);
     if (!spec.ok()) return Fail("bench-step", spec.status().ToString(), kExitUsage);
     info.spec_json = *spec;
   }
@@ -98,7 +98,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   // momentum, sparse cross-entropy, the replicas of a MirroredStrategy.
   auto strategy = distribute::MirroredStrategy(static_cast<int>(replicas));
   if (!strategy.ok()) return Fail("bench-step", strategy.status().ToString());
-  auto loaded = BuildModel(info);
+  auto loaded = train::BuildModel(info);
   if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
   keras::Model& m = **loaded;
   Status st = m.compile({.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),

@@ -49,7 +49,7 @@ int RunEvaluate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (data_glob.empty()) return Fail("evaluate", "--data is required", kExitUsage);
-  ModelInfo info = loaded->info;
+  train::ModelInfo info = loaded->info;
   if (!image_key.empty()) info.image_key = image_key;
   if (!label_key.empty()) info.label_key = label_key;
   auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/true);

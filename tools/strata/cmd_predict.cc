@@ -45,7 +45,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (batch < 1) return Fail("predict", "--batch must be positive", kExitUsage);
   auto loaded = LoadModelForInference(model_arg, weights);
   if (!loaded.ok()) return Fail("predict", loaded.status().ToString());
-  ModelInfo info = loaded->info;
+  train::ModelInfo info = loaded->info;
   if (!image_key.empty()) info.image_key = image_key;
   auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/false, id_key);
   if (!ds.ok()) return Fail("predict", ds.status().ToString());

@@ -57,7 +57,7 @@ Status Model::PrepareLabels(const data::Element& batch, int64_t rows, int64_t k,
   return compile_.loss.ClassIndices(batch[label_index], rows, k, &label_scratch_);
 }
 
-Status Model::FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels) {
+Status Model::FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels) {
   const size_t nx = c.inputs.size();
   if (batch.size() < nx + (with_labels ? 1 : 0))
     return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has " +

@@ -18,6 +18,7 @@
 #include "strata/keras/fault_point.h"
 #include "strata/keras/model.h"
 #include "strata/keras/optimizer_state.h"
+#include "strata/keras/training_replicas.h"
 #include "strata/keras/step_observer.h"
 #include "strata/record/crc32c.h"
 
@@ -218,8 +219,7 @@ Status Model::RestoreBackup(const std::string& path) {
     // Several workers' positions, one worker now: refused with both counts.
     STRATA_RETURN_IF_ERROR(WorkerIteratorState(path, st.iterator_state, 0, 1).status());
   }
-  for (size_t r = 1; r < replicas_.size(); ++r)
-    std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+  if (replicas_) replicas_->TakeModelWeights();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   resume_pending_ = true;

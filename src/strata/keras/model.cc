@@ -10,6 +10,7 @@
 #include "strata/keras/h5_weights.h"
 #include "strata/keras/model_internal.h"
 #include "strata/keras/optimizer_state.h"
+#include "strata/keras/training_replicas.h"
 
 namespace strata::keras {
 
@@ -48,12 +49,12 @@ Status Model::compile(CompileOptions options) {
     owned_strategy_ = distribute::OneDeviceStrategy();
     strategy_ = owned_strategy_.get();
   }
-  replicas_.clear();
+  replicas_.reset();
   evals_.clear();
   eval_batch_ = 0;
   // The variables come from the training graph and do not depend on the batch size: build
   // it at batch 1 now so weights can be loaded (and counted) before the first fit.
-  Compiled probe;
+  CompiledProgram probe;
   probe.graph = std::make_unique<graph::Graph>();
   STRATA_RETURN_IF_ERROR(BuildTrainGraph(probe, 1, 0));
   std::shared_ptr<backend::VariableStore> previous = std::move(store_);
@@ -81,7 +82,7 @@ Status Model::compile(CompileOptions options) {
 
 // Forward (training mode), loss and gradients of one replica; the update is not in the
 // graph: it runs after the gradients of all replicas are reduced (UpdatePhase).
-Status Model::BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed) {
+Status Model::BuildTrainGraph(CompiledProgram& c, int64_t batch, uint64_t replica_seed) {
   graph::Graph& g = *c.graph;
   BuildContext ctx;
   ctx.replica = static_cast<int>(replica_seed);
@@ -117,17 +118,17 @@ backend::CompileOptions Model::BackendOptions(std::vector<Value> fetches, std::s
 
 Status Model::EnsureTrainPrograms(int64_t per_replica) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
-  if (!replicas_.empty()) {
-    if (per_replica != replicas_[0].batch)
+  if (replicas_) {
+    if (per_replica != replicas_->batch())
       return InvalidArgument("model " + name_ + ": a batch of " + std::to_string(per_replica * num_replicas()) +
-                             " rows, but the step was compiled for " + std::to_string(replicas_[0].batch * num_replicas()) +
+                             " rows, but the step was compiled for " + std::to_string(replicas_->batch() * num_replicas()) +
                              " (static shapes: batch the training data with drop_remainder=true)");
     return Status::OK();
   }
   const int r_count = num_replicas();
-  std::vector<Compiled> built(static_cast<size_t>(r_count));
+  std::vector<CompiledProgram> built(static_cast<size_t>(r_count));
   for (int r = 0; r < r_count; ++r) {
-    Compiled& c = built[static_cast<size_t>(r)];
+    CompiledProgram& c = built[static_cast<size_t>(r)];
     c.graph = std::make_unique<graph::Graph>();
     STRATA_RETURN_IF_ERROR(BuildTrainGraph(c, per_replica, static_cast<uint64_t>(strategy_->worker_index() * r_count + r)));
     // Replica 0 trains the model's own variables; the others get copies, refreshed from
@@ -142,46 +143,8 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
     if (!program.ok()) return program.status().WithContext("model " + name_ + " replica " + std::to_string(r));
     c.program = std::move(program).value();
   }
-  replicas_ = std::move(built);
-  replica_states_.clear();  // the state after each replica's trainable block, averaged after every update
-  for (const Compiled& c : replicas_) replica_states_.push_back(c.store->params().data<float>() + store_->num_trainable());
-  // Synchronized batch norm: every replica's program sums its statistics with the others'.
-  int64_t sync_kernels = 0;
-  for (const backend::KernelInfo& k : replicas_[0].program->kernels())
-    sync_kernels += k.op == "bn_fwd_sync" || k.op == "bn_bwd_sync";
-  batch_norm_sum_.reset();
-  if (sync_kernels > 0 && (r_count > 1 || strategy_->collective() != nullptr)) {
-    batch_norm_sum_ = std::make_unique<distribute::CrossReplicaSum>(*strategy_, sync_kernels,
-                                                                    "model " + name_ + ": synchronized batch norm");
-    for (int r = 0; r < r_count; ++r)
-      replicas_[static_cast<size_t>(r)].program->set_cross_replica_sum(
-          [this, r](double* data, int64_t n) { return batch_norm_sum_->Sum(r, data, n); });
-  }
-  SetUpReducer();
+  replicas_ = std::make_unique<TrainingReplicas>(*strategy_, std::move(built), store_, *optimizer_, name_);
   return Status::OK();
-}
-
-// The gradient reduction: the replicas' gradient blocks averaged into replica 0's. Where the
-// backend says when each gradient is final (and every replica's program has the same kernels),
-// the reducer may start the cross-host all-reduce during the backward pass from the programs'
-// kernel hooks.
-void Model::SetUpReducer() {
-  distribute::ReducerOptions o;
-  for (Compiled& c : replicas_) o.grads.push_back(c.store->grads().data<float>());
-  o.n = store_->num_trainable();
-  const backend::Program& p0 = *replicas_[0].program;
-  o.kernels = static_cast<int>(p0.kernels().size());
-  bool same_kernels = true;
-  for (const Compiled& c : replicas_) same_kernels = same_kernels && c.program->kernels().size() == p0.kernels().size();
-  if (same_kernels)
-    for (const backend::GradientReady& g : p0.gradient_ready()) o.ready.push_back({g.begin, g.end, g.kernel});
-  reducer_ = distribute::MakeReducer(*strategy_, std::move(o));
-  for (int r = 0; r < num_replicas(); ++r) {
-    std::vector<uint8_t> after = reducer_->HookPoints(r);
-    if (after.empty()) continue;
-    replicas_[static_cast<size_t>(r)].program->set_kernel_hook(std::move(after),
-                                                               [this, r](int k) { return reducer_->AfterKernel(r, k); });
-  }
 }
 
 Status Model::EnsureEvalPrograms(int64_t batch) {
@@ -192,8 +155,8 @@ Status Model::EnsureEvalPrograms(int64_t batch) {
   // Replica r runs rows [r P, (r + 1) P) of a global batch: no more programs than rows.
   const int64_t r_count = std::min<int64_t>(num_replicas(), batch);
   const int64_t per_replica = (batch + r_count - 1) / r_count;
-  std::vector<Compiled> built(static_cast<size_t>(r_count));
-  for (Compiled& c : built) {
+  std::vector<CompiledProgram> built(static_cast<size_t>(r_count));
+  for (CompiledProgram& c : built) {
     c.graph = std::make_unique<graph::Graph>();
     BuildContext ctx;
     ctx.fold_batch_norm = compile_.fold_batch_norm;
@@ -210,12 +173,12 @@ Status Model::EnsureEvalPrograms(int64_t batch) {
 }
 
 Status Model::RunEvalBatch(const data::Element& batch, int64_t rows, std::vector<float>* out, int64_t* k) {
-  const Compiled& c0 = evals_[0];
+  const CompiledProgram& c0 = evals_[0];
   *k = c0.outputs[0].shape().num_elements() / c0.batch;
   out->resize(static_cast<size_t>(rows * *k));
   auto run_replica = [&](int r) -> Status {
     if (r >= static_cast<int>(evals_.size())) return Status::OK();
-    Compiled& c = evals_[static_cast<size_t>(r)];
+    CompiledProgram& c = evals_[static_cast<size_t>(r)];
     const int64_t row0 = std::min<int64_t>(rows, r * c.batch), n = std::min<int64_t>(rows - row0, c.batch);
     if (n == 0) return Status::OK();  // a short last batch may leave the later replicas nothing
     STRATA_RETURN_IF_ERROR(FeedInputs(c, batch, row0, n, /*with_labels=*/false));
@@ -234,6 +197,12 @@ std::vector<std::unique_ptr<Metric>> Model::MakeMetrics() const {
   return m;
 }
 
+backend::Program* Model::train_program() { return replicas_ ? replicas_->replica(0).program.get() : nullptr; }
+backend::Program* Model::eval_program() { return evals_.empty() ? nullptr : evals_[0].program.get(); }
+distribute::ReducerStats Model::reducer_stats() const {
+  return replicas_ ? replicas_->reducer_stats() : distribute::ReducerStats{};
+}
+
 double Model::learning_rate() const {
   if (lr_override_ >= 0) return lr_override_ * lr_scale_;
   return compile_.optimizer.learning_rate(global_step_) * lr_scale_;
@@ -244,8 +213,8 @@ double Model::learning_rate() const {
 // One step on a global batch, every replica r on its own thread (strategy_->run):
 //   1. feed:     replica r's rows [r P, (r + 1) P) of the batch, P = the per-replica batch;
 //   2. forward and backward: the compiled program (synchronized batch norm meets the other
-//      replicas inside it through batch_norm_sum_);
-//   3. reduce:   the gradient blocks averaged over every replica of every worker (reducer_);
+//      replicas inside it: TrainingReplicas);
+//   3. reduce:   the gradient blocks averaged over every replica of every worker (its reducer);
 //   4. update:   replica r updates its slice of the weights (optimizer_), the replicas' moving
 //      statistics are averaged, and every replica takes the new weights.
 // Every replica makes the same barrier and collective calls even after an error (StepSync),
@@ -264,58 +233,23 @@ Status Model::PrepareStep(const data::Element& batch, int64_t* per_replica) {
   *per_replica = global_batch / R;
   STRATA_RETURN_IF_ERROR(CheckTrainableUnchanged());
   STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(*per_replica));
-  const int64_t k = replicas_[0].outputs[0].shape().num_elements() / replicas_[0].batch;  // outputs per example
-  return PrepareLabels(batch, global_batch, k, replicas_[0].inputs.size());
+  const CompiledProgram& c0 = replicas_->replica(0);
+  const int64_t k = c0.outputs[0].shape().num_elements() / c0.batch;  // outputs per example
+  return PrepareLabels(batch, global_batch, k, c0.inputs.size());
 }
 
 Status Model::GradientPhase(int r, const data::Element& batch, int64_t per_replica, distribute::StepSync& sync) {
-  Compiled& c = replicas_[static_cast<size_t>(r)];
-  Status s = FeedInputs(c, batch, r * per_replica, per_replica, /*with_labels=*/true);
-  c.program->set_step(static_cast<uint64_t>(global_step_));  // dropout masks follow the global step
-  if (batch_norm_sum_) batch_norm_sum_->BeginStep(r);
-  if (s.ok()) s = c.program->Run();
-  if (!s.ok()) sync.failed = true;
-  if (batch_norm_sum_) batch_norm_sum_->FinishStep(r);
-  Status reduced = reducer_->Reduce(r, sync);
-  return s.ok() ? reduced : s;
-}
-
-void Model::UpdatePhase(int r, float lr, distribute::StepSync& sync) {
-  const int R = num_replicas();
-  const int64_t num_trainable = store_->num_trainable();
-  const auto [begin, end] = strategy_->Slice(num_trainable, r);
-  float* w = store_->params().data<float>();
-  float* g = store_->grads().data<float>();
-  // Clipping by norm needs every slice's sum of squares before any replica scales its own.
-  if (optimizer_->clips()) {
-    if (!sync.failed) optimizer_->ClipPartialSums(r, g, begin, end);
-    if (R > 1) strategy_->barrier();
-  }
-  if (!sync.failed) optimizer_->ApplySlice(w, g, begin, end, lr, global_step_);
-  if (R == 1 && !strategy_->collective()) return;
-  strategy_->barrier();
-  // Moving statistics (state after the trainable block): the mean over all replicas.
-  const int64_t num_params = store_->params().num_elements();
-  if (!sync.failed && r == 0 && num_params > num_trainable) {
-    Status hs = distribute::MeanOverReplicas(*strategy_, replica_states_, w + num_trainable, num_params - num_trainable);
-    if (!hs.ok()) {
-      sync.cross_host = hs;
-      sync.failed = true;
-    }
-  }
-  strategy_->barrier();
-  // Every other replica takes the new weights.
-  Compiled& c = replicas_[static_cast<size_t>(r)];
-  if (!sync.failed && r > 0) std::memcpy(c.store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+  const Status fed = FeedInputs(replicas_->replica(r), batch, r * per_replica, per_replica, /*with_labels=*/true);
+  return replicas_->GradientPhase(r, fed, global_step_, sync);  // forward, backward, reduce
 }
 
 Model::GradientTape Model::StepOutputs() {
   GradientTape tape;
   const int R = num_replicas();
-  const int64_t per_replica = replicas_[0].batch;
+  const int64_t per_replica = replicas_->batch();
   double loss_sum = 0;
   for (int r = 0; r < R; ++r) {
-    Compiled& c = replicas_[static_cast<size_t>(r)];
+    CompiledProgram& c = replicas_->replica(r);
     loss_sum += *c.program->fetch(c.loss).data<float>();
     const Tensor& out = c.program->fetch(c.outputs[0]);
     const int64_t k = out.num_elements() / per_replica;
@@ -337,9 +271,9 @@ Status Model::TrainStep(const data::Element& batch, Logs* logs, std::vector<std:
   Status st = strategy_->run([&](int r) -> Status {
     if (observer_) observer_->StepBegin(r);
     Status s = GradientPhase(r, batch, per_replica, sync);  // feed, forward and backward, reduce
-    UpdatePhase(r, lr, sync);                                // the sharded update
+    replicas_->UpdatePhase(r, lr, global_step_, sync);       // the sharded update
     if (observer_) {
-      const Compiled& c = replicas_[static_cast<size_t>(r)];
+      const CompiledProgram& c = replicas_->replica(r);
       observer_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), per_replica);
     }
     return s;
@@ -380,7 +314,7 @@ Status Model::apply_gradients() {
   const float lr = static_cast<float>(learning_rate());
   distribute::StepSync sync;
   Status st = strategy_->run([&](int r) {
-    UpdatePhase(r, lr, sync);
+    replicas_->UpdatePhase(r, lr, global_step_, sync);
     return Status::OK();
   });
   STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
@@ -485,8 +419,7 @@ Status Model::set_state(const std::vector<float>& v) {
     return InvalidArgument("set_state: " + std::to_string(v.size()) + " values for " + std::to_string(np + ns));
   std::memcpy(store_->params().raw_data(), v.data(), np * sizeof(float));
   if (ns) std::memcpy(optimizer_->slots().raw_data(), v.data() + np, ns * sizeof(float));
-  for (size_t r = 1; r < replicas_.size(); ++r)
-    std::memcpy(replicas_[r].store->params().raw_data(), v.data(), np * sizeof(float));
+  if (replicas_) replicas_->TakeModelWeights();
   return Status::OK();
 }
 
@@ -504,8 +437,7 @@ Status Model::load_weights(const std::string& path) {
   if (IsHdf5File(path)) return LoadKerasWeights(*this, path).status();  // copies to the replicas (set_state)
   CheckpointState st;
   STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st, {.remap_slots = true}));
-  for (size_t r = 1; r < replicas_.size(); ++r)
-    std::memcpy(replicas_[r].store->params().raw_data(), store_->params().raw_data(), store_->params().nbytes());
+  if (replicas_) replicas_->TakeModelWeights();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   return Status::OK();

@@ -45,6 +45,8 @@ namespace strata::keras {
 class Callback;
 class Model;
 class OptimizerState;
+class TrainingReplicas;   // keras/training_replicas.h
+struct CompiledProgram;  // keras/model_internal.h
 
 // ---- functional API ---------------------------------------------------------------------
 namespace internal {
@@ -220,16 +222,16 @@ class Model {
   int current_epoch() const { return epoch_; }
   const CompileOptions& compile_options() const { return compile_; }
   // Replica 0's compiled training program (null before the first batch), for the monitor.
-  backend::Program* train_program() { return replicas_.empty() ? nullptr : replicas_[0].program.get(); }
+  backend::Program* train_program();
   // Replica 0's compiled predict/evaluate program (null before the first predict or evaluate).
-  backend::Program* eval_program() { return evals_.empty() ? nullptr : evals_[0].program.get(); }
+  backend::Program* eval_program();
   backend::VariableStore* variables() { return store_.get(); }
   // Replicas in this process (the local batch is split over them); the global count is
   // strategy()->num_replicas_in_sync().
   int num_replicas() const { return strategy_ ? strategy_->num_local_replicas() : 1; }
   distribute::Strategy* strategy() const { return strategy_; }
   // How the gradient all-reduce ran against the backward pass (several workers; zeros else).
-  distribute::ReducerStats reducer_stats() const { return reducer_ ? reducer_->stats() : distribute::ReducerStats{}; }
+  distribute::ReducerStats reducer_stats() const;
 
   // BackupAndRestore: write / read weights, optimizer state, position and input iterator.
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);
@@ -243,32 +245,20 @@ class Model {
   Status Validate();
 
  private:
-  struct Compiled {
-    std::unique_ptr<graph::Graph> graph;
-    std::unique_ptr<backend::Program> program;
-    std::shared_ptr<backend::VariableStore> store;
-    std::vector<graph::Value> inputs;   // model inputs [b, ...]
-    graph::Value labels;                // training only
-    graph::Value loss;                  // training only
-    std::vector<graph::Value> outputs;  // model outputs
-    int64_t batch = 0;                  // rows per run: the per-replica batch (training and evaluation)
-  };
   // One training step on a global batch (model.cc reads it top to bottom): splits it over
   // the replicas, runs forward and backward on each, reduces the gradients and applies the
   // sharded update.
   Status TrainStep(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean);
   // The phases of a step, run by every replica r inside strategy_->run (StepSync: the failure
-  // flag and the cross-host status they share). TrainStep runs both in one go; the custom loop
-  // runs them as compute_gradients and apply_gradients.
+  // flag and the cross-host status they share; the replicas' side is TrainingReplicas).
+  // TrainStep runs both in one go; the custom loop runs them as compute_gradients and
+  // apply_gradients.
   Status PrepareStep(const data::Element& batch, int64_t* per_replica);
   // Feed replica r's rows, forward + backward, then the gradient reduction.
   Status GradientPhase(int r, const data::Element& batch, int64_t per_replica, distribute::StepSync& sync);
-  // Clip and update replica r's slice, average the moving statistics, copy the weights out.
-  void UpdatePhase(int r, float lr, distribute::StepSync& sync);
   // The loss and each replica's metric batch of the step just run.
   GradientTape StepOutputs();
-  void SetUpReducer();
-  Status BuildTrainGraph(Compiled& c, int64_t batch, uint64_t replica_seed);
+  Status BuildTrainGraph(CompiledProgram& c, int64_t batch, uint64_t replica_seed);
   backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches,
                                          std::shared_ptr<backend::VariableStore> store) const;
   Status BuildForward(graph::Graph& g, bool training, int64_t batch, std::vector<graph::Value>* inputs,
@@ -286,7 +276,7 @@ class Model {
   std::vector<std::pair<const Layer*, bool>> TrainableFlags() const;
   Status CheckTrainableUnchanged() const;
   // Copies rows [row0, row0 + rows) of a batch's inputs (and labels) into a program.
-  Status FeedInputs(Compiled& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels);
+  Status FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels);
   // Converts the batch's labels to class indices in label_scratch_ (sparse losses).
   Status PrepareLabels(const data::Element& batch, int64_t rows, int64_t classes, size_t label_index);
   Result<Logs> RunEvaluation(const data::Dataset& data, int64_t steps, Tensor* predictions);
@@ -303,15 +293,14 @@ class Model {
   // Replica 0's variables are the model's: parameters (trainable, then state such as
   // moving statistics) and the gradient block the replicas' gradients are reduced into.
   std::shared_ptr<backend::VariableStore> store_;
-  std::unique_ptr<OptimizerState> optimizer_;                  // the slots and the sharded update
-  std::unique_ptr<distribute::Reducer> reducer_;               // the gradient blocks' mean
-  std::vector<const float*> replica_states_;                   // each replica's state block (moving statistics)
-  std::unique_ptr<distribute::CrossReplicaSum> batch_norm_sum_;  // null: no synchronized batch norm to serve
+  std::unique_ptr<OptimizerState> optimizer_;  // the slots and the sharded update
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
-  std::vector<Compiled> replicas_;
+  // The training step's replicas (their programs, the reducer, the update): made at the first
+  // training batch, whose size they are compiled for.
+  std::unique_ptr<TrainingReplicas> replicas_;
   // predict/evaluate: one program per local replica (a global batch is split over the cores
   // as in training), compiled for a global batch of eval_batch_ rows.
-  std::vector<Compiled> evals_;
+  std::vector<CompiledProgram> evals_;
   int64_t eval_batch_ = 0;
   std::vector<int64_t> label_scratch_;  // class indices of the current global batch
   double lr_scale_ = 1;

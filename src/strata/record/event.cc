@@ -366,31 +366,36 @@ Status EventWriter::WriteEvent(const Event& event) {
   return writer_->WriteRecord(scratch_);
 }
 
-Status EventWriter::WriteScalar(std::string_view tag, int64_t step, float value, double wall_time) {
+namespace {
+
+// A summary event at `step` with one value tagged `tag`, whose kind and payload the caller sets.
+Event OneValueSummary(std::string_view tag, int64_t step, double wall_time) {
   Event e;
   e.wall_time = wall_time != 0 ? wall_time : WallSeconds();
   e.step = step;
   e.what = Event::What::kSummary;
-  SummaryValue v;
-  v.tag = std::string(tag);
+  e.summary.emplace_back();
+  e.summary.back().tag = std::string(tag);
+  return e;
+}
+
+}  // namespace
+
+Status EventWriter::WriteScalar(std::string_view tag, int64_t step, float value, double wall_time) {
+  Event e = OneValueSummary(tag, step, wall_time);
+  SummaryValue& v = e.summary.back();
   v.kind = SummaryValue::Kind::kSimpleValue;
   v.simple_value = value;
-  e.summary.push_back(std::move(v));
   return WriteEvent(e);
 }
 
 Status EventWriter::WriteTensorScalar(std::string_view tag, int64_t step, float value, double wall_time) {
-  Event e;
-  e.wall_time = wall_time != 0 ? wall_time : WallSeconds();
-  e.step = step;
-  e.what = Event::What::kSummary;
-  SummaryValue v;
-  v.tag = std::string(tag);
+  Event e = OneValueSummary(tag, step, wall_time);
+  SummaryValue& v = e.summary.back();
   v.plugin_name = "scalars";
   v.kind = SummaryValue::Kind::kTensor;
   v.tensor.dtype = kDtFloat;
   v.tensor.float_val = {value};
-  e.summary.push_back(std::move(v));
   return WriteEvent(e);
 }
 

@@ -1,4 +1,4 @@
-// strata train's report of what crossed between workers (docs/distribute.md): the all-reduce's
+// A training run's report of what crossed between workers (docs/distribute.md): the all-reduce's
 // bytes and time per step, the part the step waited for, the bucket schedule against the
 // backward pass, and the watchdog's view; over the whole run and, from the second epoch on,
 // in the steady state (the first step compiles the programs, and the workers first meet in its
@@ -13,7 +13,7 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/model.h"
 
-namespace strata::cli {
+namespace strata::train {
 
 // A callback that counts the steps this run trains and keeps the collective's and the
 // reducer's counters as they were at the end of its first epoch.
@@ -44,12 +44,12 @@ class CrossHostSnapshot final : public keras::Callback {
 Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,
                                          const CrossHostSnapshot& counters);
 
-// Prints the report's lines and returns its JSON (`cross_host` in --summary-json);
+// Prints the report's lines (when `print`) and returns its JSON (`cross_host` in --summary-json);
 // `workers_times` is GatherWorkerTimes's (null: none).
 // `train_seconds` is the whole run's, `seconds_after_first_epoch` the time of the steps after
 // its first epoch (0: one epoch only).
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
                                double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
-                               const nlohmann::json& worker_times);
+                               const nlohmann::json& worker_times, bool print = true);
 
-}  // namespace strata::cli
+}  // namespace strata::train

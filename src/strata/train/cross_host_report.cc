@@ -1,11 +1,11 @@
-#include "cross_host_report.h"
+#include "strata/train/cross_host_report.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
 
-namespace strata::cli {
+namespace strata::train {
 
 Status CrossHostSnapshot::OnTrainBatchEnd(int64_t, const keras::Logs&) {
   ++steps_run;
@@ -79,7 +79,7 @@ Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, con
 
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
                                double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
-                               const nlohmann::json& worker_times) {
+                               const nlohmann::json& worker_times, bool print) {
   const distribute::CollectiveStats cs = collective.stats();
   const distribute::ReducerStats rs = model.reducer_stats();
   const double n = static_cast<double>(std::max<int64_t>(1, counters.steps_run));
@@ -107,6 +107,7 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
   // Overlapped with the backward pass, only the waiting part costs step time.
   const nlohmann::json& shown = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
   const double step_ms = shown["step_ms"].get<double>(), wait_ms = shown["all_reduce_wait_ms_per_step"].get<double>();
+  if (!print) return j;
   std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step%s), "
               "%d workers%s\n",
               shown["all_reduce_bytes_per_step"].get<double>() / 1e6, shown["all_reduce_ms_per_step"].get<double>(), wait_ms,
@@ -119,4 +120,4 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
   return j;
 }
 
-}  // namespace strata::cli
+}  // namespace strata::train

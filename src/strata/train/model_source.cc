@@ -1,0 +1,299 @@
+#include "strata/train/model_source.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "strata/core/file.h"
+#include "strata/keras/spec.h"
+#include "strata/record/record_reader.h"
+#include "strata/record/record_writer.h"
+
+namespace strata::train {
+
+using nlohmann::json;
+
+Result<std::string> SpecText(const std::string& name_or_path) {
+  auto builtin = keras::BuiltinSpec(name_or_path);
+  if (builtin.ok()) return builtin;
+  if (std::filesystem::exists(name_or_path)) return ReadFileToString(name_or_path);
+  return NotFound(builtin.status().message() + "; and no file " + name_or_path);
+}
+
+Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (!spec.is_object() || !spec.contains("config") || !spec["config"].contains("layers"))
+    return InvalidArgument("model spec: not a Keras-style {\"class_name\", \"config\": {\"layers\"}} object");
+  int inputs = 0;
+  for (auto& layer : spec["config"]["layers"]) {
+    if (layer.value("class_name", "") != "InputLayer") continue;
+    auto& shape = layer["config"]["batch_input_shape"];
+    if (!shape.is_array() || shape.size() != 4)
+      return InvalidArgument("model spec: InputLayer " + layer["config"].value("name", std::string("input")) +
+                             " is not an image input [None, H, W, C]; --image-size cannot set it");
+    shape[1] = size;
+    shape[2] = size;
+    ++inputs;
+  }
+  if (inputs == 0) return InvalidArgument("model spec: no InputLayer to set the image size on");
+  return spec.dump();
+}
+
+Result<std::string> SpecWithInputShape(const std::string& spec_json, int64_t size, int64_t channels) {
+  STRATA_ASSIGN_OR_RETURN(Shape now, SpecInputShape(spec_json));
+  if (now == Shape{size, size, channels}) return spec_json;  // byte for byte: the default job's spec
+  STRATA_ASSIGN_OR_RETURN(std::string sized, SpecWithImageSize(spec_json, size));
+  json spec = json::parse(sized);
+  for (auto& layer : spec["config"]["layers"])
+    if (layer.value("class_name", "") == "InputLayer") layer["config"]["batch_input_shape"][3] = channels;
+  return spec.dump();
+}
+
+Result<std::string> SpecWithClasses(const std::string& spec_json, int64_t classes) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (!spec.is_object() || !spec.contains("config") || !spec["config"].contains("layers") ||
+      !spec["config"]["layers"].is_array())
+    return InvalidArgument("model spec: not a Keras-style {\"class_name\", \"config\": {\"layers\"}} object");
+  // The classifier: the last Dense (its units), or a SqueezeNet's last Conv2D (its filters)
+  // when only pooling and activations follow it.
+  auto& layers = spec["config"]["layers"];
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const std::string kind = it->value("class_name", "");
+    const char* field = kind == "Dense" ? "units" : kind == "Conv2D" ? "filters" : nullptr;
+    if (!field) continue;
+    if ((*it)["config"].value(field, int64_t{0}) == classes) return spec_json;
+    (*it)["config"][field] = classes;
+    return spec.dump();
+  }
+  return InvalidArgument("model spec: no Dense or Conv2D layer whose outputs --classes could set");
+}
+
+Result<Shape> SpecInputShape(const std::string& spec_json) {
+  json spec = json::parse(spec_json, nullptr, false);
+  if (spec.is_object() && spec.contains("config") && spec["config"].contains("layers"))
+    for (const auto& layer : spec["config"]["layers"]) {
+      if (layer.value("class_name", "") != "InputLayer") continue;
+      const auto shape = layer["config"].value("batch_input_shape", json::array());
+      if (shape.size() != 4 || !shape[1].is_number() || !shape[2].is_number() || !shape[3].is_number())
+        return InvalidArgument("model spec: the InputLayer is not an image input [None, H, W, C]");
+      return Shape{shape[1].get<int64_t>(), shape[2].get<int64_t>(), shape[3].get<int64_t>()};
+    }
+  return NotFound("model spec: no InputLayer");
+}
+
+Result<keras::applications::Options> ApplicationOptionsFor(const std::string& name, int64_t size, int64_t channels,
+                                                           int64_t classes) {
+  if (!keras::applications::IsApplication(name)) {
+    std::string names;
+    for (const auto& n : keras::applications::Names()) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgument("no Keras application " + name + " (there are " + names + ")");
+  }
+  const int minimum = keras::applications::MinimumSize(name);
+  if (size < minimum)
+    return InvalidArgument("model " + name + " takes images of at least " + std::to_string(minimum) + "x" +
+                           std::to_string(minimum) + " (Keras's minimum input size), not " + std::to_string(size) + "x" +
+                           std::to_string(size) + ": pass --image-size " + std::to_string(minimum) + " or more");
+  if (channels != 3 && channels != 1) return InvalidArgument("model " + name + ": channels must be 1 or 3");
+  keras::applications::Options o;
+  o.input_shape = Shape{size, size, channels};
+  if (classes > 0) o.classes = static_cast<int>(classes);
+  return o;
+}
+
+Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info) {
+  if (!info.application.empty()) {
+    auto m = keras::applications::ByName(info.application, info.application_options);
+    if (!m.ok()) return m.status().WithContext("model " + info.application);
+    return m;
+  }
+  auto m = keras::ModelFromJson(info.spec_json);
+  if (!m.ok() && !info.source.empty()) return m.status().WithContext(info.source);
+  return m;
+}
+
+namespace {
+
+json ApplicationJson(const ModelInfo& info) {
+  const auto& o = info.application_options;
+  return {{"name", info.application},         {"include_top", o.include_top},
+          {"input_shape", o.input_shape.dims()}, {"classes", o.classes},
+          {"pooling", o.pooling},               {"classifier_activation", o.classifier_activation},
+          {"model_name", o.name}};
+}
+
+Result<ModelInfo> ApplicationFromJson(const json& a, const std::string& path) {
+  ModelInfo info;
+  const auto bad = [&](const std::string& what) {
+    return Corruption("checkpoint " + path + ": \"extra\".\"model\".\"application\" " + what);
+  };
+  if (!a.is_object() || !a.contains("name") || !a["name"].is_string()) return bad("has no name");
+  info.application = a["name"].get<std::string>();
+  if (!keras::applications::IsApplication(info.application)) return bad("names no Keras application: " + info.application);
+  auto& o = info.application_options;
+  // A field of the wrong type: nlohmann's value() throws; the file is corrupt, not the program.
+  try {
+    o.include_top = a.value("include_top", true);
+    o.classes = a.value("classes", 1000);
+    o.pooling = a.value("pooling", std::string());
+    o.classifier_activation = a.value("classifier_activation", std::string("softmax"));
+    o.name = a.value("model_name", std::string());
+  } catch (const json::exception& e) {
+    return bad(std::string("has a field of the wrong type (") + e.what() + ")");
+  }
+  const json shape = a.value("input_shape", json::array());
+  if (!shape.is_array() || shape.size() != 3) return bad("input_shape is not [H, W, C]");
+  std::vector<int64_t> dims;
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1) return bad("input_shape is not [H, W, C]");
+    dims.push_back(d.get<int64_t>());
+  }
+  o.input_shape = Shape(dims);
+  return info;
+}
+
+struct CheckpointRecords {
+  json header;
+  std::string params, slots, iterator;
+};
+
+Result<CheckpointRecords> ReadCheckpointRecords(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
+  CheckpointRecords c;
+  std::string header;
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header).WithContext("checkpoint " + path + " header"));
+  c.header = json::parse(header, nullptr, false);
+  if (!c.header.is_object() || c.header.value("format", "") != "strata-checkpoint")
+    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.params).WithContext("checkpoint " + path + " parameters"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.slots).WithContext("checkpoint " + path + " optimizer slots"));
+  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.iterator).WithContext("checkpoint " + path + " iterator state"));
+  return c;
+}
+
+Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
+  if (!m.is_object() || (!m.contains("spec") && !m.contains("application")))
+    return NotFound("checkpoint " + path + " does not record its model spec (written before specs were recorded?): "
+                    "pass --model SPEC --weights " + path);
+  ModelInfo info;
+  if (m.contains("application")) {
+    STRATA_ASSIGN_OR_RETURN(info, ApplicationFromJson(m["application"], path));
+  } else {
+    info.spec_json = m["spec"].dump();
+  }
+  info.source = m.value("source", "");
+  info.preset = m.value("preset", "");
+  info.image_key = m.value("image_key", "image");
+  info.label_key = m.value("label_key", "label");
+  info.image_size = m.value("image_size", int64_t{28});
+  info.classes = m.value("classes", int64_t{10});
+  info.channels = m.value("channels", int64_t{0});  // 0: written before channels were recorded (the spec says)
+  return info;
+}
+
+}  // namespace
+
+Result<CheckpointModel> ReadCheckpointModel(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(path));
+  CheckpointModel out;
+  out.slots = c.header.value("slots", int64_t{0});
+  for (const auto& v : c.header.value("variables", json::array()))
+    if (v.value("trainable", false)) out.trainable += v.value("size", int64_t{0});
+  auto info = InfoFromJson(c.header.contains("extra") ? c.header["extra"].value("model", json()) : json(), path);
+  if (info.ok()) out.info = std::move(info).value();
+  else out.info_status = info.status();
+  return out;
+}
+
+Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(checkpoint));
+  json spec;
+  if (info.application.empty()) {
+    spec = json::parse(info.spec_json, nullptr, false);
+    if (spec.is_discarded()) return InvalidArgument("model spec of " + checkpoint + " is not JSON");
+  }
+  if (!c.header.contains("extra") || !c.header["extra"].is_object()) c.header["extra"] = json::object();
+  c.header["extra"]["model"] = {{"source", info.source},
+                                {"preset", info.preset},   {"image_key", info.image_key},
+                                {"label_key", info.label_key}, {"image_size", info.image_size},
+                                {"channels", info.channels}, {"classes", info.classes}};
+  if (info.application.empty()) c.header["extra"]["model"]["spec"] = spec;
+  else c.header["extra"]["model"]["application"] = ApplicationJson(info);
+  STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(checkpoint));  // atomic: temp + rename
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.header.dump()));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.params));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.slots));
+  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.iterator));
+  return w->Close();
+}
+
+bool IsCheckpoint(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  auto r = record::RecordReader::Open(path);
+  if (!r.ok()) return false;
+  std::string header;
+  if (!(*r)->ReadRecord(&header).ok()) return false;
+  auto h = json::parse(header, nullptr, false);
+  return h.is_object() && h.value("format", "") == "strata-checkpoint";
+}
+
+namespace {
+
+// The smallest square image size >= 1 a built-in spec can be built for, or 0 when none up to
+// 256 (larger tries would allocate big Dense layers for nothing): the number `image_size` must reach.
+int64_t SmallestImageSize(const std::string& spec, int64_t channels) {
+  auto builds = [&](int64_t size) {
+    auto sized = SpecWithInputShape(spec, size, channels);
+    return sized.ok() && keras::ModelFromJson(*sized).ok();
+  };
+  int64_t hi = 1;
+  while (hi <= 256 && !builds(hi)) hi *= 2;
+  if (hi > 256) return 0;
+  int64_t lo = hi / 2;  // does not build (or 0)
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (builds(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info) {
+  *info = ModelInfo{.spec_json = "", .source = r.model, .preset = r.preset, .image_key = r.image_key,
+                    .label_key = r.label_key, .image_size = r.image_size, .classes = r.classes, .channels = r.channels};
+  if (r.image_size < 1 || r.channels < 1)
+    return InvalidArgument("the recipe's image_size and channels must be resolved (not 0) to build its model");
+  if (keras::applications::IsApplication(r.model)) {
+    STRATA_ASSIGN_OR_RETURN(info->application_options, ApplicationOptionsFor(r.model, r.image_size, r.channels, r.classes));
+    info->application = r.model;
+    return BuildModel(*info);
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string spec, SpecText(r.model));
+  const bool builtin = keras::BuiltinSpec(r.model).ok();
+  const std::string builtin_spec = spec;
+  if (builtin) {
+    STRATA_ASSIGN_OR_RETURN(spec, SpecWithInputShape(spec, r.image_size, r.channels));
+    if (r.classes > 0) {
+      STRATA_ASSIGN_OR_RETURN(spec, SpecWithClasses(spec, r.classes));
+    }
+  } else if (r.preset == "flowers") {
+    STRATA_ASSIGN_OR_RETURN(spec, SpecWithImageSize(spec, r.image_size));
+  }
+  info->spec_json = spec;
+  auto m = keras::ModelFromJson(spec);
+  if (!m.ok() && builtin) {
+    const int64_t smallest = SmallestImageSize(builtin_spec, r.channels);
+    const std::string shape = Shape{r.image_size, r.image_size, r.channels}.ToString();
+    return InvalidArgument("model " + r.model + " cannot be built for " + shape + " images (" + m.status().message() +
+                           ")" + (smallest > r.image_size ? ": pass --image-size " + std::to_string(smallest) + " or more" : ""));
+  }
+  if (!m.ok()) return m.status().WithContext(r.model);
+  return m;
+}
+
+Result<std::unique_ptr<keras::Model>> MakeModel(const Recipe& r) {
+  ModelInfo info;
+  return BuildRecipeModel(r, &info);
+}
+
+}  // namespace strata::train

@@ -1,0 +1,85 @@
+// Which model a recipe trains, and what its checkpoint records of it: `strata train` (and
+// `strata.train(...)`) record in the checkpoint which spec (and which input settings) its
+// weights belong to, so `strata evaluate|predict --model x.ckpt` rebuild the model with nothing
+// else given. The record is the checkpoint header's "extra"."model" object
+// (docs/formats/checkpoint.md):
+//   {"spec": {Keras-style spec}, "source": "flowers-cnn", "preset": "flowers",
+//    "image_key": "image", "label_key": "class", "image_size": 192, "channels": 3, "classes": 104}
+// A Keras application (keras/applications) records its name and options in place of "spec":
+//   {"application": {"name": "xception", "include_top": true, "input_shape": [71, 71, 3],
+//                    "classes": 4, "pooling": "", "classifier_activation": "softmax"}, ...}
+// (its structure is code, rebuilt from the same options, so the weights' names and order match).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "strata/core/status.h"
+#include "strata/core/tensor.h"
+#include "strata/keras/applications/applications.h"
+#include "strata/keras/model.h"
+#include "strata/train/recipe.h"
+
+namespace strata::train {
+
+struct ModelInfo {
+  std::string spec_json;       // the spec the weights belong to (input size already set)
+  std::string source;          // built-in name or spec file it came from
+  std::string preset;          // "flowers", or "" for the default job and plain --model runs
+  std::string image_key = "image", label_key = "label";
+  int64_t image_size = 28, classes = 10;
+  int64_t channels = 1;        // the spec's input channels: 1 grayscale, 3 RGB
+  // A Keras application ("resnet50", ...; keras::applications::Names()) built with
+  // `application_options`; empty for a spec (then spec_json says what to build).
+  std::string application;
+  keras::applications::Options application_options;
+};
+
+// The options `strata train|bench-step --model NAME --image-size S` build an application with,
+// as a Keras user passes them: input_shape [S, S, channels], `classes` outputs (0: Keras's
+// 1000), softmax. A size below the model's minimum is an error naming the model, the size and
+// the minimum.
+Result<keras::applications::Options> ApplicationOptionsFor(const std::string& name, int64_t size, int64_t channels,
+                                                           int64_t classes);
+// The model `info` describes: its application, else its spec.
+Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
+
+// The recipe's model, and in `info` what its checkpoint records: a Keras application or a
+// built-in spec built for the input (as a Keras user passes input_shape and classes), or a spec
+// file kept as written (with the flowers preset, image_size still sets its size). The recipe's
+// image_size and channels must be resolved. recipe.h's MakeModel is this without `info`.
+Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info);
+
+// A built-in spec's JSON (reference-cnn, flowers-cnn, ...) or a spec file's text.
+Result<std::string> SpecText(const std::string& name_or_path);
+// The spec with its InputLayer(s) set to size x size (convnets ending in global pooling take
+// any size); the channel count is kept.
+Result<std::string> SpecWithImageSize(const std::string& spec_json, int64_t size);
+// The spec built for size x size x channels images, as a Keras user passes input_shape: the
+// InputLayer's shape set (the spec returned unchanged when it already is that shape).
+Result<std::string> SpecWithInputShape(const std::string& spec_json, int64_t size, int64_t channels);
+// The spec with its classifier giving `classes` outputs, as Keras applications take classes=
+// (unchanged when it already does): the last Dense layer, or a fully convolutional model's
+// last Conv2D.
+Result<std::string> SpecWithClasses(const std::string& spec_json, int64_t classes);
+// The input shape [H, W, C] of the spec's first InputLayer (NotFound when it has none).
+Result<Shape> SpecInputShape(const std::string& spec_json);
+
+// Adds `info` to the checkpoint's header (rewritten atomically; the other records unchanged).
+Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info);
+// True when `path` is a Strata checkpoint file (its first record is the JSON header).
+bool IsCheckpoint(const std::string& path);
+
+// What a checkpoint says of its model: the record RecordModelInfo wrote (absent, with
+// `info_status` saying why, in a checkpoint written by a plain model.save_weights), and the
+// sizes of its optimizer slots and trainable parameters (how many slot blocks its optimizer had).
+struct CheckpointModel {
+  std::optional<ModelInfo> info;
+  Status info_status;
+  int64_t slots = 0, trainable = 0;
+};
+Result<CheckpointModel> ReadCheckpointModel(const std::string& path);
+
+}  // namespace strata::train

@@ -1,0 +1,401 @@
+#include "strata/train/trainer.h"
+
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "strata/core/clock.h"
+#include "strata/core/cpu.h"
+#include "strata/core/file.h"
+#include "strata/core/peak_flops.h"
+#include "strata/datasets/batch_size.h"
+#include "strata/datasets/fashion_mnist.h"
+#include "strata/datasets/image_example.h"
+#include "strata/datasets/make_records.h"
+#include "strata/distribute/strategy.h"
+#include "strata/keras/applications/applications.h"
+#include "strata/keras/callbacks.h"
+#include "strata/keras/h5_weights.h"
+#include "strata/keras/spec.h"
+#include "strata/monitor/fit_monitor.h"
+#include "strata/record/record_reader.h"
+#include "strata/train/cross_host_report.h"
+#include "strata/train/model_source.h"
+
+namespace strata::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fine-tuning phase of freeze_backbone_epochs trains every layer at the schedule scaled by
+// this, as Keras's transfer-learning guide lowers the rate for it (there 1e-3 -> 1e-5). 0.1 of
+// the flowers preset's peak (5e-4 x replicas) is the notebooks' own for pretrained weights
+// (5e-5 x replicas).
+constexpr double kFineTuneLrScale = 0.1;
+
+// Records in the files matching `pattern` (TFRecord has no index: one pass over the framing).
+Result<int64_t> CountRecords(const std::string& pattern) {
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) != 0) {
+    ::globfree(&g);
+    return NotFound("no files match " + pattern);
+  }
+  std::vector<std::string> paths(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+  ::globfree(&g);
+  int64_t n = 0;
+  std::string_view rec;
+  for (const std::string& path : paths) {
+    STRATA_ASSIGN_OR_RETURN(auto reader, record::RecordReader::Open(path));
+    for (;;) {
+      Status s = reader->ReadRecord(&rec);
+      if (s.IsOutOfRange()) break;
+      STRATA_RETURN_IF_ERROR(s);
+      ++n;
+    }
+  }
+  return n;
+}
+
+// Seconds since the start of fit at each epoch end (validation included): time-to-accuracy.
+class EpochClock final : public keras::Callback {
+ public:
+  Status OnTrainBegin(const keras::TrainInfo&) override {
+    if (seconds_.empty()) clock_.Reset();  // the second fit of freeze_backbone_epochs continues the count
+    return Status::OK();
+  }
+  Status OnEpochEnd(int, keras::Logs&) override {
+    seconds_.push_back(clock_.ElapsedSeconds());
+    return Status::OK();
+  }
+  const std::vector<double>& seconds() const { return seconds_; }
+
+ private:
+  Stopwatch clock_;
+  std::vector<double> seconds_;
+};
+
+// `weights` into the compiled model: a Keras weight file (HDF5) by layer name, skipping the
+// layers whose shapes differ (a new head on an include_top=False file, or other classes), or a
+// Strata checkpoint (its weights and optimizer slots; the step count restarts at 0). Returns the
+// one line the run prints.
+Result<std::string> LoadInitialWeights(keras::Model& model, const std::string& path) {
+  if (!keras::IsHdf5File(path)) {
+    if (!fs::is_regular_file(path)) return NotFound("--weights " + path + ": no such file");
+    STRATA_RETURN_IF_ERROR(model.load_weights(path).WithContext("--weights " + path));
+    model.set_global_step(0);
+    return "weights: " + path + " (Strata checkpoint): every layer loaded";
+  }
+  // Keras 3's .weights.h5 names its layers by class and position, so it pairs by order (Keras
+  // 3's rule); the legacy layout pairs by name.
+  const bool keras3_name = path.size() >= 11 && path.compare(path.size() - 11, 11, ".weights.h5") == 0;
+  auto report = keras::LoadKerasWeights(model, path, {.by_name = !keras3_name, .skip_mismatch = true});
+  if (!report.ok()) return report.status().WithContext("--weights");  // the message names the file
+  const keras::KerasWeightsReport& r = *report;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out.empty() ? std::string("none") : out;
+  };
+  return "weights: " + path + (r.layout == keras::KerasWeightsLayout::kKeras3 ? " (Keras 3 .weights.h5)" : " (Keras H5, by name)") +
+         ": " + std::to_string(r.loaded.size()) + " layers loaded; skipped (shapes differ): " + join(r.skipped) +
+         "; not in the file: " + join(r.absent);
+}
+
+// "trainable params 1,234 of 5,678": what the compiled step updates.
+std::string TrainableParams(const keras::Model& model) {
+  int64_t total = 0;
+  for (const auto& e : model.variables()->entries())
+    if (e.role == graph::VariableRole::kParameter) total += e.size;
+  return "trainable params " + std::to_string(model.variables()->num_trainable()) + " of " + std::to_string(total);
+}
+
+Shape ImageShape(const Recipe& r) { return Shape{r.image_size, r.image_size, r.channels}; }
+
+}  // namespace
+
+struct Trainer::State {
+  Recipe r;
+  bool talk = true;  // the chief prints, unless verbose is 0
+  Stopwatch wall;
+  std::unique_ptr<distribute::Strategy> strategy;
+  int replicas = 1, local_replicas = 1, workers = 1, worker = 0;
+  int64_t global_batch = 0, steps_per_epoch = 0;
+  std::optional<data::Dataset> train, val;
+  std::unique_ptr<keras::Model> model;
+  ModelInfo info;  // what the saved checkpoint records, so `strata evaluate|predict --model CKPT` rebuild it
+  std::optional<keras::CompileOptions> fine_tune;  // phase 2 of freeze_backbone_epochs
+  bool ran = false;
+
+  bool chief() const { return worker == 0; }
+  Status BuildModel(const std::string& channels_from);
+};
+
+// The recipe's model (BuildRecipeModel), checked against the pipeline's images and the classes.
+Status Trainer::State::BuildModel(const std::string& channels_from) {
+  STRATA_ASSIGN_OR_RETURN(model, BuildRecipeModel(r, &info));
+  const bool application = keras::applications::IsApplication(r.model);
+  // The pipeline's images against the model's input, before any work (a Keras user passes
+  // input_shape; here the flags that set either side are named).
+  if (auto input = model->input_shape(0); input.ok() && *input != ImageShape(r))
+    return InvalidArgument("model " + r.model + " takes images of shape " + input->ToString() + " but --data gives " +
+                           ImageShape(r).ToString() + " (--image-size " + std::to_string(r.image_size) +
+                           ", --channels " + std::to_string(r.channels) + " from " + channels_from +
+                           "): pass --image-size and --channels to match the model, or --model a spec whose input is " +
+                           ImageShape(r).ToString());
+  if (talk)
+    std::printf("input: %lldx%lldx%lld images (size from --image-size, channels from %s); model %s %s\n",
+                static_cast<long long>(r.image_size), static_cast<long long>(r.image_size),
+                static_cast<long long>(r.channels), channels_from.c_str(), r.model.c_str(),
+                application || keras::BuiltinSpec(r.model).ok() ? ("built for input_shape " + ImageShape(r).ToString()).c_str()
+                                                                 : "from its spec file");
+  // The classes against the model's output (a spec file's own last layer is not rewritten).
+  if (auto output = model->output_shape(0); output.ok() && output->rank() >= 1) {
+    const int64_t units = (*output)[output->rank() - 1];
+    if (r.classes > 0 && units != r.classes)
+      return InvalidArgument("model " + r.model + " has " + std::to_string(units) + " outputs but --classes is " +
+                             std::to_string(r.classes) + ": drop --classes, or --model a spec whose last layer has " +
+                             std::to_string(r.classes) + " units");
+    r.classes = info.classes = units;
+  }
+  if (!r.freeze_until.empty() && !model->freeze_until(r.freeze_until).ok())
+    return InvalidArgument("--freeze-until " + r.freeze_until + ": model " + r.model + " has no layer named " +
+                           r.freeze_until);
+  return Status::OK();
+}
+
+Trainer::Trainer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Trainer::~Trainer() = default;
+const Recipe& Trainer::recipe() const { return state_->r; }
+keras::Model& Trainer::model() { return *state_->model; }
+bool Trainer::chief() const { return state_->chief(); }
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe) {
+  auto st = std::make_unique<State>();
+  State& s = *st;
+  Recipe& r = s.r;
+  r = std::move(recipe);
+  STRATA_RETURN_IF_ERROR(Check(r));
+  // An application below its minimum size is refused before any work.
+  if (keras::applications::IsApplication(r.model)) {
+    const int64_t size = r.image_size ? r.image_size : keras::applications::DefaultSize(r.model);
+    STRATA_RETURN_IF_ERROR(ApplicationOptionsFor(r.model, size, 3, r.classes).status());
+  }
+  // ---- data: every worker makes the default dataset when it is missing, before MPI starts
+  STRATA_ASSIGN_OR_RETURN(std::string channels_from, ResolveInputs(&r, r.verbose != 0));
+  // One replica per core in this process; under mpirun/srun, every worker's replicas train
+  // together (MultiWorkerMirroredStrategy).
+  STRATA_ASSIGN_OR_RETURN(s.strategy, distribute::MultiWorkerMirroredStrategy(static_cast<int>(r.replicas)));
+  s.replicas = s.strategy->num_replicas_in_sync();
+  s.local_replicas = s.strategy->num_local_replicas();
+  s.workers = s.strategy->num_workers();
+  s.worker = s.strategy->worker_index();
+  s.talk = r.verbose != 0 && s.chief();  // the chief prints, evaluates and saves
+  s.global_batch = datasets::GlobalBatch(r.batch_per_replica, s.replicas);
+  STRATA_ASSIGN_OR_RETURN(int64_t examples, CountRecords(r.data));
+  s.steps_per_epoch = r.steps_per_epoch > 0 ? r.steps_per_epoch : examples / s.global_batch;
+  if (s.steps_per_epoch < 1)
+    return InvalidArgument(std::to_string(examples) + " training examples do not fill one global batch of " +
+                           std::to_string(s.global_batch));
+  // Each worker reads the global stream of local batches and keeps every workers-th one: the
+  // same examples, in the same global steps, as one process with all the replicas.
+  STRATA_ASSIGN_OR_RETURN(s.train, MakeDataset(r, r.data, s.local_replicas, /*training=*/true));
+  if (s.workers > 1) s.train = s.train->shard(s.workers, s.worker);
+  if (!r.val.empty() && s.chief()) {
+    STRATA_ASSIGN_OR_RETURN(s.val, MakeDataset(r, r.val, s.local_replicas, /*training=*/false));
+  }
+  if (s.talk)
+    std::printf("validation: %s\n", !r.val.empty() ? r.val.c_str() : "none (--data without --val; pass --val FILES to validate)");
+
+  // ---- model, optimizer, compile (in the strategy's scope)
+  {
+    auto scope = s.strategy->scope();
+    STRATA_RETURN_IF_ERROR(s.BuildModel(channels_from));
+    const keras::Schedule schedule = MakeSchedule(r, s.steps_per_epoch, s.replicas);
+    // A spec's last layer either ends in softmax (probabilities) or gives logits.
+    auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
+      return {.optimizer = std::move(opt),
+              .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !s.model->ends_in_softmax()}),
+              .metrics = r.metrics,
+              .precision = r.precision == "bf16" ? "mixed_bfloat16" : "float32",
+              .seed = static_cast<uint64_t>(r.seed)};
+    };
+    STRATA_RETURN_IF_ERROR(s.model->compile(compile_options(MakeOptimizer(r, schedule))));
+    if (!r.weights.empty()) {
+      STRATA_ASSIGN_OR_RETURN(std::string loaded, LoadInitialWeights(*s.model, r.weights));
+      if (s.talk) std::printf("%s\n", loaded.c_str());
+    }
+    // Phase 2 of freeze_backbone_epochs: every layer trainable, a new optimizer (as Keras's
+    // recompile) whose schedule continues the first's where phase 1 left it, scaled down.
+    if (r.freeze_backbone_epochs > 0) {
+      const int64_t phase1_steps = s.steps_per_epoch * r.freeze_backbone_epochs;
+      keras::Schedule fine = schedule;
+      fine.fn = [schedule, phase1_steps](int64_t step) { return kFineTuneLrScale * schedule(step + phase1_steps); };
+      s.fine_tune = compile_options(MakeOptimizer(r, fine));
+    }
+    if (s.talk) {
+      const double lr = PeakLearningRate(r, s.replicas);
+      std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)%s\n",
+                  s.strategy->name().c_str(), s.replicas, static_cast<long long>(s.global_batch),
+                  static_cast<long long>(r.batch_per_replica), s.replicas, lr, schedule.description.c_str(),
+                  r.precision == "bf16" ? " · precision mixed_bfloat16" : "");
+    }
+  }
+  if (s.talk) s.model->summary();
+  return std::unique_ptr<Trainer>(new Trainer(std::move(st)));
+}
+
+Result<TrainReport> Trainer::Run() {
+  State& s = *state_;
+  const Recipe& r = s.r;
+  if (s.ran) return InvalidArgument("Trainer::Run: a trainer runs once; create another");
+  s.ran = true;
+  keras::Model& model = *s.model;
+  TrainReport report;
+  report.chief = s.chief();
+  report.replicas = s.replicas;
+  report.global_batch = s.global_batch;
+  report.steps_per_epoch = s.steps_per_epoch;
+
+  // ---- callbacks
+  std::vector<std::shared_ptr<keras::Callback>> callbacks;
+  if (!r.checkpoint_dir.empty()) {
+    // With several workers the chief writes the backup and every worker restores from it (the
+    // directory must be shared); each worker removes a stale one before any step, so none can
+    // see a file the chief is about to replace.
+    auto backup = std::make_shared<keras::BackupAndRestore>(r.checkpoint_dir, keras::BackupAndRestore::Options{.save_freq = 20});
+    if (!r.resume && fs::exists(backup->path())) {
+      if (s.talk)
+        std::printf("Starting afresh: removing the old backup in %s (pass --resume to continue it)\n", r.checkpoint_dir.c_str());
+      std::error_code ec;
+      fs::remove(backup->path(), ec);
+    }
+    callbacks.push_back(backup);
+  }
+  callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
+  auto epoch_clock = std::make_shared<EpochClock>();
+  callbacks.push_back(epoch_clock);
+  // What crossed between workers, counted for the report at the end.
+  distribute::Collective* collective = s.strategy->collective();
+  auto counters = std::make_shared<CrossHostSnapshot>(collective, &model);
+  if (collective) callbacks.push_back(counters);
+  if (!r.tensorboard.empty() && s.chief())
+    callbacks.push_back(std::make_shared<keras::TensorBoard>(r.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
+  // The utilization / idle monitor hears of fit's steps as its observer (the chief only).
+  monitor::FitMonitor monitor({.interval_seconds = r.monitor_interval,
+                               .tensorboard_dir = r.tensorboard.empty() ? "" : r.tensorboard + "/train",
+                               .trace_path = r.trace,
+                               .http_port = static_cast<int>(r.monitor_port),
+                               .http_bind = r.monitor_bind,
+                               .report_json = r.report_json});
+  const bool monitored = r.monitor && s.chief();
+  if (monitored && !r.tensorboard.empty()) fs::create_directories(r.tensorboard + "/train");
+
+  // ---- fit: the head with the backbone frozen, then (freeze_backbone_epochs) every layer
+  const int verbose = !s.talk ? 0 : r.verbose >= 0 ? r.verbose : ::isatty(::fileno(stdout)) ? 1 : 2;
+  Stopwatch train_clock;
+  auto fit = [&](int initial_epoch, int epochs) {
+    return model.fit(*s.train, {.epochs = epochs, .steps_per_epoch = s.steps_per_epoch,
+                                .validation_data = s.val ? &*s.val : nullptr, .validation_steps = r.validation_steps,
+                                .callbacks = callbacks, .verbose = verbose, .initial_epoch = initial_epoch,
+                                .observer = monitored ? &monitor : nullptr});
+  };
+  const int phase1_epochs = static_cast<int>(s.fine_tune ? r.freeze_backbone_epochs : r.epochs);
+  if (s.talk && s.fine_tune)
+    std::printf("phase 1 (head): epochs 1-%d with the layers up to %s frozen, %s, learning rate from %.4g\n",
+                phase1_epochs, r.freeze_until.c_str(), TrainableParams(model).c_str(), model.learning_rate());
+  STRATA_ASSIGN_OR_RETURN(report.history, fit(0, phase1_epochs));
+  if (s.fine_tune) {
+    // The head-trained model, kept beside the backups: a fine-tuning that fails can start again
+    // from it (--weights D/head_trained.h5).
+    if (s.chief() && !r.checkpoint_dir.empty()) {
+      const std::string head = r.checkpoint_dir + "/head_trained.h5";
+      STRATA_RETURN_IF_ERROR(model.save_weights(head));
+      if (s.talk) std::printf("phase 1 model saved to %s\n", head.c_str());
+    }
+    {
+      auto scope = s.strategy->scope();
+      model.set_trainable(true);
+      STRATA_RETURN_IF_ERROR(model.compile(*s.fine_tune));
+    }
+    if (s.talk)
+      std::printf("phase 2 (fine-tuning): epochs %d-%lld with every layer trainable at the learning rate x %g, %s, "
+                  "learning rate from %.4g\n",
+                  phase1_epochs + 1, static_cast<long long>(r.epochs), kFineTuneLrScale, TrainableParams(model).c_str(),
+                  model.learning_rate());
+    STRATA_ASSIGN_OR_RETURN(keras::History phase2, fit(phase1_epochs, static_cast<int>(r.epochs)));
+    keras::History& h = report.history;
+    h.epoch.insert(h.epoch.end(), phase2.epoch.begin(), phase2.epoch.end());
+    for (auto& [key, values] : phase2.history) {
+      auto& all = h.history[key];
+      all.insert(all.end(), values.begin(), values.end());
+    }
+  }
+  report.train_seconds = train_clock.ElapsedSeconds();
+  report.seconds_at_epoch_end = epoch_clock->seconds();
+  nlohmann::json worker_times;  // every worker's all-reduce wait: gathered before the chief goes on alone
+  if (collective) {
+    STRATA_ASSIGN_OR_RETURN(worker_times, GatherWorkerTimes(*collective, model, *counters));
+  }
+  if (!s.chief()) return report;
+
+  // ---- evaluate, save, report (the chief)
+  if (s.val) {
+    STRATA_ASSIGN_OR_RETURN(keras::Logs logs, model.evaluate(*s.val, {.steps = r.validation_steps}));
+    report.val_accuracy = keras::LogValue(logs, "accuracy");
+    report.val_loss = keras::LogValue(logs, "loss");
+    report.val_f1_macro = keras::LogValue(logs, "f1_macro");
+  }
+  report.model_path = r.out.empty() ? UserCacheDir() + "/models/" + model.name() + ".ckpt" : r.out;
+  std::error_code ec;
+  if (fs::path(report.model_path).has_parent_path()) fs::create_directories(fs::path(report.model_path).parent_path(), ec);
+  STRATA_RETURN_IF_ERROR(model.save_weights(report.model_path));
+  // A Keras weight file holds weights only; a checkpoint also records how to rebuild the model.
+  if (!keras::IsHdf5File(report.model_path)) STRATA_RETURN_IF_ERROR(RecordModelInfo(report.model_path, s.info));
+  const int64_t trained = s.steps_per_epoch * r.epochs * s.global_batch;
+  report.images_per_second = static_cast<double>(trained) / report.train_seconds;
+  if (s.talk) {
+    std::printf("trained %lld images in %.1f s (%.0f images/s)\n", static_cast<long long>(trained), report.train_seconds,
+                report.images_per_second);
+    std::printf("model saved to %s\n", report.model_path.c_str());
+  }
+  // The MPI path's cost: what crossed between workers per step, and the time it took.
+  if (collective) {
+    const std::vector<double>& at = report.seconds_at_epoch_end;  // validation included, as in the epochs' own times
+    report.cross_host_json = CrossHostReport(*collective, model, s.workers, report.train_seconds, *counters,
+                                             at.size() >= 2 ? at.back() - at.front() : 0, worker_times, s.talk)
+                                 .dump();
+  }
+  if (s.talk && s.val && r.preset == "flowers") {
+    std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", report.val_loss, report.val_accuracy,
+                report.val_f1_macro);
+    std::printf("next: strata evaluate --model %s --data '%s'; strata predict --model %s --data 'DIR/test/*.tfrec' --out submission.csv\n",
+                report.model_path.c_str(), r.val.c_str(), report.model_path.c_str());
+  } else if (s.talk && s.val) {
+    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", report.val_loss, report.val_accuracy);
+  }
+  report.wall_seconds = s.wall.ElapsedSeconds();
+  return report;
+}
+
+Result<TrainReport> Run(const Recipe& recipe) {
+  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(recipe));
+  return trainer->Run();
+}
+
+std::string ReportJson(const Recipe& r, const TrainReport& report) {
+  nlohmann::json j = {{"test_accuracy", report.val_accuracy}, {"test_loss", report.val_loss},
+                      {"preset", r.preset}, {"val_f1_macro", report.val_f1_macro},
+                      {"wall_seconds", report.wall_seconds}, {"train_seconds", report.train_seconds},
+                      {"images_per_second", report.images_per_second}, {"replicas", report.replicas},
+                      {"global_batch", report.global_batch}, {"epochs", r.epochs}, {"model_path", report.model_path},
+                      {"history", report.history.history}, {"seconds_at_epoch_end", report.seconds_at_epoch_end}};
+  if (!report.cross_host_json.empty()) j["cross_host"] = nlohmann::json::parse(report.cross_host_json);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace strata::train

@@ -1,0 +1,71 @@
+// The trainer: runs a `Recipe` (recipe.h) as `strata train` does, from the records to the saved
+// model, on every core of this process and every worker of an mpirun/srun job.
+//
+//   auto trainer = train::Trainer::Create(recipe);   // checks, data, model, compile: no step yet
+//   auto report = (*trainer)->Run();                 // fit (both phases), evaluate, save, report
+//
+// Create resolves what the recipe leaves open (the image size and channels, the classes) from
+// the model and the records; `recipe()` then holds the values used. Every worker runs both
+// calls; the chief (worker 0) alone prints, evaluates and saves. With `verbose` 0 nothing is
+// printed.
+#pragma once
+#pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/core/status.h"
+#include "strata/keras/model.h"
+#include "strata/train/recipe.h"
+
+namespace strata::train {
+
+struct TrainReport {
+  bool chief = true;  // false on the other workers: they train, and the chief reports
+  keras::History history;  // both phases of a fine-tune, one after the other
+  // On `val` after training (0 without it).
+  double val_loss = 0, val_accuracy = 0, val_f1_macro = 0;
+  std::string model_path;  // where the trained model was saved
+  int replicas = 0;        // in sync, over every worker
+  int64_t global_batch = 0, steps_per_epoch = 0;
+  double wall_seconds = 0, train_seconds = 0, images_per_second = 0;
+  std::vector<double> seconds_at_epoch_end;  // since fit began, validation included: time to accuracy
+  std::string cross_host_json;  // what crossed between workers (docs/distribute.md); "" with one worker
+};
+
+class Trainer {
+ public:
+  // Checks the recipe (an InvalidArgument names the field as its flag), makes the default
+  // dataset when `data` is empty, the strategy, the pipelines and the model, and compiles it.
+  static Result<std::unique_ptr<Trainer>> Create(Recipe recipe);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains, evaluates on `val`, saves to `out` (recording how to rebuild the model) and reports.
+  // Call once.
+  Result<TrainReport> Run();
+
+  const Recipe& recipe() const;  // with what Create resolved
+  keras::Model& model();
+  bool chief() const;
+
+  struct State;
+
+ private:
+  explicit Trainer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Trainer::Create(recipe) then Run().
+Result<TrainReport> Run(const Recipe& recipe);
+
+// The report as `strata train --summary-json` writes it.
+std::string ReportJson(const Recipe& recipe, const TrainReport& report);
+
+}  // namespace strata::train
+
+#pragma GCC visibility pop

@@ -17,10 +17,10 @@
 namespace strata::data {
 namespace {
 
-class BatchIterator : public StageIterator {
+class BatchIterator : public PassThroughStateIterator {
  public:
   BatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n, bool drop_remainder)
-      : StageIterator(ctx, "batch"), input_(std::move(input)), n_(n), drop_remainder_(drop_remainder) {}
+      : PassThroughStateIterator(ctx, "batch", std::move(input)), n_(n), drop_remainder_(drop_remainder) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -64,8 +64,6 @@ class BatchIterator : public StageIterator {
     stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return Status::OK();
   }
-  Status Save(IteratorState* st) override { return input_->Save(st); }
-  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
 
  private:
   // A remembered batch the consumer has let go of whose components have this element's
@@ -115,7 +113,6 @@ class BatchIterator : public StageIterator {
     return Status::OK();
   }
 
-  std::unique_ptr<IteratorBase> input_;
   const int64_t n_;
   const bool drop_remainder_;
   Element e_;  // reused for each input element

@@ -5,10 +5,10 @@
 namespace strata::data {
 namespace {
 
-class FilterIterator : public StageIterator {
+class FilterIterator : public PassThroughStateIterator {
  public:
   FilterIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const FilterFn* fn)
-      : StageIterator(ctx, "filter"), input_(std::move(input)), fn_(fn) {}
+      : PassThroughStateIterator(ctx, "filter", std::move(input)), fn_(fn) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -23,11 +23,8 @@ class FilterIterator : public StageIterator {
       }
     }
   }
-  Status Save(IteratorState* st) override { return input_->Save(st); }
-  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
 
  private:
-  std::unique_ptr<IteratorBase> input_;
   const FilterFn* fn_;
 };
 

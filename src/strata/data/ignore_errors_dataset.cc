@@ -8,10 +8,10 @@
 namespace strata::data {
 namespace {
 
-class IgnoreErrorsIterator : public StageIterator {
+class IgnoreErrorsIterator : public PassThroughStateIterator {
  public:
   IgnoreErrorsIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input)
-      : StageIterator(ctx, "ignore_errors"), input_(std::move(input)) {}
+      : PassThroughStateIterator(ctx, "ignore_errors", std::move(input)) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -27,11 +27,6 @@ class IgnoreErrorsIterator : public StageIterator {
       }
     }
   }
-  Status Save(IteratorState* st) override { return input_->Save(st); }
-  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
-
- private:
-  std::unique_ptr<IteratorBase> input_;
 };
 
 class IgnoreErrorsNode : public DatasetNode {

@@ -57,11 +57,11 @@ void CopyPadded(const Tensor& src, Tensor& dst, int64_t row) {
   }
 }
 
-class PaddedBatchIterator : public StageIterator {
+class PaddedBatchIterator : public PassThroughStateIterator {
  public:
   PaddedBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n,
                       const PaddedBatchOptions* o)
-      : StageIterator(ctx, "padded_batch"), input_(std::move(input)), n_(n), o_(o) {}
+      : PassThroughStateIterator(ctx, "padded_batch", std::move(input)), n_(n), o_(o) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -123,11 +123,8 @@ class PaddedBatchIterator : public StageIterator {
     stats_->AddElement(static_cast<int64_t>(out->nbytes()));
     return Status::OK();
   }
-  Status Save(IteratorState* st) override { return input_->Save(st); }
-  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
 
  private:
-  std::unique_ptr<IteratorBase> input_;
   const int64_t n_;
   const PaddedBatchOptions* o_;
   std::vector<Element> rows_;

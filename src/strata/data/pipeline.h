@@ -176,6 +176,38 @@ class StageIterator : public IteratorBase {
   std::shared_ptr<StageStats> stats_;
 };
 
+// A stage whose position is its input's: it holds nothing between elements that a restore
+// needs (batch, padded_batch, filter, ignore_errors).
+class PassThroughStateIterator : public StageIterator {
+ public:
+  PassThroughStateIterator(const IteratorContext& ctx, const std::string& name, std::unique_ptr<IteratorBase> input)
+      : StageIterator(ctx, name), input_(std::move(input)) {}
+  Status Save(IteratorState* st) override { return input_->Save(st); }
+  Status Restore(const IteratorState& st) override { return input_->Restore(st); }
+
+ protected:
+  std::unique_ptr<IteratorBase> input_;
+};
+
+// A source whose position is one count (range: the next value; from_tensor_slices: the next
+// row), saved under "next".
+class CountingSourceIterator : public StageIterator {
+ public:
+  CountingSourceIterator(const IteratorContext& ctx, const std::string& name, int64_t first)
+      : StageIterator(ctx, name), next_(first) {}
+  Status Save(IteratorState* st) override {
+    st->SetInt(Key("next"), next_);
+    return Status::OK();
+  }
+  Status Restore(const IteratorState& st) override {
+    STRATA_ASSIGN_OR_RETURN(next_, st.GetInt(Key("next")));
+    return Status::OK();
+  }
+
+ protected:
+  int64_t next_;
+};
+
 // Times one GetNext of a synchronous stage: its own work goes to busy_ns, the time inside
 // its input's GetNext to blocked_upstream_ns.
 class StageTimer {

@@ -4,10 +4,10 @@
 namespace strata::data {
 namespace {
 
-class RangeIterator : public StageIterator {
+class RangeIterator : public CountingSourceIterator {
  public:
   RangeIterator(const IteratorContext& ctx, int64_t start, int64_t stop, int64_t step)
-      : StageIterator(ctx, "range"), next_(start), stop_(stop), step_(step) {}
+      : CountingSourceIterator(ctx, "range", start), stop_(stop), step_(step) {}
 
   Status GetNext(Element* out, bool* end) override {
     if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) {
@@ -24,17 +24,7 @@ class RangeIterator : public StageIterator {
   }
   bool ReplaysFromStart() const override { return true; }
 
-  Status Save(IteratorState* st) override {
-    st->SetInt(Key("next"), next_);
-    return Status::OK();
-  }
-  Status Restore(const IteratorState& st) override {
-    STRATA_ASSIGN_OR_RETURN(next_, st.GetInt(Key("next")));
-    return Status::OK();
-  }
-
  private:
-  int64_t next_;
   const int64_t stop_, step_;
 };
 

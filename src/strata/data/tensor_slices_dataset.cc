@@ -20,9 +20,10 @@ Status Check(const Element& c) {
   return Status::OK();
 }
 
-class TensorSlicesIterator : public StageIterator {
+class TensorSlicesIterator : public CountingSourceIterator {
  public:
-  TensorSlicesIterator(const IteratorContext& ctx, const Element* c) : StageIterator(ctx, "tensor_slices"), c_(c) {}
+  TensorSlicesIterator(const IteratorContext& ctx, const Element* c)
+      : CountingSourceIterator(ctx, "tensor_slices", 0), c_(c) {}
 
   Status GetNext(Element* out, bool* end) override {
     if (next_ >= c_->tensors[0].shape().dim(0)) {
@@ -48,18 +49,9 @@ class TensorSlicesIterator : public StageIterator {
     stats_->AddElement(static_cast<int64_t>(bytes));
     return Status::OK();
   }
-  Status Save(IteratorState* st) override {
-    st->SetInt(Key("next"), next_);
-    return Status::OK();
-  }
-  Status Restore(const IteratorState& st) override {
-    STRATA_ASSIGN_OR_RETURN(next_, st.GetInt(Key("next")));
-    return Status::OK();
-  }
 
  private:
   const Element* c_;  // owned by the node, which outlives its iterators
-  int64_t next_ = 0;
 };
 
 class TensorSlicesNode : public DatasetNode {

@@ -1,18 +1,10 @@
 // AVX2 + FMA (8 float lanes) instance of kernels_body.inc, for hosts without AVX-512.
 #include <cstdint>
 
+#include "strata/core/isa_region.h"
 #include "strata/image/kernels.h"
 
-// GCC takes a target for a region with push_options; clang applies the attribute to
-// every function in the region.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive inside immintrin.h
-#pragma GCC target("avx2,fma")
-#endif
+STRATA_ISA_REGION_BEGIN("avx2,fma")
 #include <immintrin.h>
 
 namespace strata::image::kernels::avx2 {
@@ -126,12 +118,7 @@ inline void Interleave3(float* p, F r, F g, F b) {
 
 }  // namespace strata::image::kernels::avx2
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#pragma GCC diagnostic pop
-#endif
+STRATA_ISA_REGION_END
 
 namespace strata::image::kernels {
 const KernelTable kAvx2Table = {

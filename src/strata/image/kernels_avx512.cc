@@ -2,18 +2,10 @@
 // host has AVX-512F; the rest of the library stays generic x86-64.
 #include <cstdint>
 
+#include "strata/core/isa_region.h"
 #include "strata/image/kernels.h"
 
-// GCC takes a target for a region with push_options; clang applies the attribute to
-// every function in the region.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive inside immintrin.h
-#pragma GCC target("avx512f,avx2,fma")
-#endif
+STRATA_ISA_REGION_BEGIN("avx512f,avx2,fma")
 #include <immintrin.h>
 
 namespace strata::image::kernels::avx512 {
@@ -118,12 +110,7 @@ inline void Interleave3(float* p, F r, F g, F b) {
 
 }  // namespace strata::image::kernels::avx512
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#pragma GCC diagnostic pop
-#endif
+STRATA_ISA_REGION_END
 
 namespace strata::image::kernels {
 const KernelTable kAvx512Table = {

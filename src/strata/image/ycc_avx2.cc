@@ -3,14 +3,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "strata/core/isa_region.h"
 #include "strata/image/ycc.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+STRATA_ISA_REGION_BEGIN("avx2")
 #include <immintrin.h>
 
 namespace strata::image::ycc {
@@ -90,8 +86,4 @@ const YccKernels kAvx2Ycc = {kernels::Isa::kAvx2, FancyH2V2Row, FancyH2V1Row, Yc
 
 }  // namespace strata::image::ycc
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+STRATA_ISA_REGION_END

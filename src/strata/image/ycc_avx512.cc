@@ -3,17 +3,10 @@
 // results exactly; see YccToRgbRow).
 #include <cstdint>
 
+#include "strata/core/isa_region.h"
 #include "strata/image/ycc.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"       // GCC 12 false positives inside immintrin.h
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx2")
-#endif
+STRATA_ISA_REGION_BEGIN("avx512f,avx512bw,avx2")
 #include <immintrin.h>
 
 namespace strata::image::ycc {
@@ -116,9 +109,4 @@ const YccKernels kAvx512Ycc = {kernels::Isa::kAvx512, FancyH2V2Row, FancyH2V1Row
 
 }  // namespace strata::image::ycc
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+STRATA_ISA_REGION_END

@@ -41,10 +41,16 @@ inline std::string Optimizer::name() const {
 }
 
 namespace optimizers {
-// The clipping arguments every optimizer takes (Keras's clipnorm / global_clipnorm; 0: off).
-template <typename Options> void SetClipping(Optimizer& opt, const Options& o) {
+// An optimizer of `kind` at `lr` with the arguments every optimizer's options have: the weight
+// decay and the clipping (Keras's clipnorm / global_clipnorm; 0: off).
+template <typename Options> Optimizer WithCommonOptions(Optimizer::Kind kind, Schedule lr, const Options& o) {
+  Optimizer opt;
+  opt.kind = kind;
+  opt.learning_rate = std::move(lr);
+  opt.weight_decay = o.weight_decay;
   opt.clipnorm = o.clipnorm;
   opt.global_clipnorm = o.global_clipnorm;
+  return opt;
 }
 struct SGDOptions {
   double momentum = 0;
@@ -53,13 +59,9 @@ struct SGDOptions {
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer SGD(Schedule lr, SGDOptions o = {}) {
-  Optimizer opt;
-  opt.kind = Optimizer::Kind::kSGD;
-  opt.learning_rate = std::move(lr);
+  Optimizer opt = WithCommonOptions(Optimizer::Kind::kSGD, std::move(lr), o);
   opt.momentum = o.momentum;
   opt.nesterov = o.nesterov;
-  opt.weight_decay = o.weight_decay;
-  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer SGD(double lr = 0.01, SGDOptions o = {}) { return SGD(schedules::Constant(lr), o); }
@@ -69,14 +71,10 @@ struct AdamOptions {
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
-  Optimizer opt;
-  opt.kind = Optimizer::Kind::kAdam;
-  opt.learning_rate = std::move(lr);
+  Optimizer opt = WithCommonOptions(Optimizer::Kind::kAdam, std::move(lr), o);
   opt.beta_1 = o.beta_1;
   opt.beta_2 = o.beta_2;
   opt.epsilon = o.epsilon;
-  opt.weight_decay = o.weight_decay;
-  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer Adam(double lr = 0.001, AdamOptions o = {}) { return Adam(schedules::Constant(lr), o); }
@@ -101,14 +99,10 @@ struct RMSpropOptions {
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
 };
 inline Optimizer RMSprop(Schedule lr, RMSpropOptions o = {}) {
-  Optimizer opt;
-  opt.kind = Optimizer::Kind::kRMSprop;
-  opt.learning_rate = std::move(lr);
+  Optimizer opt = WithCommonOptions(Optimizer::Kind::kRMSprop, std::move(lr), o);
   opt.rho = o.rho;
   opt.momentum = o.momentum;
   opt.epsilon = o.epsilon;
-  opt.weight_decay = o.weight_decay;
-  SetClipping(opt, o);
   return opt;
 }
 inline Optimizer RMSprop(double lr = 0.001, RMSpropOptions o = {}) { return RMSprop(schedules::Constant(lr), o); }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "strata/core/cpu.h"
+#include "strata/core/isa_region.h"
 
 namespace strata::backend::cpu {
 namespace {
@@ -98,21 +99,17 @@ STRATA_BROADCAST_ENTRY_POINTS
 }  // namespace generic
 
 namespace avx2 {
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#pragma GCC optimize("tree-vectorize")
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx2,fma")
 STRATA_BROADCAST_BODIES
 STRATA_BROADCAST_ENTRY_POINTS
-#pragma GCC pop_options
+STRATA_ISA_REGION_END
 }  // namespace avx2
 
 namespace avx512 {
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx2,fma")
-#pragma GCC optimize("tree-vectorize")
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx512f,avx512vl,avx2,fma")
 STRATA_BROADCAST_BODIES
 STRATA_BROADCAST_ENTRY_POINTS
-#pragma GCC pop_options
+STRATA_ISA_REGION_END
 }  // namespace avx512
 
 #undef STRATA_BROADCAST_BODIES

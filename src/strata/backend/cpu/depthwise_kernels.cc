@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "strata/core/cpu.h"
+#include "strata/core/isa_region.h"
 
 namespace strata::backend::cpu {
 namespace {
@@ -13,19 +14,15 @@ namespace generic {
 }  // namespace generic
 
 namespace avx2 {
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#pragma GCC optimize("tree-vectorize")
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx2,fma")
 #include "strata/backend/cpu/depthwise_kernels_body.inc"
-#pragma GCC pop_options
+STRATA_ISA_REGION_END
 }  // namespace avx2
 
 namespace avx512 {
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx2,fma")
-#pragma GCC optimize("tree-vectorize")
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx512f,avx512vl,avx2,fma")
 #include "strata/backend/cpu/depthwise_kernels_body.inc"
-#pragma GCC pop_options
+STRATA_ISA_REGION_END
 }  // namespace avx512
 
 }  // namespace

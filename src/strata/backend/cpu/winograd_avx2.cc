@@ -5,15 +5,9 @@
 #include <cstdint>
 
 #include "strata/backend/cpu/winograd_internal.h"
+#include "strata/core/isa_region.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive inside immintrin.h
-#pragma GCC target("avx2,fma")
-#endif
+STRATA_ISA_REGION_BEGIN("avx2,fma")
 #include <immintrin.h>
 
 namespace strata::backend::cpu::winograd::internal {
@@ -269,9 +263,4 @@ void RunAvx2(const Plan& p, const float* src, const float* bias, float* dst) {
 
 #undef WINOGRAD_INLINE
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+STRATA_ISA_REGION_END

@@ -23,17 +23,21 @@ class TrainResult:
                 f"images/s={self.images_per_second:.0f}>")
 
 
-def recipe(preset=None, **overrides):
-    """The recipe a preset names ("fashion_mnist", the default, or "flowers") with ``overrides``
-    set: one keyword per field of train::Recipe, as `strata train`'s flags with underscores."""
-    r = _t.preset(preset or "")
+def _override(r, overrides, where):
+    """Sets ``overrides`` on the Recipe ``r``: a keyword that is no field is a TypeError listing them."""
     unknown = sorted(k for k in overrides if k not in Recipe.fields())
     if unknown:
-        raise TypeError(f"recipe: unexpected keyword argument(s) {', '.join(unknown)}; a recipe has "
+        raise TypeError(f"{where}: unexpected keyword argument(s) {', '.join(unknown)}; a recipe has "
                         f"{', '.join(Recipe.fields())}")
     for key, value in overrides.items():
         setattr(r, key, list(value) if key == "metrics" else value)
     return r
+
+
+def recipe(preset=None, **overrides):
+    """The recipe a preset names ("fashion_mnist", the default, or "flowers") with ``overrides``
+    set: one keyword per field of train::Recipe, as `strata train`'s flags with underscores."""
+    return _override(_t.preset(preset or ""), overrides, "recipe")
 
 
 def train(recipe_=None, *, preset=None, **overrides):
@@ -50,11 +54,7 @@ def train(recipe_=None, *, preset=None, **overrides):
             raise TypeError(f"train: expected a strata.presets Recipe, got {type(recipe_).__name__}")
         if preset is not None:
             raise TypeError("train: pass a recipe or preset=, not both")
-        r = recipe_.copy()
-        for key, value in overrides.items():
-            if key not in Recipe.fields():
-                raise TypeError(f"train: unexpected keyword argument {key!r}")
-            setattr(r, key, value)
+        r = _override(recipe_.copy(), overrides, "train")
     else:
         r = recipe(preset, **overrides)
     return TrainResult(_t.run(r))

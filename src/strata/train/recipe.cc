@@ -18,6 +18,7 @@
 #include "strata/datasets/make_records.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
+#include "strata/train/model_source.h"
 
 namespace strata::train {
 namespace {
@@ -33,7 +34,6 @@ constexpr keras::schedules::RampUpDecayOptions kFlowersFromScratch{
 bool OneOf(const std::string& v, std::initializer_list<const char*> allowed) {
   return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return v == a; });
 }
-
 
 // The default dataset: TFRecords in TFDS's layout, made once from Debian's package into the
 // cache directory.
@@ -104,8 +104,8 @@ Result<Recipe> Preset(const std::string& name) {
 }
 
 Status Check(const Recipe& r) {
-  if (!r.preset.empty() && r.preset != "fashion_mnist" && r.preset != "flowers")
-    return InvalidArgument("--preset must be fashion_mnist or flowers");
+  if (!r.preset.empty() && !OneOf(r.preset, {"fashion_mnist", "flowers"}))
+    return InvalidArgument("--preset must be fashion_mnist or flowers, not " + r.preset);
   if (r.preset == "flowers" && r.data.empty())
     return InvalidArgument("--preset flowers needs --data 'DIR/train/*.tfrec' (and --val 'DIR/val/*.tfrec')");
   if (!OneOf(r.precision, {"f32", "bf16"})) return InvalidArgument("--precision must be f32 or bf16");
@@ -140,9 +140,11 @@ Status Check(const Recipe& r) {
 }
 
 Result<std::string> ResolveInputs(Recipe* r, bool talk, bool make_data) {
-  // A Keras application is built at Keras's default size unless the recipe says otherwise.
-  if (r->image_size == 0)
-    r->image_size = keras::applications::IsApplication(r->model) ? keras::applications::DefaultSize(r->model) : 28;
+  // A Keras application is built at Keras's default size unless the recipe says otherwise, and
+  // refused below its minimum size before any data is made or read.
+  const bool application = keras::applications::IsApplication(r->model);
+  if (r->image_size == 0) r->image_size = application ? keras::applications::DefaultSize(r->model) : 28;
+  if (application) STRATA_RETURN_IF_ERROR(ApplicationOptionsFor(r->model, r->image_size, 3, r->classes).status());
   const bool default_data = r->data.empty();
   if (default_data && make_data) {
     STRATA_ASSIGN_OR_RETURN(auto paths, DefaultFashionMnist(talk && r->verbose != 0));

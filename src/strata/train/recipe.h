@@ -92,6 +92,7 @@ Status Check(const Recipe& r);
 // from Debian's package in the cache directory on first use, saying so when `talk`), and
 // `channels` (0: as the first record of `data` stores its image). Returns where the channels
 // came from ("--channels", "Fashion-MNIST", "the first record of --data (PNG 32x32, 3 channels)").
+// A Keras application below its minimum size is an InvalidArgument, before any data is read.
 // Without `make_data`, an empty `data` stays empty and only the channels are Fashion-MNIST's
 // (for MakeModel alone).
 Result<std::string> ResolveInputs(Recipe* r, bool talk = false, bool make_data = true);

@@ -1,6 +1,5 @@
 #include "strata/train/trainer.h"
 
-#include <glob.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,11 +9,10 @@
 #include <optional>
 
 #include "strata/core/clock.h"
-#include "strata/core/cpu.h"
-#include "strata/core/file.h"
 #include "strata/core/peak_flops.h"
 #include "strata/datasets/batch_size.h"
 #include "strata/distribute/strategy.h"
+#include "strata/io/file_system.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/h5_weights.h"
@@ -37,13 +35,8 @@ constexpr double kFineTuneLrScale = 0.1;
 
 // Records in the files matching `pattern` (TFRecord has no index: one pass over the framing).
 Result<int64_t> CountRecords(const std::string& pattern) {
-  glob_t g{};
-  if (::glob(pattern.c_str(), 0, nullptr, &g) != 0) {
-    ::globfree(&g);
-    return NotFound("no files match " + pattern);
-  }
-  std::vector<std::string> paths(g.gl_pathv, g.gl_pathv + g.gl_pathc);
-  ::globfree(&g);
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> paths, io::Glob(pattern));
+  if (paths.empty()) return NotFound("no files match " + pattern);
   int64_t n = 0;
   std::string_view rec;
   for (const std::string& path : paths) {
@@ -177,11 +170,6 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe) {
   Recipe& r = s.r;
   r = std::move(recipe);
   STRATA_RETURN_IF_ERROR(Check(r));
-  // An application below its minimum size is refused before any work.
-  if (keras::applications::IsApplication(r.model)) {
-    const int64_t size = r.image_size ? r.image_size : keras::applications::DefaultSize(r.model);
-    STRATA_RETURN_IF_ERROR(ApplicationOptionsFor(r.model, size, 3, r.classes).status());
-  }
   // ---- data: every worker makes the default dataset when it is missing, before MPI starts
   STRATA_ASSIGN_OR_RETURN(std::string channels_from, ResolveInputs(&r, r.verbose != 0));
   // One replica per core in this process; under mpirun/srun, every worker's replicas train

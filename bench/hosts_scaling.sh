@@ -6,14 +6,20 @@
 #
 #   bench/hosts_scaling.sh [BUILD_DIR] [OUT.jsonl]
 #   MODELS="reference-cnn mobilenet_v2 resnet50" HOSTS="2 4" RATES="100mbit 1gbit 10gbit"
-#   WIRES="f32 bf16" STEPS=6 bench/hosts_scaling.sh build /tmp/scaling.jsonl
+#   WIRES="f32 bf16" STEPS=6 REPS=3 bench/hosts_scaling.sh build /tmp/scaling.jsonl
+#
+# REPS (default 3) runs the whole matrix that many times over, one repetition after the other
+# (each with its own one-process baselines), so that a drift of the VM spreads over every
+# configuration; each run is a line with its `rep`, and bench/scaling_model.py takes the median
+# of a configuration's runs.
 #
 # Each run trains 2 epochs of STEPS steps (the first epoch pays the compile and first touch;
 # the figures are the second epoch's, `after_first_epoch`) with 1 replica per host; one process
 # with as many replicas as hosts, on the same 2 cores and at the same per-replica batch, gives
 # one_host_step_ms: the compute under the same sharing of cores (4 hosts on this 2-core machine
 # share them two by two, core_share 0.5), so that what the runs add to it is the network's.
-# Each host's CPU seconds over the whole run (its worker's) are reported beside.
+# Each host's CPU time per step of the second epoch (its worker's) is reported beside: where
+# hosts share a core it says what part of it each had.
 set -euo pipefail
 set -f  # the --data patterns are strata's globs, not the shell's
 build=${1:-build}
@@ -25,6 +31,7 @@ HOST_COUNTS=${HOSTS:-2 4}
 RATES=${RATES:-100mbit 1gbit 10gbit}
 WIRES=${WIRES:-f32 bf16}
 STEPS=${STEPS:-8}
+REPS=${REPS:-3}
 work=$(mktemp -d)
 cluster="bs$$"
 cleanup() { "$hosts_sh" down "$cluster" >/dev/null 2>&1 || true; rm -rf "$work"; }
@@ -54,6 +61,7 @@ args_of() {  # the training flags of a model
 step_ms() { /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); t=j["seconds_at_epoch_end"]; print((t[1]-t[0])*1e3/int(sys.argv[2]))' "$1" "$2"; }
 
 : > "$out"
+for rep in $(seq 1 "$REPS"); do
 for model in $MODELS; do
   margs=$(args_of "$model")
   common="train --epochs 2 --steps-per-epoch $STEPS --no-monitor --seed 1 --replicas 1 $margs"
@@ -73,10 +81,10 @@ for model in $MODELS; do
         /usr/bin/time -f "%e %U %S" -o "$work/time" env STRATA_ALLREDUCE_WIRE="$wire" \
           "$hosts_sh" mpirun "$cluster" 1 "$strata" $common --summary-json "$work/run.json" --out "$work/run.ckpt" \
           >"$work/run.log" 2>&1 || { echo "failed: $model $n hosts $rate $wire" >&2; tail -5 "$work/run.log" >&2; continue; }
-        /usr/bin/python3 - "$work/run.json" "$model" "$n" "$rate" "$wire" "$STEPS" "$one_ms" "$work/time" "$margs" >>"$out" <<'PY'
+        /usr/bin/python3 - "$work/run.json" "$model" "$n" "$rate" "$wire" "$STEPS" "$one_ms" "$work/time" "$margs" "$rep" >>"$out" <<'PY'
 import json, re, sys
 j = json.load(open(sys.argv[1]))
-model, n, rate, wire, steps, one_ms, timefile, margs = sys.argv[2:]
+model, n, rate, wire, steps, one_ms, timefile, margs, rep = sys.argv[2:]
 n, steps = int(n), int(steps)
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)
 bits = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] if m else 0
@@ -99,22 +107,25 @@ print(json.dumps({
     "buckets_started_during_backward": x.get("buckets_started_during_backward", 0),
     "buckets_started_after_backward": x.get("buckets_started_after_backward", 0),
     "one_host_step_ms": float(one_ms),
-    # Every host's processes together (the job's CPU time over the host count): with 4 hosts
-    # on 2 cores each host gets about half a core.
-    # one_host_step_ms already has the hosts' share of the cores in it (cores_per_host 1 for
-    # the model); core_share says what it was.
+    # Each host's worker's CPU time per step of the second epoch, and the cores it used then
+    # (CPU seconds per second): with 4 hosts on 2 cores each host has about half a core
+    # (cpu_share, the hosts' mean, measured; core_share, what the pinning gives).
+    # one_host_step_ms already has that sharing in it (cores_per_host 1 for the model).
+    "cpu_ms_per_step_per_host": [w.get("cpu_ms_per_step", 0) for w in x["per_worker"]],
+    "cpu_share": sum(w.get("cores_used", 0) for w in x["per_worker"]) / len(x["per_worker"]),
     "cpu_seconds_per_host": [w["cpu_seconds"] for w in x["per_worker"]], "cores_per_host": 1.0, "core_share": min(1.0, 2 / n),
-    "wall_seconds": wall}))
+    "rep": int(rep), "wall_seconds": wall}))
 PY
         tail -1 "$out" | /usr/bin/python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
-print("%-14s %d hosts %6.2f Gbit/s %-4s: step %8.1f ms (one host %7.1f), all-reduce %7.2f MB %8.1f ms, waited %8.1f ms, "
-      "backward ends %7.1f ms" % (r["model"], r["hosts"], r["rate_bits_per_s"] / 1e9, r["wire"], r["step_ms"],
-      r["one_host_step_ms"], r["wire_bytes_per_step"] / 1e6, r["all_reduce_ms_per_step"],
-      r["all_reduce_wait_ms_per_step"], r["backward_end_ms"]), file=sys.stderr)' 
+print("rep %d %-14s %d hosts %6.2f Gbit/s %-4s: step %8.1f ms (one host %7.1f), all-reduce %7.2f MB %8.1f ms, waited %8.1f ms, "
+      "backward ends %7.1f ms, %.2f of a core a host" % (r["rep"], r["model"], r["hosts"], r["rate_bits_per_s"] / 1e9, r["wire"],
+      r["step_ms"], r["one_host_step_ms"], r["wire_bytes_per_step"] / 1e6, r["all_reduce_ms_per_step"],
+      r["all_reduce_wait_ms_per_step"], r["backward_end_ms"], r["cpu_share"]), file=sys.stderr)' 
       done
     done
   done
+done
 done
 echo "wrote $out" >&2

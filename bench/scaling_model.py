@@ -8,9 +8,13 @@
 A step is the per-replica compute (the measured one-host step) plus the part of the gradient
 all-reduce that is still running when the backward pass ends, plus the blocking all-reduce of
 the batch-norm moving statistics. Each gradient bucket costs an alpha-beta all-reduce and starts
-at max(its ready time, the previous bucket's end). `fit` finds alpha and beta per link rate from
-the measured runs and compares predicted with measured step times; `project` carries the model
-to 2-1,024 hosts of 2-128 cores; `selftest` checks the arithmetic on hand-computed cases.
+at max(its ready time, the previous bucket's end). Where the measured hosts share a core (more
+namespaced hosts than cores), each exchange round of the all-reduce also waits tau for a peer
+that is not running. `fit` finds alpha and beta per link rate from the runs of hosts with a core
+each, then tau from the runs of hosts that share one, and compares predicted with measured step
+times (a configuration measured several times counts once, as its median); `project` carries
+the model to 2-1,024 hosts of 2-128 cores, each with cores of its own; `selftest` checks the
+arithmetic on hand-computed cases.
 """
 import argparse
 import dataclasses
@@ -24,6 +28,7 @@ MIB = 1 << 20
 BUCKET_BYTES = 4 * MIB             # STRATA_ALLREDUCE_BUCKET_BYTES' default, which the runs are taken to use
 UNSHAPED_BPS = 9e9                 # an unshaped veth between the namespaces moved about 9 Gbit/s
 ALPHA_PRIOR_S = 50e-6              # where alpha stays when the runs cannot see it
+TAU_PRIOR_S = 1e-3                 # where tau stays when no run has hosts sharing a core
 WITHIN = 0.15                      # the issue's bound on the prediction error
 ALGORITHMS = ("binomial", "binomial-serial", "ring", "rabenseifner")
 CPU = "AMD EPYC Zen 5 (family 26), 2-vCPU VM"
@@ -57,6 +62,22 @@ def allreduce_s(algorithm, nbytes, p, alpha, beta):
     if algorithm == "binomial-serial":
         return 2 * steps * (alpha + nbytes * beta)
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}")
+
+
+def exchange_rounds(algorithm, p):
+    """The message rounds of one all-reduce among p ranks: each a point where a rank waits for
+    a peer's message (2(p - 1) for a ring, 2 log2 p for the others)."""
+    if p <= 1:
+        return 0
+    return 2 * (p - 1) if algorithm == "ring" else 2 * math.ceil(math.log2(p))
+
+
+def core_sharing_s(algorithm, p, hosts_per_core, tau):
+    """What hosts sharing a core add to the step: with k hosts on a core the scheduler runs one
+    at a time, so each exchange round of the last bucket waits about tau for each of the k - 1
+    peers that are not running (they spin in MPI_Waitall or still compute). Real hosts have
+    cores of their own (k = 1): the projection has no such term."""
+    return (hosts_per_core - 1) * exchange_rounds(algorithm, p) * tau
 
 
 def buckets_finish_s(ready_s, wire_bytes, algorithm, p, alpha, beta):
@@ -97,6 +118,10 @@ class Run:
     stats_bytes: float               # moving statistics, all-reduced as f32 after the update
     one_host_step_s: float
     cores_per_host: float
+    hosts_per_core: int = 1          # namespaced hosts on one core (2: 4 hosts on 2 cores)
+    reps: int = 1                    # runs of this configuration (the figures are their medians)
+    step_spread: float = 0.0         # (slowest - fastest) / median step over those runs
+    cpu_share: float = 0.0           # of a core each host's worker used, measured (0: not recorded)
 
     @property
     def compute_s(self):
@@ -118,20 +143,56 @@ def link_name(rate_bps):
     return f"{rate_bps / 1e9:g} Gbit/s" if rate_bps >= 1e9 else f"{rate_bps / 1e6:g} Mbit/s"
 
 
-def load_runs(path):
-    runs = []
+# The figures of a configuration's runs that are taken as their median; the rest (the bucket
+# schedule, the workers' list) come from the run whose step is the median.
+MEDIAN_FIELDS = ("step_ms", "images_per_second", "all_reduce_ms_per_step", "all_reduce_wait_ms_per_step",
+                 "least_wait_ms_per_step", "backward_end_ms", "one_host_step_ms", "cpu_share")
+
+
+def configuration(r):
+    return (r["model"], r.get("image_size"), r["hosts"], r["replicas_per_host"], r["batch_per_replica"],
+            r["rate_bits_per_s"], r["wire"])
+
+
+def median_rows(rows):
+    """One row per configuration, in first-seen order: the median of its runs (REPS of
+    bench/hosts_scaling.sh), with `reps` and `step_ms_runs` added."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(configuration(r), []).append(r)
+    out = []
+    for runs in groups.values():
+        by_step = sorted(runs, key=lambda r: r["step_ms"])
+        m = dict(by_step[(len(by_step) - 1) // 2])
+        for field in MEDIAN_FIELDS:
+            if all(field in r for r in runs):
+                m[field] = float(np.median([r[field] for r in runs]))
+        m["reps"] = len(runs)
+        m["step_ms_runs"] = [r["step_ms"] for r in runs]
+        out.append(m)
+    return out
+
+
+def read_rows(path):
+    rows = []
     with open(path) as f:
         for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            if not r.get("buckets"):  # the all-reduce after the backward pass (no overlap): not this model
-                print(f"note: {path}:{number}: no bucket schedule, skipped", file=sys.stderr)
-                continue
-            try:
-                runs.append(parse_run(r))
-            except KeyError as e:
-                sys.exit(f"{path}:{number}: missing field {e}")
+            if line.strip():
+                rows.append(json.loads(line))
+                rows[-1]["_line"] = number
+    return rows
+
+
+def load_runs(path):
+    runs = []
+    for r in median_rows(read_rows(path)):
+        if not r.get("buckets"):  # the all-reduce after the backward pass (no overlap): not this model
+            print(f"note: {path}:{r['_line']}: no bucket schedule, skipped", file=sys.stderr)
+            continue
+        try:
+            runs.append(parse_run(r))
+        except KeyError as e:
+            sys.exit(f"{path}:{r['_line']}: missing field {e}")
     if not runs:
         sys.exit(f"{path}: no runs")
     return runs
@@ -153,13 +214,17 @@ def parse_run(r):
         ready_s=np.array([b["start_ms"] for b in r["buckets"]], float) / 1e3,
         wire_bytes=bucket_bytes * scale, grad_f32_bytes=grad,
         stats_bytes=max(0.0, r["all_reduce_bytes_per_step"] - grad),
-        one_host_step_s=r["one_host_step_ms"] / 1e3, cores_per_host=r["cores_per_host"])
+        one_host_step_s=r["one_host_step_ms"] / 1e3, cores_per_host=r["cores_per_host"],
+        hosts_per_core=max(1, round(1 / r.get("core_share", 1.0))), reps=r.get("reps", 1),
+        step_spread=(max(r["step_ms_runs"]) - min(r["step_ms_runs"])) / r["step_ms"] if "step_ms_runs" in r else 0.0,
+        cpu_share=r.get("cpu_share", 0.0))
 
 
-def predict_wait_s(run, algorithm, alpha, beta, core_bw):
-    """The predicted time the step waits for the all-reduces (arrays when alpha, beta are)."""
+def predict_wait_s(run, algorithm, alpha, beta, core_bw, tau=0.0):
+    """The predicted time the step waits for the all-reduces (arrays when alpha, beta or tau are)."""
     wait = exposed_s(run.ready_s, run.wire_bytes, run.backward_end_s, algorithm, run.hosts, alpha, beta)
     wait = wait + allreduce_s(algorithm, run.stats_bytes, run.hosts, alpha, beta)
+    wait = wait + core_sharing_s(algorithm, run.hosts, run.hosts_per_core, tau)
     return wait + (bf16_unpack_s(run.grad_f32_bytes, core_bw) if run.wire == "bf16" else 0.0)
 
 
@@ -175,10 +240,12 @@ class LinkFit:
     beta_seen: bool
     at_grid_edge: bool
     beta_weight: float               # how sharply the runs pin beta: the loss's curvature in log beta
+    tau: float = 0.0                 # the core-sharing term, fitted over every link's shared runs
 
 
-def fit_link(runs, algorithm, core_bw):
-    """alpha, beta minimising the squared relative error of the predicted wait.
+def fit_link(runs, algorithm, core_bw, tau=0.0):
+    """alpha, beta minimising the squared relative error of the predicted wait over the link's
+    runs, given tau (the core-sharing term of the runs whose hosts share a core).
 
     The wait (not the step) is fitted so that the step-time check stays a prediction: its
     compute part comes from the one-host run. Each error is relative to the measured wait plus
@@ -190,7 +257,7 @@ def fit_link(runs, algorithm, core_bw):
     scale = [r.wait_s + 0.01 * r.step_s for r in runs]
 
     def loss(alpha, beta):
-        err = sum(((predict_wait_s(r, algorithm, alpha, beta, core_bw) - r.wait_s) / s) ** 2
+        err = sum(((predict_wait_s(r, algorithm, alpha, beta, core_bw, tau) - r.wait_s) / s) ** 2
                   for r, s in zip(runs, scale)) / len(runs)
         return err + 1e-8 * (np.log(beta / line_beta) ** 2 + np.log(alpha / ALPHA_PRIOR_S) ** 2)
 
@@ -214,8 +281,8 @@ def fit_link(runs, algorithm, core_bw):
                 break
 
     def moves(da, db):  # does scaling alpha or beta move some predicted wait by > 10 % of its scale?
-        base = [predict_wait_s(r, algorithm, alpha, beta, core_bw) for r in runs]
-        moved = [predict_wait_s(r, algorithm, alpha * da, beta * db, core_bw) for r in runs]
+        base = [predict_wait_s(r, algorithm, alpha, beta, core_bw, tau) for r in runs]
+        moved = [predict_wait_s(r, algorithm, alpha * da, beta * db, core_bw, tau) for r in runs]
         return any(abs(m - b) > 0.1 * s for m, b, s in zip(moved, base, scale))
 
     def seen(da, db):  # both ways: a parameter the waits only bound from one side is not measured
@@ -224,12 +291,43 @@ def fit_link(runs, algorithm, core_bw):
     h = 0.05
     curvature = (loss(alpha, beta * math.exp(h)) + loss(alpha, beta * math.exp(-h)) - 2 * loss(alpha, beta)) / h**2
     return LinkFit(runs[0].rate_bps, alpha, beta, runs, seen(2, 1), seen(1, 2), edge,
-                   beta_weight=len(runs) * max(float(curvature), 0.0))
+                   beta_weight=len(runs) * max(float(curvature), 0.0), tau=tau)
+
+
+def relative_loss(runs, predicted):
+    """The fits' loss: squared error of the predicted wait, relative to the measured wait plus
+    1 % of the step, averaged."""
+    return sum(((p - r.wait_s) / (r.wait_s + 0.01 * r.step_s)) ** 2 for r, p in zip(runs, predicted)) / len(runs)
+
+
+def fit_tau(fits, algorithm, core_bw):
+    """tau, the wait per exchange round and per peer sharing the core (core_sharing_s), over
+    the runs of hosts that share a core on every link, with that link's alpha and beta."""
+    shared = [(r, f) for f in fits for r in f.runs if r.hosts_per_core > 1]
+    if not shared:
+        return TAU_PRIOR_S
+    taus = np.logspace(-6, 0, 601)
+    loss = relative_loss([r for r, _ in shared],
+                         [predict_wait_s(r, algorithm, f.alpha, f.beta, core_bw, taus) for r, f in shared])
+    return float(taus[np.argmin(loss)])
 
 
 def fit_all(runs, algorithm, core_bw):
+    """Per link alpha and beta, and over every link tau, fitted in turn: first alpha and beta
+    from the runs whose hosts have a core each (tau 0), then tau from the others with those,
+    then alpha and beta from all the link's runs with that tau, and tau once more."""
     rates = sorted({r.rate_bps for r in runs}, key=lambda rate: rate or UNSHAPED_BPS)
-    return [fit_link([r for r in runs if r.rate_bps == rate], algorithm, core_bw) for rate in rates]
+    by_rate = [[r for r in runs if r.rate_bps == rate] for rate in rates]
+    fits = [fit_link([r for r in mine if r.hosts_per_core == 1] or mine, algorithm, core_bw) for mine in by_rate]
+    for f, mine in zip(fits, by_rate):
+        f.runs = mine
+    tau = fit_tau(fits, algorithm, core_bw)
+    if any(r.hosts_per_core > 1 for r in runs):
+        fits = [fit_link(mine, algorithm, core_bw, tau) for mine in by_rate]
+        tau = fit_tau(fits, algorithm, core_bw)
+    for f in fits:
+        f.tau = tau
+    return fits
 
 
 def prediction_errors(fits, algorithm, core_bw):
@@ -237,7 +335,7 @@ def prediction_errors(fits, algorithm, core_bw):
     out = []
     for f in fits:
         for r in f.runs:
-            wait = float(predict_wait_s(r, algorithm, f.alpha, f.beta, core_bw))
+            wait = float(predict_wait_s(r, algorithm, f.alpha, f.beta, core_bw, f.tau))
             step = r.compute_s + wait
             out.append((r, wait, step, step / r.step_s - 1))
     return out
@@ -307,6 +405,9 @@ def cmd_fit(args):
         print("algorithms, step-time error over all runs: " + "; ".join(
             f"{a}: rms {100 * rms:.1f} %, largest {100 * np.max(np.abs(e)):.1f} %" for rms, a, _, e in scored))
     print_fit(fits)
+    if any(r.hosts_per_core > 1 for f in fits for r in f.runs):
+        print(f"\ncore sharing: tau = {fits[0].tau * 1e3:.2f} ms per exchange round and per peer on the same core "
+              f"(fitted over the runs of hosts sharing a core, with each link's alpha and beta)")
     law = projection_law(fits)
     print(f"\nprojection: beta(R) = {law.k:.3f} x 8/R + {law.c * 1e9:.3f} ns/B, alpha = {law.alpha * 1e6:.1f} us "
           f"({law.note})\n")
@@ -325,17 +426,25 @@ def print_fit(fits):
 
 
 def print_predictions(errors):
-    print(f"{'model':>13} {'hosts':>5} {'link':>12} {'wire':>4} {'B':>4} {'compute ms':>10} "
-          f"{'wait ms meas/pred':>18} {'step ms meas/pred':>18} {'error':>7}")
+    print(f"{'model':>13} {'hosts':>5} {'link':>12} {'wire':>4} {'B':>4} {'runs':>4} {'spread':>6} {'core':>5} "
+          f"{'compute ms':>10} {'wait ms meas/pred':>18} {'step ms meas/pred':>18} {'error':>7}")
     for r, wait, step, e in errors:
-        print(f"{r.model:>13} {r.hosts:>5} {link_name(r.rate_bps):>12} {r.wire:>4} {r.batch:>4} "
+        print(f"{r.model:>13} {r.hosts:>5} {link_name(r.rate_bps):>12} {r.wire:>4} {r.batch:>4} {r.reps:>4} "
+              f"{100 * r.step_spread:>5.0f}% {r.cpu_share:>5.2f} "
               f"{r.compute_s * 1e3:>10.1f} {r.wait_s * 1e3:>8.1f} / {wait * 1e3:>7.1f} "
               f"{r.step_s * 1e3:>8.1f} / {step * 1e3:>7.1f} {100 * e:>6.1f}%")
+    print("(runs: the configuration's runs, whose median is shown; spread: their slowest minus fastest step "
+          "over the median; core: of a core each host's worker used)")
     worst = max(errors, key=lambda x: abs(x[3]))
     verdict = "yes" if abs(worst[3]) <= WITHIN else "no"
     inside = sum(abs(e) <= WITHIN for *_, e in errors)
     print(f"\nevery prediction within {100 * WITHIN:.0f} %: {verdict} ({inside} of {len(errors)}; "
           f"largest {100 * worst[3]:+.1f} %: {worst[0].label()})")
+    for shared, what in ((False, "hosts with a core each"), (True, "hosts sharing a core")):
+        mine = [e for r, *_, e in errors if (r.hosts_per_core > 1) == shared]
+        if mine:
+            print(f"  {what}: {sum(abs(e) <= WITHIN for e in mine)} of {len(mine)} within {100 * WITHIN:.0f} %, "
+                  f"errors {100 * min(mine):+.1f} to {100 * max(mine):+.1f} %")
 
 
 # --- The applications, for the projection ---------------------------------------------------
@@ -820,10 +929,11 @@ def cmd_selftest(_args):
 def cmd_table(args):
     """Every run as a Markdown row, and the overlap rule checked: where the bytes of a step take
     less than half the backward pass at the link's rate, the step may wait at most 10 % for them."""
-    rows = [json.loads(line) for line in open(args.measurements) if line.strip()]
-    print("| model | hosts | link | wire | step ms | compute ms | efficiency | MB sent | bytes at line rate ms "
-          "| backward ms | chief waited ms | least any worker waited ms (% of step) | rule applies | hidden |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = median_rows(read_rows(args.measurements))
+    print("| model | hosts | link | wire | runs | step ms (median) | spread | compute ms | efficiency | MB sent "
+          "| bytes at line rate ms | backward ms | chief waited ms | least any worker waited ms (% of step) "
+          "| of a core a host | rule applies | hidden |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         p = r["hosts"]
         compute = r["one_host_step_ms"] * r["replicas_per_host"] / r["cores_per_host"]
@@ -836,9 +946,13 @@ def cmd_table(args):
         least = r.get("least_wait_ms_per_step", r["all_reduce_wait_ms_per_step"])
         wait_share = least / r["step_ms"]
         hidden = ("yes" if wait_share <= 0.10 else "**no**") if applies else "-"
-        print(f"| {r['model']} | {p} | {link_name(r['rate_bits_per_s'])} | {r['wire']} | {r['step_ms']:.0f} | {compute:.0f} "
-              f"| {compute / r['step_ms']:.0%} | {r['wire_bytes_per_step'] / 1e6:.2f} | {line_ms:.0f} | {backward:.0f} "
-              f"| {r['all_reduce_wait_ms_per_step']:.1f} | {least:.1f} ({wait_share:.1%}) | {'yes' if applies else 'no'} | {hidden} |")
+        steps = r["step_ms_runs"]
+        spread = (max(steps) - min(steps)) / r["step_ms"]
+        share = f"{r['cpu_share']:.2f}" if "cpu_share" in r else "-"
+        print(f"| {r['model']} | {p} | {link_name(r['rate_bits_per_s'])} | {r['wire']} | {r['reps']} | {r['step_ms']:.0f} "
+              f"| {spread:.0%} | {compute:.0f} | {compute / r['step_ms']:.0%} | {r['wire_bytes_per_step'] / 1e6:.2f} "
+              f"| {line_ms:.0f} | {backward:.0f} | {r['all_reduce_wait_ms_per_step']:.1f} | {least:.1f} ({wait_share:.1%}) "
+              f"| {share} | {'yes' if applies else 'no'} | {hidden} |")
 
 
 def model_batch(text):

@@ -60,6 +60,42 @@ TEST(GradientReadyTest, TheLastLayersGradientsAreFinalFirst) {
   for (size_t i = 1; i < ready.size(); ++i) EXPECT_LE(ready[i - 1].kernel, ready[i].kernel);
 }
 
+// A batch norm's gamma and beta gradients are outputs 1 and 2 of its gradient node, so each is
+// copied into the gradient block. The copies come where the backward pass finishes them (after
+// the batch norm's gradient, before the layer under it), not after the whole pass: at the end,
+// each made a tiny all-reduce bucket of its own that waited for the pass (docs/scaling.md).
+TEST(GradientReadyTest, BatchNormScaleAndShiftAreFinalWhereTheBackwardPassPassesThem) {
+  Graph g;
+  const Value x = g.Input("x", DType::kF32, {8, 6});
+  auto w1 = g.Variable("w1", {6, 5}, {.init = graph::Init::kUniform, .value = 1, .seed = 1});
+  auto gamma = g.Variable("bn/gamma", {5}, {.init = graph::Init::kOnes});
+  auto beta = g.Variable("bn/beta", {5}, {.init = graph::Init::kZeros});
+  auto mm = g.Variable("bn/moving_mean", {5}, {.trainable = false}, graph::VariableRole::kState);
+  auto mv = g.Variable("bn/moving_variance", {5}, {.trainable = false}, graph::VariableRole::kState);
+  auto w2 = g.Variable("w2", {5, 3}, {.init = graph::Init::kUniform, .value = 1, .seed = 2});
+  ASSERT_TRUE(w1.ok() && gamma.ok() && beta.ok() && mm.ok() && mv.ok() && w2.ok());
+  auto bn = g.BatchNorm(*g.MatMul(x, *w1), *gamma, *beta, *mm, *mv, {}, "bn");
+  ASSERT_TRUE(bn.ok()) << bn.status().ToString();
+  const Value loss = *g.ReduceMean(*g.MatMul(*g.Act(graph::Activation::kTanh, *bn), *w2));
+  ASSERT_TRUE(graph::Gradients(g, loss, {*w1, *gamma, *beta, *w2}).ok());
+  auto c = Compile(g, {.fetches = {loss}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Program& p = **c;
+  auto ready = [&](const std::string& name) {
+    const VariableStore::Entry* e = p.variables().Find(name);
+    EXPECT_NE(e, nullptr) << name;
+    for (const GradientReady& r : p.gradient_ready())
+      if (e && r.begin == e->offset && r.end == e->offset + e->size) return r.kernel;
+    ADD_FAILURE() << "no gradient-ready entry for " << name;
+    return -2;
+  };
+  const int k_w2 = ready("w2"), k_gamma = ready("bn/gamma"), k_beta = ready("bn/beta"), k_w1 = ready("w1");
+  EXPECT_LT(k_w2, k_gamma);
+  EXPECT_LT(k_w2, k_beta);
+  EXPECT_LT(k_gamma, k_w1) << "gamma's gradient became final after the first layer's";
+  EXPECT_LT(k_beta, k_w1) << "beta's gradient became final after the first layer's";
+}
+
 TEST(GradientReadyTest, TheHookFiresInKernelOrderWithTheGradientFinal) {
   ThreeLayers m;
   ASSERT_NO_FATAL_FAILURE(m.Build());

@@ -24,12 +24,14 @@ const std::string kSteps = " train --epochs 1 --deterministic --seed 3 --batch-p
 
 // 2 hosts x 1 replica at 1 Gbit/s against 2 replicas in one process: the same sum in the same
 // order (g0 + g1, then halved; a sum of two is the same either way round), so the same bits.
+// Two epochs, so that the report has the steady state with each host's CPU time per step.
 TEST(HostsTrain, TwoHostsOfOneReplicaMatchTwoReplicasInOneProcessBitForBit) {
   STRATA_SKIP_WITHOUT_HOSTS();
   Hosts hosts(2, "1gbit");
   ASSERT_TRUE(hosts.ok()) << hosts.error();
   const std::string dir = FreshDir(::testing::TempDir(), "strata-hosts-2x1");
-  const std::string args = kSteps + "--steps-per-epoch 24 ";
+  const std::string args = " train --epochs 2 --steps-per-epoch 12 --deterministic --seed 3 --batch-per-replica 32 --lr 0.01 "
+                           "--no-monitor --validation-steps 2 ";
   auto one = RunCommand(MpiEnv() + Strata() + args + "--replicas 2 --out " + dir + "/one.ckpt", true);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto two = RunCommand(MpiEnv() + hosts.Mpirun(1, Strata() + args + "--replicas 1 --summary-json " + dir + "/two.json --out " +
@@ -45,6 +47,21 @@ TEST(HostsTrain, TwoHostsOfOneReplicaMatchTwoReplicasInOneProcessBitForBit) {
               x["all_reduce_wait_ms_per_step"].get<double>());
   EXPECT_EQ(x["workers"], 2);
   EXPECT_GT(x["all_reduce_bytes_per_step"].get<double>(), 1e6);
+  // Each host's CPU time in the second epoch: hosts.sh pins a host to one core, so over any
+  // time a worker uses at most that time of CPU (cores_used <= 1; seen 0.99 on a quiet machine,
+  // a third where another test shared the core). The whole run's CPU time (compile and first
+  // epoch included) over the second epoch's would be several times that.
+  ASSERT_TRUE(x.contains("after_first_epoch")) << x.dump();
+  const nlohmann::json& steady = x["after_first_epoch"];
+  ASSERT_EQ(steady["per_worker"].size(), 2u) << steady.dump();
+  for (const auto& w : steady["per_worker"]) {
+    ASSERT_TRUE(w.contains("cores_used") && w.contains("cpu_ms_per_step")) << w.dump();
+    const double used = w["cores_used"].get<double>();
+    std::printf("[ hosts    ] a host's worker: %.1f ms of CPU a step, %.2f of its core\n", w["cpu_ms_per_step"].get<double>(), used);
+    EXPECT_LE(used, 1.02) << "more than the one core the host is pinned to: " << w.dump();
+    EXPECT_GT(used, 0.05) << w.dump();
+    EXPECT_GT(w["cpu_ms_per_step"].get<double>(), 0) << w.dump();
+  }
 }
 
 // 2 hosts x 2 replicas (each host's replicas on its one core reduce among themselves first; one

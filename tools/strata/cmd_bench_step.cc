@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "command.h"
 #include "model_io.h"
@@ -18,15 +17,6 @@
 
 namespace strata::cli {
 namespace {
-
-// CPU time of this process: the replica threads' (the main thread only waits for them), so
-// on a machine shared with other work, images per CPU-second estimates what the step does on
-// cores of its own.
-double ProcessCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 int64_t PeakRssBytes() {
   struct rusage u {};

@@ -1,5 +1,8 @@
-// Monotonic clocks for timing steps and windows, and wall time for event files.
+// Monotonic clocks for timing steps and windows, wall time for event files, and the CPU time
+// this process has used.
 #pragma once
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdint>
@@ -15,6 +18,14 @@ inline double NowSeconds() { return static_cast<double>(NowNanos()) * 1e-9; }
 // Seconds since the Unix epoch (TensorBoard's Event.wall_time).
 inline double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds this process has used so far, all its threads, user and system: beside a step's
+// wall time it says how much of a core the step had (on cores shared with other work).
+inline double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // Measures elapsed time since construction or the last Reset().

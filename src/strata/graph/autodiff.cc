@@ -323,14 +323,27 @@ Result<std::vector<Value>> Gradients(Graph& g, Value loss, const std::vector<Val
   std::vector<bool> needs(n, false);
   for (int i = 0; i <= last; ++i) needs[i] = depends[i] && reaches[i];
 
-  Differentiator d(g);
-  STRATA_RETURN_IF_ERROR(d.Accumulate(loss, g.Constant(1.0f, Shape{}, "gradients/seed")));
-  for (int i = last; i >= 0; --i)
-    if (needs[i]) STRATA_RETURN_IF_ERROR(d.Backprop(i, needs));
+  // x's gradient is final once the backward pass has passed its first consumer (nodes are
+  // differentiated from the last down): that is where its copy, if it needs one, is emitted, so
+  // that the schedule (node order) computes it there and not after the whole backward pass. A
+  // batch norm's gamma and beta gradients are such copies; at the end, each made its own tiny
+  // all-reduce bucket that waited for the whole backward pass (docs/scaling.md).
+  std::vector<std::vector<size_t>> xs_of_node(n), final_after(last + 1);
+  for (size_t j = 0; j < xs.size(); ++j) xs_of_node[xs[j].node].push_back(j);
+  std::vector<int> first_consumer(xs.size(), -1);
+  for (int i = 0; i <= last; ++i)
+    if (needs[i])
+      for (const Value& in : g.node(i).inputs)
+        for (size_t j : xs_of_node[in.node])
+          if (first_consumer[j] < 0 && in.output == xs[j].output) first_consumer[j] = i;
+  for (size_t j = 0; j < xs.size(); ++j)
+    if (first_consumer[j] >= 0) final_after[first_consumer[j]].push_back(j);
 
-  std::vector<Value> out;
+  Differentiator d(g);
+  std::vector<Value> out(xs.size());
   std::vector<bool> taken(g.num_nodes() + xs.size() * 2, false);
-  for (const Value& x : xs) {
+  auto finish = [&](size_t j) -> Status {
+    const Value& x = xs[j];
     Value gx;
     if (!d.Has(x)) {
       gx = g.Constant(0.0f, x.shape(), g.node(x.node).name + "/zero_grad");
@@ -348,8 +361,17 @@ Result<std::vector<Value>> Gradients(Graph& g, Value loss, const std::vector<Val
     if (static_cast<size_t>(gx.node) >= taken.size()) taken.resize(gx.node + 1, false);
     taken[gx.node] = true;
     if (g.node(x.node).kind == OpKind::kVariable && g.node(x.node).attrs.var.trainable) g.SetGradientOf(gx, x);
-    out.push_back(gx);
+    out[j] = gx;
+    return Status::OK();
+  };
+  STRATA_RETURN_IF_ERROR(d.Accumulate(loss, g.Constant(1.0f, Shape{}, "gradients/seed")));
+  for (int i = last; i >= 0; --i) {
+    if (!needs[i]) continue;
+    STRATA_RETURN_IF_ERROR(d.Backprop(i, needs));
+    for (size_t j : final_after[i]) STRATA_RETURN_IF_ERROR(finish(j));
   }
+  for (size_t j = 0; j < xs.size(); ++j)
+    if (first_consumer[j] < 0) STRATA_RETURN_IF_ERROR(finish(j));  // not on a path to the loss: zero, or the loss itself
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "strata/train/cross_host_report.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
+
+#include "strata/core/clock.h"
 
 namespace strata::train {
 
@@ -13,7 +13,12 @@ Status CrossHostSnapshot::OnTrainBatchEnd(int64_t, const keras::Logs&) {
 }
 
 Status CrossHostSnapshot::OnEpochEnd(int, keras::Logs&) {
+  cpu_seconds_at_last_epoch_end = ProcessCpuSeconds();
+  seconds_at_last_epoch_end = NowSeconds();
+  steps_at_last_epoch_end = steps_run;
   if (taken) return Status::OK();
+  cpu_seconds_at_first_epoch_end = cpu_seconds_at_last_epoch_end;
+  seconds_at_first_epoch_end = seconds_at_last_epoch_end;
   collective = collective_->stats();
   reducer = model_->reducer_stats();
   steps_at_first_epoch_end = steps_run;
@@ -62,15 +67,20 @@ Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, con
                           static_cast<double>(later), 0)
                 : PerStep({}, collective.stats(), {}, model.reducer_stats(),
                           static_cast<double>(std::max<int64_t>(1, counters.steps_run)), 0);
-  // This worker's CPU time so far (its host's, with one worker a host): where hosts share
-  // cores (namespaced hosts on one machine) it shows how much of a core each got.
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                     1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  const nlohmann::json mine = {{"all_reduce_wait_ms_per_step", window["all_reduce_wait_ms_per_step"]},
-                               {"backward_end_ms", window.value("backward_end_ms", 0.0)},
-                               {"cpu_seconds", cpu}};
+  // This worker's CPU time (its host's, with one worker a host): over the run so far, and over
+  // its own epochs after the first, per step and per second of them (cores_used: 1 is a core
+  // busy all the time). Where hosts share cores (namespaced hosts on one machine) it shows how
+  // much of a core each got.
+  nlohmann::json mine = {{"all_reduce_wait_ms_per_step", window["all_reduce_wait_ms_per_step"]},
+                         {"backward_end_ms", window.value("backward_end_ms", 0.0)},
+                         {"cpu_seconds", ProcessCpuSeconds()}};
+  const int64_t steady = counters.steps_at_last_epoch_end - counters.steps_at_first_epoch_end;
+  const double cpu = counters.cpu_seconds_at_last_epoch_end - counters.cpu_seconds_at_first_epoch_end;
+  const double wall = counters.seconds_at_last_epoch_end - counters.seconds_at_first_epoch_end;
+  if (counters.taken && steady > 0 && wall > 0) {
+    mine["cpu_ms_per_step"] = cpu * 1e3 / static_cast<double>(steady);
+    mine["cores_used"] = cpu / wall;
+  }
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> all, collective.AllGather(mine.dump()));
   nlohmann::json out = nlohmann::json::array();
   for (const std::string& w : all) out.push_back(nlohmann::json::parse(w));

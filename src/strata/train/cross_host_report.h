@@ -32,13 +32,19 @@ class CrossHostSnapshot final : public keras::Callback {
   distribute::CollectiveStats collective;
   distribute::ReducerStats reducer;
   int64_t steps_at_first_epoch_end = 0;
+  // This process's CPU seconds and the monotonic clock at the end of the first and of the
+  // latest epoch, and the steps run by the latest: the CPU time of the steady state's steps.
+  double cpu_seconds_at_first_epoch_end = 0, seconds_at_first_epoch_end = 0;
+  double cpu_seconds_at_last_epoch_end = 0, seconds_at_last_epoch_end = 0;
+  int64_t steps_at_last_epoch_end = 0;
 
  private:
   const distribute::Collective* collective_;
   const keras::Model* model_;
 };
 
-// Every worker's all-reduce wait and backward-pass end per step after the first epoch, in
+// Every worker's all-reduce wait, backward-pass end and CPU time per step after the first epoch
+// (and its CPU seconds over the run), in
 // worker order (a collective: every worker calls it, before only the chief goes on). The
 // slowest worker waits for the network alone; the others wait for it too (load imbalance).
 Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,

@@ -264,18 +264,22 @@ def fit_link(runs, algorithm, core_bw, tau=0.0):
     # A coarse grid over five decades of alpha and 2.4 of beta, then finer grids around the
     # best point.
     alphas = np.logspace(-6, -1, 151)
+    # A link shaped by tc tbf passes no more than its rate (beyond a burst of 10 ms): beta is at
+    # least the line rate's. An unshaped veth has no such rate; its nominal one is a guess.
+    floor = 0.98 * line_beta if runs[0].rate_bps else 0.0
     betas = line_beta * np.logspace(-0.7, 1.7, 151)
+    betas = betas[betas >= floor]
     grid = loss(alphas[:, None], betas[None, :])
     i, j = np.unravel_index(np.argmin(grid), grid.shape)
-    edge = i in (0, alphas.size - 1) or j in (0, betas.size - 1)
+    edge = i in (0, alphas.size - 1) or j == betas.size - 1 or (j == 0 and not floor)  # beta at the line rate is no edge
     alpha, beta = alphas[i], betas[j]
     wa, wb = 2 * np.log10(alphas[1] / alphas[0]), 2 * np.log10(betas[1] / betas[0])  # decades
     for _ in range(60):  # the valley can run diagonally: follow it, narrowing once inside
-        fine_a, fine_b = alpha * np.logspace(-wa, wa, 21), beta * np.logspace(-wb, wb, 21)
+        fine_a, fine_b = alpha * np.logspace(-wa, wa, 21), np.maximum(floor, beta * np.logspace(-wb, wb, 21))
         fine = loss(fine_a[:, None], fine_b[None, :])
         k, m = np.unravel_index(np.argmin(fine), fine.shape)
         alpha, beta = float(fine_a[k]), float(fine_b[m])
-        if 0 < k < 20 and 0 < m < 20:
+        if 0 < k < 20 and (0 < m < 20 or fine_b[m] <= floor):
             wa, wb = wa / 4, wb / 4
             if wb < 1e-5:
                 break
@@ -353,11 +357,19 @@ class Law:
         return self.k * 8 / rate_bps + self.c
 
 
+def byte_bound(f):
+    """A shaped link whose waits its bytes explain: beta seen, and the transfers reaching at least
+    half the link's rate. A slower beta says the waits there are something else (on the
+    namespaced hosts at 10 Gbit/s: the hosts sharing a core, the last buckets' latency; f32 and
+    bf16 runs wait alike), which a line through the links' betas must not take as a per-byte cost."""
+    return bool(f.rate_bps) and f.beta_seen and f.beta <= 2 * 8 / f.rate_bps
+
+
 def projection_law(fits, alpha_override=None):
     """A line through the fitted beta of the shaped links against 8/R: the slope says how much
     of the line rate the transfers reach, the intercept is the per-byte cost of the hosts. Each
     link counts as sharply as its runs pin its beta (a link whose bytes all hide counts little)."""
-    shaped = [f for f in fits if f.rate_bps and f.beta_seen]
+    shaped = [f for f in fits if byte_bound(f)]
     x = np.array([8 / f.rate_bps for f in shaped])
     y = np.array([f.beta for f in shaped])
     w = np.sqrt([f.beta_weight for f in shaped])
@@ -420,7 +432,9 @@ def print_fit(fits):
     for f in fits:
         notes = [n for n, bad in (("alpha barely moves these waits", not f.alpha_seen),
                                   ("beta barely moves these waits (the bytes hide)", not f.beta_seen),
-                                  ("at the search grid's edge", f.at_grid_edge)) if bad]
+                                  ("at the search grid's edge", f.at_grid_edge),
+                                  ("under half the link's rate: not its bytes, left out of the projection",
+                                   f.rate_bps and f.beta_seen and not byte_bound(f))) if bad]
         print(f"{link_name(f.rate_bps):>14} {len(f.runs):>5} {f.alpha * 1e6:>9.1f} {f.beta * 1e9:>10.3f} "
               f"{8 / f.beta / 1e9:>9.3f}  {', '.join(notes)}")
 

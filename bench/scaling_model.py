@@ -310,10 +310,12 @@ def fit_tau(fits, algorithm, core_bw):
     shared = [(r, f) for f in fits for r in f.runs if r.hosts_per_core > 1]
     if not shared:
         return TAU_PRIOR_S
-    taus = np.logspace(-6, 0, 601)
-    loss = relative_loss([r for r, _ in shared],
-                         [predict_wait_s(r, algorithm, f.alpha, f.beta, core_bw, taus) for r, f in shared])
-    return float(taus[np.argmin(loss)])
+    def best(taus):
+        loss = relative_loss([r for r, _ in shared],
+                             [predict_wait_s(r, algorithm, f.alpha, f.beta, core_bw, taus) for r, f in shared])
+        return float(taus[np.argmin(loss)])
+    tau = best(np.logspace(-6, 0, 601))  # 1 us to 1 s, then finer around the best
+    return best(tau * np.logspace(-0.02, 0.02, 81))
 
 
 def fit_all(runs, algorithm, core_bw):
@@ -923,6 +925,29 @@ def cmd_selftest(_args):
     f = fit_link(runs, "binomial", 17.9e9)
     check("fit recovers beta", f.beta, truth_beta, rel=0.02)
     check("fit recovers alpha", f.alpha, truth_alpha, rel=0.02)
+
+    # Hosts sharing a core: tau per exchange round (Rabenseifner's 2 log2 p) and per peer on the core.
+    check("core sharing: 4 hosts two a core, 4 rounds of tau", core_sharing_s("rabenseifner", 4, 2, 1e-3), 4e-3)
+    check("core sharing: a ring of 4 hosts has 6 rounds", core_sharing_s("ring", 4, 2, 1e-3), 6e-3)
+    check("hosts with a core each: no term", core_sharing_s("rabenseifner", 4, 1, 1e-3), 0.0)
+    # The fit finds tau back (alpha and beta from the runs of hosts with a core each).
+    truth_tau, shared_runs = 9e-3, []
+    for hosts, k in ((2, 1), (2, 1), (4, 2), (4, 2)):
+        run = Run("t", hosts, 1, 8, 1e9, "f32", step_s=0.1, wait_s=0.0, backward_end_s=0.09,
+                  ready_s=np.array([0.05, 0.09]), wire_bytes=np.array([2e6, 1e6 * hosts]), grad_f32_bytes=3e6,
+                  stats_bytes=1e3, one_host_step_s=0.095, cores_per_host=1.0, hosts_per_core=k)
+        run.wait_s = float(predict_wait_s(run, "rabenseifner", truth_alpha, truth_beta, 17.9e9, truth_tau))
+        run.step_s = run.compute_s + run.wait_s
+        shared_runs.append(run)
+    check("fit recovers tau", fit_all(shared_runs, "rabenseifner", 17.9e9)[0].tau, truth_tau, rel=0.03)
+    # A configuration run three times counts once, as its median.
+    base = {"model": "t", "hosts": 2, "replicas_per_host": 1, "batch_per_replica": 8, "rate_bits_per_s": 1e9,
+            "wire": "f32", "one_host_step_ms": 1}
+    rows = median_rows([{**base, "step_ms": 3, "rep": 1}, {**base, "step_ms": 1, "rep": 2},
+                        {**base, "step_ms": 2, "rep": 3}, {**base, "hosts": 4, "step_ms": 5, "rep": 1}])
+    check("three runs of a configuration: one row", len(rows), 2)
+    check("... whose step is their median", rows[0]["step_ms"], 2)
+    check("... from the run with that step", rows[0]["rep"], 3)
 
     # bf16 runs describe their buckets in f32 or in wire bytes: the same wire bytes either way.
     line = {"model": "t", "image_size": 224, "hosts": 2, "replicas_per_host": 1, "batch_per_replica": 8,

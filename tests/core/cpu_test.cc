@@ -121,7 +121,12 @@ TEST(PeakFlops, ACoreSharedWhileMeasuringStillGivesThePeak) {
   const PeakFlops shared = MeasurePeakFlops();
   stop = true;
   hog.join();
-  const PeakFlops quiet = MeasurePeakFlops();
+  // A peak is an upper bound, and what else runs meanwhile (ctest's other test on this core or
+  // its SMT sibling) can only lower a measurement: the best of three is the quiet figure (one
+  // alone read 7.8 against the shared 9.8 GFLOP/s once under ASan, beside another test).
+  PeakFlops quiet = MeasurePeakFlops();
+  for (int i = 0; i < 2; ++i)
+    if (const PeakFlops again = MeasurePeakFlops(); again.f32_gflops_per_core > quiet.f32_gflops_per_core) quiet = again;
   ::sched_setaffinity(0, sizeof(old), &old);
   std::printf("[ peak     ] f32 %.1f GFLOP/s with the core shared, %.1f quiet; note: %s\n", shared.f32_gflops_per_core,
               quiet.f32_gflops_per_core, shared.note.c_str());

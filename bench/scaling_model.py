@@ -173,6 +173,12 @@ def median_rows(rows):
     return out
 
 
+def step_spread(row):
+    """(slowest - fastest) / median step of a configuration's runs (median_rows' row)."""
+    steps = row.get("step_ms_runs", [row["step_ms"]])
+    return (max(steps) - min(steps)) / row["step_ms"]
+
+
 def read_rows(path):
     rows = []
     with open(path) as f:
@@ -216,7 +222,7 @@ def parse_run(r):
         stats_bytes=max(0.0, r["all_reduce_bytes_per_step"] - grad),
         one_host_step_s=r["one_host_step_ms"] / 1e3, cores_per_host=r["cores_per_host"],
         hosts_per_core=max(1, round(1 / r.get("core_share", 1.0))), reps=r.get("reps", 1),
-        step_spread=(max(r["step_ms_runs"]) - min(r["step_ms_runs"])) / r["step_ms"] if "step_ms_runs" in r else 0.0,
+        step_spread=step_spread(r),
         cpu_share=r.get("cpu_share", 0.0))
 
 
@@ -243,6 +249,12 @@ class LinkFit:
     tau: float = 0.0                 # the core-sharing term, fitted over every link's shared runs
 
 
+def relative_loss(runs, predicted):
+    """The fits' loss: squared error of the predicted wait, relative to the measured wait plus
+    1 % of the step, averaged."""
+    return sum(((p - r.wait_s) / (r.wait_s + 0.01 * r.step_s)) ** 2 for r, p in zip(runs, predicted)) / len(runs)
+
+
 def fit_link(runs, algorithm, core_bw, tau=0.0):
     """alpha, beta minimising the squared relative error of the predicted wait over the link's
     runs, given tau (the core-sharing term of the runs whose hosts share a core).
@@ -257,8 +269,7 @@ def fit_link(runs, algorithm, core_bw, tau=0.0):
     scale = [r.wait_s + 0.01 * r.step_s for r in runs]
 
     def loss(alpha, beta):
-        err = sum(((predict_wait_s(r, algorithm, alpha, beta, core_bw, tau) - r.wait_s) / s) ** 2
-                  for r, s in zip(runs, scale)) / len(runs)
+        err = relative_loss(runs, [predict_wait_s(r, algorithm, alpha, beta, core_bw, tau) for r in runs])
         return err + 1e-8 * (np.log(beta / line_beta) ** 2 + np.log(alpha / ALPHA_PRIOR_S) ** 2)
 
     # A coarse grid over five decades of alpha and 2.4 of beta, then finer grids around the
@@ -296,12 +307,6 @@ def fit_link(runs, algorithm, core_bw, tau=0.0):
     curvature = (loss(alpha, beta * math.exp(h)) + loss(alpha, beta * math.exp(-h)) - 2 * loss(alpha, beta)) / h**2
     return LinkFit(runs[0].rate_bps, alpha, beta, runs, seen(2, 1), seen(1, 2), edge,
                    beta_weight=len(runs) * max(float(curvature), 0.0), tau=tau)
-
-
-def relative_loss(runs, predicted):
-    """The fits' loss: squared error of the predicted wait, relative to the measured wait plus
-    1 % of the step, averaged."""
-    return sum(((p - r.wait_s) / (r.wait_s + 0.01 * r.step_s)) ** 2 for r, p in zip(runs, predicted)) / len(runs)
 
 
 def fit_tau(fits, algorithm, core_bw):
@@ -985,8 +990,7 @@ def cmd_table(args):
         least = r.get("least_wait_ms_per_step", r["all_reduce_wait_ms_per_step"])
         wait_share = least / r["step_ms"]
         hidden = ("yes" if wait_share <= 0.10 else "**no**") if applies else "-"
-        steps = r["step_ms_runs"]
-        spread = (max(steps) - min(steps)) / r["step_ms"]
+        spread = step_spread(r)
         share = f"{r['cpu_share']:.2f}" if "cpu_share" in r else "-"
         print(f"| {r['model']} | {p} | {link_name(r['rate_bits_per_s'])} | {r['wire']} | {r['reps']} | {r['step_ms']:.0f} "
               f"| {spread:.0%} | {compute:.0f} | {compute / r['step_ms']:.0%} | {r['wire_bytes_per_step'] / 1e6:.2f} "

@@ -14,6 +14,16 @@ namespace {
 using graph::Graph;
 using graph::Value;
 
+// The kernel after which variable `name`'s gradient is final.
+int ReadyKernel(Program& program, const std::string& name) {
+  const VariableStore::Entry* e = program.variables().Find(name);
+  EXPECT_NE(e, nullptr) << name;
+  for (const GradientReady& r : program.gradient_ready())
+    if (e && r.begin == e->offset && r.end == e->offset + e->size) return r.kernel;
+  ADD_FAILURE() << "no gradient-ready entry for " << name;
+  return -2;
+}
+
 // x [4, 6] -> tanh(x w1 [6, 5]) -> tanh(. w2 [5, 3]) -> . w3 [3, 2] -> mean: three layers whose
 // gradients the backward pass finishes last layer first.
 struct ThreeLayers {
@@ -34,15 +44,7 @@ struct ThreeLayers {
     program = std::move(c).value();
     for (int e = 0; e < 24; ++e) program->input(x).data<float>()[e] = 0.1f * static_cast<float>(e % 7) - 0.3f;
   }
-  // The kernel after which variable `name`'s gradient is final.
-  int ReadyKernel(const std::string& name) {
-    const VariableStore::Entry* e = program->variables().Find(name);
-    EXPECT_NE(e, nullptr) << name;
-    for (const GradientReady& r : program->gradient_ready())
-      if (e && r.begin == e->offset && r.end == e->offset + e->size) return r.kernel;
-    ADD_FAILURE() << "no gradient-ready entry for " << name;
-    return -2;
-  }
+  int ReadyKernel(const std::string& name) { return backend::ReadyKernel(*program, name); }
 };
 
 TEST(GradientReadyTest, TheLastLayersGradientsAreFinalFirst) {
@@ -81,15 +83,8 @@ TEST(GradientReadyTest, BatchNormScaleAndShiftAreFinalWhereTheBackwardPassPasses
   auto c = Compile(g, {.fetches = {loss}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   Program& p = **c;
-  auto ready = [&](const std::string& name) {
-    const VariableStore::Entry* e = p.variables().Find(name);
-    EXPECT_NE(e, nullptr) << name;
-    for (const GradientReady& r : p.gradient_ready())
-      if (e && r.begin == e->offset && r.end == e->offset + e->size) return r.kernel;
-    ADD_FAILURE() << "no gradient-ready entry for " << name;
-    return -2;
-  };
-  const int k_w2 = ready("w2"), k_gamma = ready("bn/gamma"), k_beta = ready("bn/beta"), k_w1 = ready("w1");
+  const int k_w2 = ReadyKernel(p, "w2"), k_gamma = ReadyKernel(p, "bn/gamma"), k_beta = ReadyKernel(p, "bn/beta"),
+            k_w1 = ReadyKernel(p, "w1");
   EXPECT_LT(k_w2, k_gamma);
   EXPECT_LT(k_w2, k_beta);
   EXPECT_LT(k_gamma, k_w1) << "gamma's gradient became final after the first layer's";

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "strata/core/dtype.h"
@@ -33,6 +34,24 @@ std::string MpiError(int code) {
   int len = 0;
   MPI_Error_string(code, buf, &len);
   return std::string(buf, static_cast<size_t>(len));
+}
+
+// MPI_Waitall that gives the core away while it waits. Open MPI's wait spins in its progress
+// loop until the last request is done; where a core is shared (more ranks than cores, or the
+// input pipeline's threads beside the rank), the spinning rank keeps the peer it waits for off
+// the core until the scheduler's time slice ends, once per exchange round of the all-reduce
+// (docs/scaling.md, "Hosts sharing a core"). This tests, and between tests yields: where no
+// other thread wants the core, sched_yield returns at once and the wait is as prompt as
+// MPI_Waitall's (a sleep here cost 3 % of the step on a 100 Mbit/s link, bench/hosts_scaling.sh).
+int AwaitAll(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return MPI_SUCCESS;
+  const int n = static_cast<int>(requests.size());
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    sched_yield();
+  }
 }
 
 // The process's heartbeats, stopped by the atexit handler before MPI_Finalize.
@@ -151,14 +170,14 @@ class MpiWorld final : public Collective {
     int rc = MPI_SUCCESS;
     if (!overlap_done_) {
       watchdog_.Arm("the gradient all-reduce");
-      rc = MPI_Waitall(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), MPI_STATUSES_IGNORE);
+      rc = AwaitAll(overlap_requests_);
       watchdog_.Disarm();
       overlap_end_ = std::chrono::steady_clock::now();
     }
     overlap_requests_.clear();
     if (rc != MPI_SUCCESS) {
       staged_buckets_.clear();
-      return Internal("MPI_Waitall (gradient buckets): " + MpiError(rc));
+      return Internal("MPI_Testall (waiting for the gradient buckets): " + MpiError(rc));
     }
     for (size_t k = 0; k < staged_buckets_.size(); ++k)
       for (int64_t i = 0; i < staged_buckets_[k].n; ++i) staged_buckets_[k].data[i] = ToF32(staging_[k][static_cast<size_t>(i)]);
@@ -176,9 +195,11 @@ class MpiWorld final : public Collective {
 
   Status Barrier() override {
     watchdog_.Arm("barrier");
-    int rc = MPI_Barrier(MPI_COMM_WORLD);
+    barrier_request_.resize(1);
+    int rc = MPI_Ibarrier(MPI_COMM_WORLD, barrier_request_.data());
+    if (rc == MPI_SUCCESS) rc = AwaitAll(barrier_request_);
     watchdog_.Disarm();
-    return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI_Barrier: " + MpiError(rc));
+    return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI_Ibarrier: " + MpiError(rc));
   }
 
  private:
@@ -195,16 +216,15 @@ class MpiWorld final : public Collective {
       MPI_Request req;
       int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + off * elem, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
       if (rc != MPI_SUCCESS) {
-        if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+        AwaitAll(requests_);
         watchdog_.Disarm();
         return Internal(std::string("MPI_Iallreduce: ") + MpiError(rc));
       }
       requests_.push_back(req);
     }
-    int rc = requests_.empty() ? MPI_SUCCESS
-                               : MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    int rc = AwaitAll(requests_);
     watchdog_.Disarm();
-    if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Waitall (all-reduce): ") + MpiError(rc));
+    if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Testall (waiting for the all-reduce): ") + MpiError(rc));
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.all_reduce_calls += 1;
     stats_.all_reduce_bytes += n * elem;
@@ -218,6 +238,7 @@ class MpiWorld final : public Collective {
   int rank_, size_;
   int64_t bucket_bytes_;
   std::vector<MPI_Request> requests_;  // reused: no allocation per step
+  std::vector<MPI_Request> barrier_request_;
   bool can_overlap_, bf16_wire_;
   MPI_Op bf16_sum_ = MPI_OP_NULL;
   MPI_Comm grads_comm_;                       // the overlapped buckets' own channel

@@ -73,6 +73,23 @@ for model in $MODELS; do
     "$strata" ${common/--replicas 1/--replicas $n} --summary-json "$work/one.json" --out "$work/one.ckpt" >"$work/one.log" 2>&1 ||
       { echo "failed: $model, $n replicas in one process" >&2; tail -5 "$work/one.log" >&2; exit 1; }
     one_ms=$(step_ms "$work/one.json" "$STEPS")
+    # The same compute as the runs' own: n single-replica processes at once, one on each of the
+    # hosts (their namespaces and cores), without MPI (not launched by mpirun, each trains
+    # alone). They share the cores as the hosts do, as processes (each its own weights and
+    # caches, taking turns where two share a core), which the one process above does not; the
+    # slowest one's step is the compute a synchronous run waits for.
+    "$hosts_sh" down "$cluster" >/dev/null 2>&1 || true
+    HOSTS_OWNER=$$ "$hosts_sh" up "$cluster" "$n" none
+    pids=()
+    for k in $(seq 1 "$n"); do
+      "$hosts_sh" exec "$cluster" "$k" "$strata" $common --summary-json "$work/alone$k.json" --out "$work/alone$k.ckpt" \
+        >"$work/alone$k.log" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      wait "$pid" || { echo "failed: $model, $n processes alone" >&2; tail -5 "$work"/alone*.log >&2; exit 1; }
+    done
+    alone_ms=$(for k in $(seq 1 "$n"); do step_ms "$work/alone$k.json" "$STEPS"; done | sort -g | tail -1)
     for rate in $RATES; do
       "$hosts_sh" down "$cluster" >/dev/null 2>&1 || true
       HOSTS_OWNER=$$ "$hosts_sh" up "$cluster" "$n" "$rate"
@@ -81,10 +98,10 @@ for model in $MODELS; do
         /usr/bin/time -f "%e %U %S" -o "$work/time" env STRATA_ALLREDUCE_WIRE="$wire" \
           "$hosts_sh" mpirun "$cluster" 1 "$strata" $common --summary-json "$work/run.json" --out "$work/run.ckpt" \
           >"$work/run.log" 2>&1 || { echo "failed: $model $n hosts $rate $wire" >&2; tail -5 "$work/run.log" >&2; continue; }
-        /usr/bin/python3 - "$work/run.json" "$model" "$n" "$rate" "$wire" "$STEPS" "$one_ms" "$work/time" "$margs" "$rep" >>"$out" <<'PY'
+        /usr/bin/python3 - "$work/run.json" "$model" "$n" "$rate" "$wire" "$STEPS" "$one_ms" "$work/time" "$margs" "$rep" "$alone_ms" >>"$out" <<'PY'
 import json, re, sys
 j = json.load(open(sys.argv[1]))
-model, n, rate, wire, steps, one_ms, timefile, margs, rep = sys.argv[2:]
+model, n, rate, wire, steps, one_ms, timefile, margs, rep, alone_ms = sys.argv[2:]
 n, steps = int(n), int(steps)
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)
 bits = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] if m else 0
@@ -107,6 +124,9 @@ print(json.dumps({
     "buckets_started_during_backward": x.get("buckets_started_during_backward", 0),
     "buckets_started_after_backward": x.get("buckets_started_after_backward", 0),
     "one_host_step_ms": float(one_ms),
+    # The slowest of n single-replica processes training at once on the hosts' cores, no MPI:
+    # the compute of the run's workers without the network (the model's compute).
+    "alone_step_ms": float(alone_ms),
     # Each host's worker's CPU time per step of the second epoch, and the cores it used then
     # (CPU seconds per second): with 4 hosts on 2 cores each host has about half a core
     # (cpu_share, the hosts' mean, measured; core_share, what the pinning gives).
@@ -119,9 +139,9 @@ PY
         tail -1 "$out" | /usr/bin/python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
-print("rep %d %-14s %d hosts %6.2f Gbit/s %-4s: step %8.1f ms (one host %7.1f), all-reduce %7.2f MB %8.1f ms, waited %8.1f ms, "
+print("rep %d %-14s %d hosts %6.2f Gbit/s %-4s: step %8.1f ms (one host %7.1f, alone %7.1f), all-reduce %7.2f MB %8.1f ms, waited %8.1f ms, "
       "backward ends %7.1f ms, %.2f of a core a host" % (r["rep"], r["model"], r["hosts"], r["rate_bits_per_s"] / 1e9, r["wire"],
-      r["step_ms"], r["one_host_step_ms"], r["wire_bytes_per_step"] / 1e6, r["all_reduce_ms_per_step"],
+      r["step_ms"], r["one_host_step_ms"], r["alone_step_ms"], r["wire_bytes_per_step"] / 1e6, r["all_reduce_ms_per_step"],
       r["all_reduce_wait_ms_per_step"], r["backward_end_ms"], r["cpu_share"]), file=sys.stderr)' 
       done
     done

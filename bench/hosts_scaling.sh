@@ -8,6 +8,9 @@
 #   MODELS="reference-cnn mobilenet_v2 resnet50" HOSTS="2 4" RATES="100mbit 1gbit 10gbit"
 #   WIRES="f32 bf16" STEPS=6 REPS=3 bench/hosts_scaling.sh build /tmp/scaling.jsonl
 #
+# STRATA_ALLREDUCE_WAIT=yield (exported) makes the waiting ranks yield their core; each line
+# records the mode as `allreduce_wait`.
+#
 # REPS (default 3) runs the whole matrix that many times over, one repetition after the other
 # (each with its own one-process baselines), so that a drift of the VM spreads over every
 # configuration; each run is a line with its `rep`, and bench/scaling_model.py takes the median
@@ -99,7 +102,7 @@ for model in $MODELS; do
           "$hosts_sh" mpirun "$cluster" 1 "$strata" $common --summary-json "$work/run.json" --out "$work/run.ckpt" \
           >"$work/run.log" 2>&1 || { echo "failed: $model $n hosts $rate $wire" >&2; tail -5 "$work/run.log" >&2; continue; }
         /usr/bin/python3 - "$work/run.json" "$model" "$n" "$rate" "$wire" "$STEPS" "$one_ms" "$work/time" "$margs" "$rep" "$alone_ms" >>"$out" <<'PY'
-import json, re, sys
+import json, os, re, sys
 j = json.load(open(sys.argv[1]))
 model, n, rate, wire, steps, one_ms, timefile, margs, rep, alone_ms = sys.argv[2:]
 n, steps = int(n), int(steps)
@@ -134,6 +137,8 @@ print(json.dumps({
     "cpu_ms_per_step_per_host": [w.get("cpu_ms_per_step", 0) for w in x["per_worker"]],
     "cpu_share": sum(w.get("cores_used", 0) for w in x["per_worker"]) / len(x["per_worker"]),
     "cpu_seconds_per_host": [w["cpu_seconds"] for w in x["per_worker"]], "cores_per_host": 1.0, "core_share": min(1.0, 2 / n),
+    # How a waiting rank waited (STRATA_ALLREDUCE_WAIT: spin, Open MPI's own, or yield).
+    "allreduce_wait": os.environ.get("STRATA_ALLREDUCE_WAIT", "spin"),
     "rep": int(rep), "wall_seconds": wall}))
 PY
         tail -1 "$out" | /usr/bin/python3 -c '

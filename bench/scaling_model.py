@@ -99,6 +99,15 @@ def bf16_unpack_s(grad_f32_bytes, core_bw):
     return 1.5 * grad_f32_bytes / core_bw
 
 
+def compute_time(one_host_step, replicas, cores_per_host, alone_step):
+    """The compute a run's step is set against. The runs' own: n processes of a replica each, on
+    the hosts' cores, without the network (alone_step). Files without it: the one-process run,
+    which had a core per replica; each host has cores_per_host of a core, so it stretches by that."""
+    if alone_step and replicas == 1:
+        return alone_step
+    return one_host_step * replicas / cores_per_host
+
+
 # --- Measured runs --------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -122,12 +131,11 @@ class Run:
     reps: int = 1                    # runs of this configuration (the figures are their medians)
     step_spread: float = 0.0         # (slowest - fastest) / median step over those runs
     cpu_share: float = 0.0           # of a core each host's worker used, measured (0: not recorded)
+    alone_step_s: float = 0.0        # the slowest of n one-replica processes at once on the hosts' cores (0: not recorded)
 
     @property
     def compute_s(self):
-        # The one-host run had a core per replica; here each host has cores_per_host of a
-        # core (0.5 when 4 hosts share 2 cores), so its compute stretches by that share.
-        return self.one_host_step_s * self.replicas / self.cores_per_host
+        return compute_time(self.one_host_step_s, self.replicas, self.cores_per_host, self.alone_step_s)
 
     @property
     def nominal_bps(self):
@@ -146,7 +154,7 @@ def link_name(rate_bps):
 # The figures of a configuration's runs that are taken as their median; the rest (the bucket
 # schedule, the workers' list) come from the run whose step is the median.
 MEDIAN_FIELDS = ("step_ms", "images_per_second", "all_reduce_ms_per_step", "all_reduce_wait_ms_per_step",
-                 "least_wait_ms_per_step", "backward_end_ms", "one_host_step_ms", "cpu_share")
+                 "least_wait_ms_per_step", "backward_end_ms", "one_host_step_ms", "alone_step_ms", "cpu_share")
 
 
 def configuration(r):
@@ -223,7 +231,7 @@ def parse_run(r):
         one_host_step_s=r["one_host_step_ms"] / 1e3, cores_per_host=r["cores_per_host"],
         hosts_per_core=max(1, round(1 / r.get("core_share", 1.0))), reps=r.get("reps", 1),
         step_spread=step_spread(r),
-        cpu_share=r.get("cpu_share", 0.0))
+        cpu_share=r.get("cpu_share", 0.0), alone_step_s=r.get("alone_step_ms", 0.0) / 1e3)
 
 
 def predict_wait_s(run, algorithm, alpha, beta, core_bw, tau=0.0):
@@ -945,6 +953,10 @@ def cmd_selftest(_args):
         run.step_s = run.compute_s + run.wait_s
         shared_runs.append(run)
     check("fit recovers tau", fit_all(shared_runs, "rabenseifner", 17.9e9)[0].tau, truth_tau, rel=0.03)
+    # The compute: the processes alone where the file has them, else the one process, stretched by the share.
+    shared = dataclasses.replace(shared_runs[-1], cores_per_host=0.5)
+    check("compute: one process, half a core each", shared.compute_s, 0.19)
+    check("compute: the processes alone", dataclasses.replace(shared, alone_step_s=0.23).compute_s, 0.23)
     # A configuration run three times counts once, as its median.
     base = {"model": "t", "hosts": 2, "replicas_per_host": 1, "batch_per_replica": 8, "rate_bits_per_s": 1e9,
             "wire": "f32", "one_host_step_ms": 1}
@@ -980,7 +992,7 @@ def cmd_table(args):
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         p = r["hosts"]
-        compute = r["one_host_step_ms"] * r["replicas_per_host"] / r["cores_per_host"]
+        compute = compute_time(r["one_host_step_ms"], r["replicas_per_host"], r["cores_per_host"], r.get("alone_step_ms", 0))
         # Rabenseifner's (and a ring's) bytes each way per host: 2 (p - 1) / p of the block.
         line_ms = 2 * (p - 1) / p * r["wire_bytes_per_step"] * 8 / r["rate_bits_per_s"] * 1e3 if r["rate_bits_per_s"] else 0
         # The backward pass as two thirds of the forward + backward (its FLOPs are twice the forward's).

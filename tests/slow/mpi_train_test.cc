@@ -151,6 +151,21 @@ TEST(MpiTrain, AllReduceOverlapOnAndOffGiveTheSameBits) {
   EXPECT_TRUE(SameBits(dir + "/on.ckpt", dir + "/off.ckpt"))
       << "largest weight difference " << MaxWeightDifference(dir + "/on.ckpt", dir + "/off.ckpt");
   EXPECT_NE(on.output.find("cross-host all-reduce:"), std::string::npos) << on.output;
+  // A waiting rank that yields its core (STRATA_ALLREDUCE_WAIT=yield) waits for the same sums;
+  // a mode it does not know is refused by name.
+  auto yield = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=16384 STRATA_ALLREDUCE_WAIT=yield " + kMpirun + Strata() +
+                              common + "--out " + dir + "/yield.ckpt",
+                          true);
+  ASSERT_EQ(yield.exit_code, 0) << yield.output;
+  EXPECT_TRUE(SameBits(dir + "/on.ckpt", dir + "/yield.ckpt"))
+      << "largest weight difference " << MaxWeightDifference(dir + "/on.ckpt", dir + "/yield.ckpt");
+  auto bad = RunCommand("timeout 120 env " + MpiEnv() + "STRATA_ALLREDUCE_WAIT=sleep " + kMpirun + Strata() + common + "--out " +
+                            dir + "/bad.ckpt",
+                        true);
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("STRATA_ALLREDUCE_WAIT=sleep: expected spin (the default) or yield"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(fs::exists(dir + "/bad.ckpt"));
 }
 
 // Gradients as bf16 on the wire (STRATA_ALLREDUCE_WIRE=bf16): half the bytes cross, the

@@ -91,6 +91,11 @@ struct MpiOptions {
   // (docs/scaling.md has its accuracy cost); STRATA_ALLREDUCE_WIRE=bf16 turns it on. The
   // blocking AllReduceSum (batch-norm statistics, STRATA_ALLREDUCE_OVERLAP=0) stays f32.
   bool bf16_wire = false;
+  // A rank waiting for an all-reduce yields its core between tests instead of spinning in
+  // MPI_Waitall: for hosts whose ranks share cores (more ranks than cores), where it shortens
+  // each exchange round; off by default, since with a core of its own the yields hand it to the
+  // input pipeline's threads (docs/scaling.md has both measurements); STRATA_ALLREDUCE_WAIT=yield.
+  bool yield_core_while_waiting = false;
 };
 // Initialises MPI once per process (MPI_THREAD_MULTIPLE: the heartbeat thread talks to MPI
 // beside the main thread or replica 0, which never talk at the same time) and returns the

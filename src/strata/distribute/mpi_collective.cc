@@ -36,16 +36,18 @@ std::string MpiError(int code) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-// MPI_Waitall that gives the core away while it waits. Open MPI's wait spins in its progress
-// loop until the last request is done; where a core is shared (more ranks than cores, or the
-// input pipeline's threads beside the rank), the spinning rank keeps the peer it waits for off
-// the core until the scheduler's time slice ends, once per exchange round of the all-reduce
-// (docs/scaling.md, "Hosts sharing a core"). This tests, and between tests yields: where no
-// other thread wants the core, sched_yield returns at once and the wait is as prompt as
-// MPI_Waitall's (a sleep here cost 3 % of the step on a 100 Mbit/s link, bench/hosts_scaling.sh).
-int AwaitAll(std::vector<MPI_Request>& requests) {
+// MPI_Waitall, or (yield_core) a wait that gives the core away. Open MPI's wait spins in its
+// progress loop until the last request is done. Where ranks share a core (more ranks than
+// cores), the spinning rank keeps the peer it waits for off the core until the scheduler's time
+// slice ends, once per exchange round of the all-reduce; yielding between tests lets that peer
+// run at once (docs/scaling.md, "Hosts sharing a core": the round's cost fell from 9.2 to 1.1 ms).
+// It is not the default: where a rank has its core to itself but its input pipeline's threads
+// share it, each yield hands the core to a decoding thread for a slice, and ResNet50's step on
+// 2 hosts at 1 Gbit/s ran 9 % slower (bench/hosts_scaling.sh, 5 runs each way).
+int AwaitAll(std::vector<MPI_Request>& requests, bool yield_core) {
   if (requests.empty()) return MPI_SUCCESS;
   const int n = static_cast<int>(requests.size());
+  if (!yield_core) return MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE);
   for (;;) {
     int done = 0;
     const int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
@@ -66,10 +68,11 @@ void Bf16Sum(void* in, void* inout, int* len, MPI_Datatype*) {
 
 class MpiWorld final : public Collective {
  public:
-  MpiWorld(int rank, int size, int64_t bucket_bytes, bool can_overlap, bool bf16_wire, MPI_Comm grads,
+  MpiWorld(int rank, int size, int64_t bucket_bytes, bool can_overlap, bool bf16_wire, bool yield_core, MPI_Comm grads,
            std::vector<WorkerName> names, double floor, double heartbeat_timeout, double launcher_grace,
            std::shared_ptr<Heartbeats> heartbeats)
       : rank_(rank), size_(size), bucket_bytes_(bucket_bytes), can_overlap_(can_overlap), bf16_wire_(bf16_wire),
+        yield_core_(yield_core),
         grads_comm_(grads), heartbeats_(heartbeats),
         watchdog_(rank, std::move(names), floor, heartbeat_timeout, launcher_grace, std::move(heartbeats)) {
     if (bf16_wire_) MPI_Op_create(&Bf16Sum, /*commute=*/1, &bf16_sum_);
@@ -170,7 +173,7 @@ class MpiWorld final : public Collective {
     int rc = MPI_SUCCESS;
     if (!overlap_done_) {
       watchdog_.Arm("the gradient all-reduce");
-      rc = AwaitAll(overlap_requests_);
+      rc = AwaitAll(overlap_requests_, yield_core_);
       watchdog_.Disarm();
       overlap_end_ = std::chrono::steady_clock::now();
     }
@@ -197,7 +200,7 @@ class MpiWorld final : public Collective {
     watchdog_.Arm("barrier");
     barrier_request_.resize(1);
     int rc = MPI_Ibarrier(MPI_COMM_WORLD, barrier_request_.data());
-    if (rc == MPI_SUCCESS) rc = AwaitAll(barrier_request_);
+    if (rc == MPI_SUCCESS) rc = AwaitAll(barrier_request_, yield_core_);
     watchdog_.Disarm();
     return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI_Ibarrier: " + MpiError(rc));
   }
@@ -216,13 +219,13 @@ class MpiWorld final : public Collective {
       MPI_Request req;
       int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + off * elem, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
       if (rc != MPI_SUCCESS) {
-        AwaitAll(requests_);
+        AwaitAll(requests_, yield_core_);
         watchdog_.Disarm();
         return Internal(std::string("MPI_Iallreduce: ") + MpiError(rc));
       }
       requests_.push_back(req);
     }
-    int rc = AwaitAll(requests_);
+    int rc = AwaitAll(requests_, yield_core_);
     watchdog_.Disarm();
     if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Testall (waiting for the all-reduce): ") + MpiError(rc));
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -240,6 +243,7 @@ class MpiWorld final : public Collective {
   std::vector<MPI_Request> requests_;  // reused: no allocation per step
   std::vector<MPI_Request> barrier_request_;
   bool can_overlap_, bf16_wire_;
+  bool yield_core_;  // MpiOptions::yield_core_while_waiting
   MPI_Op bf16_sum_ = MPI_OP_NULL;
   MPI_Comm grads_comm_;                       // the overlapped buckets' own channel
   // A bf16 wire: this step's buckets as sent, and where each comes back to.
@@ -309,6 +313,12 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
       return InvalidArgument("STRATA_ALLREDUCE_WIRE=" + wire + ": expected f32 (the default) or bf16");
     options.bf16_wire = wire == "bf16";
   }
+  if (const char* w = std::getenv("STRATA_ALLREDUCE_WAIT")) {
+    const std::string wait = w;
+    if (wait != "spin" && wait != "yield")
+      return InvalidArgument("STRATA_ALLREDUCE_WAIT=" + wait + ": expected spin (the default) or yield");
+    options.yield_core_while_waiting = wait == "yield";
+  }
   if (options.bucket_bytes < 1024) options.bucket_bytes = 1024;
   int rank = 0, size = 1, level = MPI_THREAD_SINGLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -342,7 +352,8 @@ Result<std::shared_ptr<Collective>> MpiCollective(MpiOptions options) {
     std::lock_guard<std::mutex> hb_lock(g_heartbeats_mu);
     g_heartbeats = heartbeats;
   }
-  auto c = std::make_shared<MpiWorld>(rank, size, options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, options.bf16_wire, grads,
+  auto c = std::make_shared<MpiWorld>(rank, size, options.bucket_bytes, level >= MPI_THREAD_SERIALIZED, options.bf16_wire,
+                                      options.yield_core_while_waiting, grads,
                                       std::move(names),
                                       options.timeout_seconds > 0 ? options.timeout_seconds : 30,
                                       options.heartbeat_timeout_seconds, options.launcher_grace_seconds, std::move(heartbeats));

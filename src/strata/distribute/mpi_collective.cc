@@ -180,7 +180,7 @@ class MpiWorld final : public Collective {
     overlap_requests_.clear();
     if (rc != MPI_SUCCESS) {
       staged_buckets_.clear();
-      return Internal("MPI_Testall (waiting for the gradient buckets): " + MpiError(rc));
+      return Internal("waiting for the gradient buckets: " + MpiError(rc));
     }
     for (size_t k = 0; k < staged_buckets_.size(); ++k)
       for (int64_t i = 0; i < staged_buckets_[k].n; ++i) staged_buckets_[k].data[i] = ToF32(staging_[k][static_cast<size_t>(i)]);
@@ -202,7 +202,7 @@ class MpiWorld final : public Collective {
     int rc = MPI_Ibarrier(MPI_COMM_WORLD, barrier_request_.data());
     if (rc == MPI_SUCCESS) rc = AwaitAll(barrier_request_, yield_core_);
     watchdog_.Disarm();
-    return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI_Ibarrier: " + MpiError(rc));
+    return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI barrier: " + MpiError(rc));
   }
 
  private:
@@ -227,7 +227,7 @@ class MpiWorld final : public Collective {
     }
     int rc = AwaitAll(requests_, yield_core_);
     watchdog_.Disarm();
-    if (rc != MPI_SUCCESS) return Internal(std::string("MPI_Testall (waiting for the all-reduce): ") + MpiError(rc));
+    if (rc != MPI_SUCCESS) return Internal(std::string("waiting for the all-reduce: ") + MpiError(rc));
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.all_reduce_calls += 1;
     stats_.all_reduce_bytes += n * elem;

@@ -44,13 +44,12 @@ std::string MpiError(int code) {
 // It is not the default: where a rank has its core to itself but its input pipeline's threads
 // share it, each yield hands the core to a decoding thread for a slice, and ResNet50's step on
 // 2 hosts at 1 Gbit/s ran 9 % slower (bench/hosts_scaling.sh, 5 runs each way).
-int AwaitAll(std::vector<MPI_Request>& requests, bool yield_core) {
-  if (requests.empty()) return MPI_SUCCESS;
-  const int n = static_cast<int>(requests.size());
-  if (!yield_core) return MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE);
+int AwaitAll(int n, MPI_Request* requests, bool yield_core) {
+  if (n == 0) return MPI_SUCCESS;
+  if (!yield_core) return MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
   for (;;) {
     int done = 0;
-    const int rc = MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE);
+    const int rc = MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS || done) return rc;
     sched_yield();
   }
@@ -173,7 +172,7 @@ class MpiWorld final : public Collective {
     int rc = MPI_SUCCESS;
     if (!overlap_done_) {
       watchdog_.Arm("the gradient all-reduce");
-      rc = AwaitAll(overlap_requests_, yield_core_);
+      rc = AwaitAll(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), yield_core_);
       watchdog_.Disarm();
       overlap_end_ = std::chrono::steady_clock::now();
     }
@@ -198,9 +197,9 @@ class MpiWorld final : public Collective {
 
   Status Barrier() override {
     watchdog_.Arm("barrier");
-    barrier_request_.resize(1);
-    int rc = MPI_Ibarrier(MPI_COMM_WORLD, barrier_request_.data());
-    if (rc == MPI_SUCCESS) rc = AwaitAll(barrier_request_, yield_core_);
+    MPI_Request request;
+    int rc = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    if (rc == MPI_SUCCESS) rc = AwaitAll(1, &request, yield_core_);
     watchdog_.Disarm();
     return rc == MPI_SUCCESS ? Status::OK() : Internal("MPI barrier: " + MpiError(rc));
   }
@@ -219,13 +218,13 @@ class MpiWorld final : public Collective {
       MPI_Request req;
       int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + off * elem, count, type, MPI_SUM, MPI_COMM_WORLD, &req);
       if (rc != MPI_SUCCESS) {
-        AwaitAll(requests_, yield_core_);
+        AwaitAll(static_cast<int>(requests_.size()), requests_.data(), yield_core_);
         watchdog_.Disarm();
         return Internal(std::string("MPI_Iallreduce: ") + MpiError(rc));
       }
       requests_.push_back(req);
     }
-    int rc = AwaitAll(requests_, yield_core_);
+    int rc = AwaitAll(static_cast<int>(requests_.size()), requests_.data(), yield_core_);
     watchdog_.Disarm();
     if (rc != MPI_SUCCESS) return Internal(std::string("waiting for the all-reduce: ") + MpiError(rc));
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -241,7 +240,6 @@ class MpiWorld final : public Collective {
   int rank_, size_;
   int64_t bucket_bytes_;
   std::vector<MPI_Request> requests_;  // reused: no allocation per step
-  std::vector<MPI_Request> barrier_request_;
   bool can_overlap_, bf16_wire_;
   bool yield_core_;  // MpiOptions::yield_core_while_waiting
   MPI_Op bf16_sum_ = MPI_OP_NULL;

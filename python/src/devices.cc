@@ -33,6 +33,7 @@ py::dict HostInfoDict(const distribute::HostInfo& h, bool this_host) {
   d["f32_kernel"] = h.peak.f32_kernel;
   d["bf16_kernel"] = h.peak.bf16_kernel;
   d["peak_from_cache"] = h.peak.from_cache;
+  d["peak_provisional"] = h.peak.provisional;
   d["precisions"] = precisions;
   return d;
 }
@@ -86,10 +87,12 @@ void RegisterMonitor(py::module_& m) {
       .def("step_begin", [](FitMonitor& self, int replica) { if (self.running()) self.StepBegin(replica); },
            py::arg("replica"))
       .def("step_end",
-           [](FitMonitor& self, int replica, double matrix_flops, int64_t examples) {
-             if (self.running()) self.StepEnd(replica, matrix_flops, examples);
+           [](FitMonitor& self, int replica, double matrix_flops, int64_t examples, double executed_flops) {
+             // A negative executed count: the kernels executed what they counted.
+             if (self.running())
+               self.StepEnd(replica, matrix_flops, examples, executed_flops >= 0 ? executed_flops : matrix_flops);
            },
-           py::arg("replica"), py::arg("matrix_flops"), py::arg("examples"))
+           py::arg("replica"), py::arg("matrix_flops"), py::arg("examples"), py::arg("executed_flops") = -1.0)
       .def("input_wait_begin", [](FitMonitor& self, int replica) { if (self.running()) self.InputWaitBegin(replica); },
            py::arg("replica"))
       .def("input_wait_end", [](FitMonitor& self, int replica) { if (self.running()) self.InputWaitEnd(replica); },

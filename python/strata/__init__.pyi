@@ -24,10 +24,11 @@ class Device:
     bf16_kernel: str
     peak_from_cache: bool
     precisions: List[str]
+    peak_provisional: bool
     def __init__(self, hostname: str, cpu_model: str, cores: int, cpu_ids: List[int], isa: List[str],
                  memory_bytes: int, replicas: int, peak_f32_gflops_per_core: float,
                  peak_bf16_gflops_per_core: float, f32_kernel: str, bf16_kernel: str, peak_from_cache: bool,
-                 precisions: List[str]) -> None: ...
+                 precisions: List[str], peak_provisional: bool = ...) -> None: ...
     @property
     def device_type(self) -> str: ...
 

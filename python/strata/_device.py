@@ -10,6 +10,7 @@ class Device:
     ``peak_f32_gflops_per_core`` / ``peak_bf16_gflops_per_core`` are measured on this machine
     (cached per machine; ``strata.devices(recalibrate=True)`` measures again); the monitor's
     utilization % divides by them. ``peak_bf16_gflops_per_core`` is 0 without AVX512_BF16.
+    ``peak_provisional``: the figure may be low and is measured again at the next start.
     """
 
     hostname: str
@@ -25,6 +26,9 @@ class Device:
     bf16_kernel: str
     peak_from_cache: bool
     precisions: List[str]
+    # The figure may be low (measured on a busy machine, or raised to a rate a run executed):
+    # the next start measures it again (docs/monitor.md, "The peak").
+    peak_provisional: bool = False
 
     @property
     def device_type(self) -> str:

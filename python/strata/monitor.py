@@ -69,10 +69,14 @@ class Monitor:
         """Replica ``replica`` starts a step (ignored unless running)."""
         self._cpp.step_begin(replica)
 
-    def step_end(self, replica: int = 0, matrix_flops: float = 0.0, examples: int = 0) -> None:
+    def step_end(self, replica: int = 0, matrix_flops: float = 0.0, examples: int = 0,
+                 executed_flops: float | None = None) -> None:
         """Replica ``replica`` ended a step that ran ``matrix_flops`` FLOPs of matrix kernels on
-        ``examples`` examples (ignored unless running)."""
-        self._cpp.step_end(replica, float(matrix_flops), int(examples))
+        ``examples`` examples (ignored unless running). ``executed_flops``: what the kernels
+        executed of them where that is fewer (a Winograd convolution); the calibrated peak is
+        corrected when a window's executed rate beats it. Default: ``matrix_flops``."""
+        self._cpp.step_end(replica, float(matrix_flops), int(examples),
+                           -1.0 if executed_flops is None else float(executed_flops))
 
     def input_wait_begin(self, replica: int = 0) -> None:
         """Replica ``replica`` starts waiting for input (its idle time)."""

@@ -55,9 +55,13 @@ TEST_F(DevicesCli, JsonHasTheDocumentedFields) {
   EXPECT_EQ(precisions, backend::TrainablePrecisions());
   EXPECT_EQ(precisions.front(), "f32");
   EXPECT_EQ(precisions.size(), testing::Bf16MustRun() ? 2u : 1u) << "bf16 runs exactly where the CPU's flags say: " << r.output;
-  // The second run reads the cache written by the first.
+  // The second run reads the cache written by the first, unless the first figure was doubtful
+  // (another test beside this one shared a core): that one is measured again.
+  EXPECT_TRUE(j["peak_provisional"].is_boolean()) << r.output;
+  EXPECT_TRUE(j["peak_cores_measured"].is_number()) << r.output;
   auto again = RunCommand(env_ + Strata() + " devices --json");
-  EXPECT_TRUE(nlohmann::json::parse(again.output)["peak_from_cache"].get<bool>());
+  EXPECT_EQ(nlohmann::json::parse(again.output)["peak_from_cache"].get<bool>(), !j["peak_provisional"].get<bool>())
+      << r.output;
 }
 
 TEST_F(DevicesCli, TasksetOneCoreMeansOneReplica) {

@@ -17,10 +17,12 @@ TEST(FlagsDevices, RecalibrateMeasuresAgainInsteadOfTheCachedPeak) {
   auto first = RunCommand(devices);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find(", measured now"), std::string::npos) << "no cache yet:\n" << first.output;
+  // A doubtful first figure (a core shared with another test) is measured again at the next start.
+  const bool provisional = first.output.find(", provisional") != std::string::npos;
   auto cached = RunCommand(devices);
   ASSERT_EQ(cached.exit_code, 0) << cached.output;
-  EXPECT_NE(cached.output.find(", cached"), std::string::npos) << cached.output;
-  EXPECT_EQ(cached.output.find(", measured now"), std::string::npos) << cached.output;
+  EXPECT_EQ(cached.output.find(", cached") != std::string::npos, !provisional) << first.output << cached.output;
+  EXPECT_EQ(cached.output.find(", measured now") != std::string::npos, provisional) << first.output << cached.output;
   auto again = RunCommand(devices + " --recalibrate");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find(", measured now"), std::string::npos) << again.output;

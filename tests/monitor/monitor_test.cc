@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -477,6 +478,76 @@ TEST(MonitorTest, JsonLinesReporterWritesStartWindowsAndReport) {
     if (l["type"] == "window") flops += l["window"]["matrix_flops"].get<double>();
   EXPECT_GE(flops, 2e8);
   EXPECT_LE(flops, 4e8 + 1);
+}
+
+// Runs steps of about 10 ms for `seconds` on one replica, reporting FLOPs at the given rates
+// (GFLOP/s) of each step's measured length: counted (utilization %) and executed (the peak check).
+std::vector<Window> RunAtRates(double counted_gflops, double executed_gflops, double seconds,
+                               InputPipelineReport* report) {
+  std::vector<Window> windows;
+  auto m = Monitor::Create({.interval_seconds = 0.2, .replicas = 1});  // the calibrated (cached) peak
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return windows;
+  (*m)->AddReporter(std::make_unique<Collect>(&windows));
+  EXPECT_TRUE((*m)->Start().ok());
+  Stopwatch run;
+  while (run.ElapsedSeconds() < seconds) {
+    (*m)->StepBegin(0);
+    Stopwatch step;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const double s = step.ElapsedSeconds();
+    (*m)->StepEnd(0, counted_gflops * 1e9 * s, 1, executed_gflops * 1e9 * s);
+  }
+  auto r = (*m)->Stop();
+  EXPECT_TRUE(r.ok());
+  if (r.ok()) *report = *r;
+  return windows;
+}
+
+// A peak is an upper bound, checked against what the kernels execute: a Winograd-like step that
+// counts 3x what it executes reads 150 % of a cached peak that is right for what runs, and is not
+// "corrected"; a step executing twice the cached peak proves it low, and the peak is measured
+// again (the real calibration kernel) before that window is published.
+TEST(MonitorTest, ACalibratedPeakIsCorrectedByExecutedFlopsNotCountedOnes) {
+  const std::string cache = TempPath("peak-cache");
+  std::filesystem::remove_all(cache);
+  std::filesystem::create_directories(cache);
+  setenv("STRATA_CACHE_DIR", cache.c_str(), 1);
+  auto cache_peak = [](double f32) {
+    nlohmann::json j = {{"f32_gflops_per_core", f32}, {"bf16_gflops_per_core", 0}};
+    ASSERT_TRUE(WriteFileAtomic(PeakCachePath(), j.dump()).ok());
+  };
+  cache_peak(10);  // every CPU here does more than 10 GFLOP/s a core; the steps say 5 and 15
+  InputPipelineReport report;
+  std::vector<Window> counted = RunAtRates(15, 5, 0.7, &report);
+  ASSERT_GE(counted.size(), 2u);
+  for (const Window& w : counted) {
+    EXPECT_EQ(w.peak_correction, "") << "window " << w.index;
+    EXPECT_EQ(w.peak_gflops_per_core, 10) << "window " << w.index;
+  }
+  EXPECT_GT(counted[0].utilization_pct, 100) << "the direct count of a Winograd step may pass 100 %";
+  EXPECT_TRUE(report.peak_corrections.empty());
+
+  cache_peak(10);
+  std::vector<Window> executed = RunAtRates(20, 20, 0.7, &report);
+  ASSERT_GE(executed.size(), 2u);
+  EXPECT_NE(executed[0].peak_correction.find("peak f32 corrected: the kernels executed"), std::string::npos)
+      << executed[0].peak_correction;
+  for (const Window& w : executed) {
+    EXPECT_GE(w.peak_gflops_per_core, 15) << "window " << w.index;  // at least what was observed
+    EXPECT_LE(w.utilization_pct, 105) << "window " << w.index;      // the peak, plus its noise
+    if (w.index > 0) EXPECT_EQ(w.peak_correction, "") << "corrected once";
+  }
+  ASSERT_EQ(report.peak_corrections.size(), 1u);
+  EXPECT_EQ(report.peak_gflops_per_core, executed.back().peak_gflops_per_core);
+  EXPECT_LE(report.utilization_pct, 105);
+  auto text = ReadFileToString(PeakCachePath());
+  ASSERT_TRUE(text.ok());
+  const nlohmann::json cached = nlohmann::json::parse(*text);
+  EXPECT_TRUE(cached["provisional"].get<bool>()) << *text;
+  EXPECT_EQ(cached["f32_gflops_per_core"].get<double>(), report.peak_gflops_per_core) << *text;
+  unsetenv("STRATA_CACHE_DIR");
+  std::filesystem::remove_all(cache);
 }
 
 TEST(MonitorTest, JsonLinesReporterRefusesAPathItCannotCreate) {

@@ -14,6 +14,12 @@ int64_t Program::matrix_flops_per_step() const {
   return f;
 }
 
+int64_t Program::executed_matrix_flops_per_step() const {
+  int64_t f = 0;
+  for (const KernelInfo& k : kernels()) f += k.ExecutedMatrixFlops();
+  return f;
+}
+
 int64_t Program::flops_per_step() const {
   int64_t f = 0;
   for (const KernelInfo& k : kernels()) f += k.matrix_flops + k.other_flops;

@@ -129,8 +129,14 @@ struct KernelInfo {
   std::string op;       // "conv_fwd", "bn_bwd", "reorder", "sgd" ...
   std::string impl;     // oneDNN implementation ("jit:avx512_core") or "strata:avx512"
   std::string shapes;   // "f32[128,28,28,1] x f32[3,3,1,32] -> bf16[128,28,28,32]"
-  int64_t matrix_flops = 0;  // conv and matmul multiply-adds x 2
+  int64_t matrix_flops = 0;  // conv and matmul multiply-adds x 2 (the direct count)
   int64_t other_flops = 0;   // element-wise and reduction work (approximate: 1 per element op)
+  // What the kernel executes of matrix_flops where that differs: a Winograd F(4x4, 3x3)
+  // convolution multiplies 6x6 transformed tiles, 36 products for 16 outputs where the direct
+  // count has 144. -1: matrix_flops. The peak's self-correction compares this (a rate counted
+  // directly could beat a right peak), the utilization % quotes matrix_flops.
+  int64_t executed_matrix_flops = -1;
+  int64_t ExecutedMatrixFlops() const { return executed_matrix_flops >= 0 ? executed_matrix_flops : matrix_flops; }
 };
 
 // Sums data[0, n) in place over every replica of the step (synchronized batch norm), each
@@ -182,8 +188,9 @@ class Program {
   virtual std::shared_ptr<VariableStore> shared_variables() = 0;
 
   virtual const std::vector<KernelInfo>& kernels() const = 0;
-  // Sums over kernels(): the FLOPs of one Run().
+  // Sums over kernels(): the FLOPs of one Run() (executed: KernelInfo::ExecutedMatrixFlops).
   int64_t matrix_flops_per_step() const;
+  int64_t executed_matrix_flops_per_step() const;
   int64_t flops_per_step() const;
   // Bytes of the planned arena (intermediate values) and of all program-owned memory.
   virtual int64_t arena_bytes() const = 0;

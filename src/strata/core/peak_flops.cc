@@ -3,16 +3,20 @@
 #include <immintrin.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
 #include "strata/core/file.h"
+#include "strata/core/pinned_threads.h"
 
 namespace strata {
 namespace {
@@ -94,101 +98,199 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// The best GFLOP/s of `repeats` runs of about `seconds` of CPU time each, by the thread's CPU
-// time (what the core did while it ran this thread: a busy machine that shares the core
-// stretches the wall clock, not this) and by the wall clock (which only a quiet core matches).
-struct Rates {
-  double cpu = 0, wall = 0;
+using Kernel = double (*)(int64_t, float*);
+
+// The multiply-add kernel of a unit on this CPU (STRATA_MAX_ISA honoured), or none.
+struct UnitKernel {
+  Kernel fn = nullptr;
+  std::string name;
 };
 
-Rates BestGflops(const std::function<double(int64_t, float*)>& kernel, int repeats, double seconds) {
-  float sink = 0;
-  // Size the iteration count from a short probe so each repeat lasts about `seconds`.
+UnitKernel KernelFor(DType dtype, const CpuIsa& isa) {
+  if (dtype == DType::kBF16) {
+    if (isa.avx512_bf16) return {Avx512Bf16Kernel, "avx512-bf16-dp"};
+    return {};
+  }
+  if (isa.avx512f) return {Avx512FmaKernel, "avx512-fma"};
+  if (isa.avx2) return {Avx2FmaKernel, "avx2-fma"};
+  return {ScalarKernel, "scalar"};
+}
+
+// The iteration count that makes one run of `kernel` last about `seconds` of CPU time.
+int64_t SizeRun(Kernel kernel, double seconds, float* sink) {
   int64_t iters = 1 << 14;
   for (;;) {
     const double c0 = ThreadCpuSeconds();
-    kernel(iters, &sink);
-    double t = ThreadCpuSeconds() - c0;
-    if (t > 0.01) {
-      iters = static_cast<int64_t>(static_cast<double>(iters) * seconds / t) + 1;
-      break;
-    }
+    kernel(iters, sink);
+    const double t = ThreadCpuSeconds() - c0;
+    if (t > 0.01) return static_cast<int64_t>(static_cast<double>(iters) * seconds / t) + 1;
     iters *= 4;
   }
-  Rates best;
+}
+
+// One core's runs of a kernel: each run's GFLOP/s by the thread's CPU time and by the wall clock.
+struct CoreRuns {
+  int cpu = -1;
+  std::vector<double> by_cpu, by_wall;
+  double best_cpu() const { return by_cpu.empty() ? 0 : *std::max_element(by_cpu.begin(), by_cpu.end()); }
+  double best_wall() const { return by_wall.empty() ? 0 : *std::max_element(by_wall.begin(), by_wall.end()); }
+  // Runs within 5 % of the best: one alone does not confirm it.
+  int confirming() const {
+    const double b = best_cpu();
+    return static_cast<int>(std::count_if(by_cpu.begin(), by_cpu.end(), [b](double g) { return g >= 0.95 * b; }));
+  }
+};
+
+void TimedRuns(Kernel kernel, int64_t iters, int repeats, float* sink, CoreRuns* out) {
   for (int r = 0; r < repeats; ++r) {
     Stopwatch sw;
     const double c0 = ThreadCpuSeconds();
-    const double flops = kernel(iters, &sink);
+    const double flops = kernel(iters, sink);
     const double cpu = ThreadCpuSeconds() - c0, wall = sw.ElapsedSeconds();
-    if (cpu > 0) best.cpu = std::max(best.cpu, flops / cpu * 1e-9);
-    best.wall = std::max(best.wall, flops / wall * 1e-9);
+    out->by_cpu.push_back(cpu > 0 ? flops / cpu * 1e-9 : 0);
+    out->by_wall.push_back(wall > 0 ? flops / wall * 1e-9 : 0);
   }
-  volatile float keep = sink;  // the results are used, so the chains cannot be dropped
-  (void)keep;
-  return best;
 }
 
-// Keeps the calling thread on the core it is on while it measures (a migration mid-run
-// would mix two cores' clocks), and restores its affinity after.
-class PinToThisCore {
- public:
-  PinToThisCore() {
-    const int cpu = ::sched_getcpu();
-    pinned_ = cpu >= 0 && ::sched_getaffinity(0, sizeof(old_), &old_) == 0;
-    if (!pinned_) return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pinned_ = ::sched_setaffinity(0, sizeof(one), &one) == 0;
-  }
-  ~PinToThisCore() {
-    if (pinned_) ::sched_setaffinity(0, sizeof(old_), &old_);
-  }
-  PinToThisCore(const PinToThisCore&) = delete;
-  PinToThisCore& operator=(const PinToThisCore&) = delete;
+// Runs `kernel` on every CPU of `cpus` at once, one pinned thread each: each sizes its runs,
+// waits for the others (a core's sibling busy or idle changes its rate), then does `repeats`
+// runs of about `seconds`.
+std::vector<CoreRuns> RunOnCores(Kernel kernel, const std::vector<int>& cpus, int repeats, double seconds) {
+  std::vector<CoreRuns> runs(cpus.size());
+  std::vector<int64_t> iters(cpus.size());
+  std::vector<float> sinks(cpus.size());
+  RunPinnedAtOnce(
+      cpus, [&](size_t i) { iters[i] = SizeRun(kernel, seconds, &sinks[i]); },
+      [&](size_t i) {
+        runs[i].cpu = cpus[i];
+        TimedRuns(kernel, iters[i], repeats, &sinks[i], &runs[i]);
+      });
+  volatile float keep = sinks.empty() ? 0 : sinks[0];  // the results are used, so the chains cannot be dropped
+  (void)keep;
+  return runs;
+}
 
- private:
-  cpu_set_t old_{};
-  bool pinned_ = false;
+// What the runs of one unit say: the figure (the best core's best run by CPU time) and what
+// may have made it low.
+struct UnitReading {
+  double gflops = 0;
+  double wall_share = 1;  // the best core's best wall-clock rate / its CPU-time rate
+  double disagree = 0;    // 0: confirmed; else how far the runs or the cores are apart (0.14 = 14 %)
 };
 
-// A line when the wall clock says the core was shared (its best rate under 90 % of the
-// CPU-time rate): the figure kept is the CPU-time one, which the sharing does not lower.
-void NoteSharing(const char* what, const Rates& r, std::string* note) {
-  if (r.cpu <= 0 || r.wall >= 0.9 * r.cpu) return;
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "%sthe core was shared while measuring the %s peak (by the wall clock %.0f%% of it): kept %.1f GFLOP/s from CPU time",
-                note->empty() ? "" : "; ", what, 100.0 * r.wall / r.cpu, r.cpu);
-  *note += buf;
+UnitReading Read(const std::vector<CoreRuns>& cores) {
+  UnitReading u;
+  double lowest = 0;
+  const CoreRuns* best = nullptr;
+  for (const CoreRuns& c : cores) {
+    if (!best || c.best_cpu() > best->best_cpu()) best = &c;
+    lowest = lowest == 0 ? c.best_cpu() : std::min(lowest, c.best_cpu());
+  }
+  if (!best || best->best_cpu() <= 0) return u;
+  u.gflops = best->best_cpu();
+  for (const CoreRuns& c : cores)
+    if (c.best_cpu() > 0) u.wall_share = std::min(u.wall_share, c.best_wall() / c.best_cpu());
+  const double across = 1 - lowest / u.gflops;
+  if (across > 0.10) u.disagree = across;
+  if (best->confirming() < 2) {
+    // The best run stands alone: how far the next one is below it.
+    std::vector<double> v = best->by_cpu;
+    std::sort(v.rbegin(), v.rend());
+    u.disagree = std::max(u.disagree, v.size() > 1 ? 1 - v[1] / v[0] : 0.0);
+  }
+  return u;
 }
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", 100.0 * share);
+  return buf;
+}
+
+void Append(std::string* note, const std::string& part) { *note += (note->empty() ? "" : "; ") + part; }
+
+// Says what may have made a unit's reading low; true when anything did.
+bool Judge(const char* what, const UnitReading& u, std::string* note) {
+  bool doubtful = false;
+  if (u.wall_share < 0.9) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf),
+                  "the core was shared while measuring the %s peak (by the wall clock %s of it): kept %.1f GFLOP/s "
+                  "from CPU time",
+                  what, Percent(u.wall_share).c_str(), u.gflops);
+    Append(note, buf);
+    doubtful = true;
+  }
+  if (u.disagree > 0) {
+    Append(note, std::string("the ") + what + " runs disagreed by " + Percent(u.disagree));
+    doubtful = true;
+  }
+  return doubtful;
+}
+
+// The CPUs the calibration runs on at once: the affinity mask, no more than a CPU quota allows.
+std::vector<int> CalibrationCpus() {
+  std::vector<int> cpus = UsableCpuList();
+  const size_t quota = static_cast<size_t>(std::max(1, UsableCores()));
+  if (cpus.size() > quota) cpus.resize(quota);
+  return cpus;
+}
+
+int64_t ProcStatSteal(const std::vector<int>& cpus) {
+  auto text = ReadFileToString("/proc/stat");
+  return text.ok() ? StealTicks(*text, cpus) : 0;
+}
+
+constexpr int kRepeats = 5;
+constexpr double kSeconds = 0.04;  // per run: 5 runs + sizing ~0.25 s a unit, every core at once
 
 }  // namespace
 
+int64_t StealTicks(const std::string& proc_stat, const std::vector<int>& cpus) {
+  int64_t ticks = 0;
+  std::istringstream in(proc_stat);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+    std::istringstream f(line.substr(3));
+    int cpu = -1;
+    int64_t v[8] = {};  // user nice system idle iowait irq softirq steal
+    f >> cpu;
+    for (int64_t& x : v) f >> x;
+    if (f && std::find(cpus.begin(), cpus.end(), cpu) != cpus.end()) ticks += v[7];
+  }
+  return ticks;
+}
+
 PeakFlops MeasurePeakFlops() {
   const CpuIsa& isa = HostIsa();
+  const std::vector<int> cpus = CalibrationCpus();
   PeakFlops p;
-  constexpr int kRepeats = 5;
-  constexpr double kSeconds = 0.05;
-  PinToThisCore pin;
-  Rates f32;
-  if (isa.avx512f) {
-    p.f32_kernel = "avx512-fma";
-    f32 = BestGflops(Avx512FmaKernel, kRepeats, kSeconds);
-  } else if (isa.avx2) {
-    p.f32_kernel = "avx2-fma";
-    f32 = BestGflops(Avx2FmaKernel, kRepeats, kSeconds);
-  } else {
-    p.f32_kernel = "scalar";
-    f32 = BestGflops(ScalarKernel, kRepeats, kSeconds);
+  p.cores_measured = static_cast<int>(cpus.size());
+  const int64_t steal0 = ProcStatSteal(cpus);
+  Stopwatch sw;
+  const UnitKernel f32 = KernelFor(DType::kF32, isa);
+  p.f32_kernel = f32.name;
+  const UnitReading f32_reading = Read(RunOnCores(f32.fn, cpus, kRepeats, kSeconds));
+  p.f32_gflops_per_core = f32_reading.gflops;
+  bool doubtful = Judge("f32", f32_reading, &p.note);
+  if (const UnitKernel bf16 = KernelFor(DType::kBF16, isa); bf16.fn) {
+    p.bf16_kernel = bf16.name;
+    const UnitReading bf16_reading = Read(RunOnCores(bf16.fn, cpus, kRepeats, kSeconds));
+    p.bf16_gflops_per_core = bf16_reading.gflops;
+    doubtful |= Judge("bf16", bf16_reading, &p.note);
   }
-  p.f32_gflops_per_core = f32.cpu;
-  NoteSharing("f32", f32, &p.note);
-  if (isa.avx512_bf16) {
-    p.bf16_kernel = "avx512-bf16-dp";
-    const Rates bf16 = BestGflops(Avx512Bf16Kernel, kRepeats, kSeconds);
-    p.bf16_gflops_per_core = bf16.cpu;
-    NoteSharing("bf16", bf16, &p.note);
+  // Steal is counted in clock ticks (10 ms): more than one and 2 % of the cores' time is not noise.
+  const double tick = 1.0 / static_cast<double>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
+  const double stolen = static_cast<double>(ProcStatSteal(cpus) - steal0) * tick;
+  const double core_seconds = sw.ElapsedSeconds() * static_cast<double>(cpus.size());
+  if (stolen > 1.5 * tick && stolen > 0.02 * core_seconds) {
+    Append(&p.note, "the hypervisor stole " + Percent(stolen / core_seconds) + " of the measuring cores' time");
+    doubtful = true;
+  }
+  if (doubtful) {
+    p.provisional = true;
+    p.note = "measured on " + std::to_string(cpus.size()) + " core(s) at once: " + p.note +
+             ": provisional, measured again at the next start";
   }
   return p;
 }
@@ -211,36 +313,149 @@ std::string MachineKey() {
   return buf;
 }
 
-Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
-  const std::string path = UserCacheDir() + "/peak-flops-" + MachineKey() + ".json";
-  if (!recalibrate) {
-    auto text = ReadFileToString(path);
-    if (text.ok()) {
-      auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("f32_gflops_per_core") && j["f32_gflops_per_core"].is_number() &&
-          j.contains("bf16_gflops_per_core") && j["bf16_gflops_per_core"].is_number()) {
-        PeakFlops p;
-        p.f32_gflops_per_core = j["f32_gflops_per_core"].get<double>();
-        p.bf16_gflops_per_core = j["bf16_gflops_per_core"].get<double>();
-        p.f32_kernel = j.value("f32_kernel", "");
-        p.bf16_kernel = j.value("bf16_kernel", "");
-        p.note = j.value("note", "");
-        p.from_cache = true;
-        if (p.f32_gflops_per_core > 0) return p;
-      }
-    }
-  }
-  PeakFlops p = MeasurePeakFlops();
+std::string PeakCachePath() { return UserCacheDir() + "/peak-flops-" + MachineKey() + ".json"; }
+
+namespace {
+
+// The cache file: the figures, how they were measured, and the highest rates runs observed
+// (floors: a later measurement that reads below a rate the kernels reached is low).
+struct CachedPeak {
+  PeakFlops peak;
+  double observed_f32 = 0, observed_bf16 = 0;
+};
+
+std::optional<CachedPeak> ReadCache(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return std::nullopt;
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("f32_gflops_per_core") || !j["f32_gflops_per_core"].is_number() ||
+      !j.contains("bf16_gflops_per_core") || !j["bf16_gflops_per_core"].is_number())
+    return std::nullopt;
+  CachedPeak c;
+  PeakFlops& p = c.peak;
+  p.f32_gflops_per_core = j["f32_gflops_per_core"].get<double>();
+  p.bf16_gflops_per_core = j["bf16_gflops_per_core"].get<double>();
+  if (!(p.f32_gflops_per_core > 0) || !std::isfinite(p.f32_gflops_per_core) || !std::isfinite(p.bf16_gflops_per_core))
+    return std::nullopt;
+  auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; };
+  p.f32_kernel = j.value("f32_kernel", "");
+  p.bf16_kernel = j.value("bf16_kernel", "");
+  p.note = j.value("note", "");
+  p.provisional = j.contains("provisional") && j["provisional"].is_boolean() && j["provisional"].get<bool>();
+  p.cores_measured = static_cast<int>(number("cores_measured"));
+  p.from_cache = true;
+  c.observed_f32 = number("observed_f32_gflops_per_core");
+  c.observed_bf16 = number("observed_bf16_gflops_per_core");
+  return c;
+}
+
+// A cache that cannot be written only costs a measurement at the next start.
+bool WriteCache(const std::string& path, const CachedPeak& c) {
+  const PeakFlops& p = c.peak;
   nlohmann::json j = {{"cpu_model", CpuModelName()},
                       {"f32_gflops_per_core", p.f32_gflops_per_core},
                       {"bf16_gflops_per_core", p.bf16_gflops_per_core},
                       {"f32_kernel", p.f32_kernel},
                       {"bf16_kernel", p.bf16_kernel},
+                      {"provisional", p.provisional},
+                      {"cores_measured", p.cores_measured},
+                      {"observed_f32_gflops_per_core", c.observed_f32},
+                      {"observed_bf16_gflops_per_core", c.observed_bf16},
                       {"note", p.note}};
   std::error_code ec;
   std::filesystem::create_directories(UserCacheDir(), ec);
-  (void)WriteFileAtomic(path, j.dump(2) + "\n");  // a read-only cache only costs a re-measure
+  return WriteFileAtomic(path, j.dump(2) + "\n").ok();
+}
+
+std::string Gflops(double g) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", g);
+  return buf;
+}
+
+}  // namespace
+
+Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
+  const std::string path = PeakCachePath();
+  std::optional<CachedPeak> cached = recalibrate ? std::nullopt : ReadCache(path);
+  if (cached && !cached->peak.provisional) return cached->peak;
+  CachedPeak now;
+  now.peak = MeasurePeakFlops();
+  PeakFlops& p = now.peak;
+  if (cached) {
+    const PeakFlops& was = cached->peak;
+    now.observed_f32 = cached->observed_f32;
+    now.observed_bf16 = cached->observed_bf16;
+    if (p.provisional) {
+      // Neither measurement is clean: a peak is an upper bound, so the larger of the two stands.
+      p.f32_gflops_per_core = std::max(p.f32_gflops_per_core, was.f32_gflops_per_core);
+      p.bf16_gflops_per_core = std::max(p.bf16_gflops_per_core, was.bf16_gflops_per_core);
+      p.note += " (kept the larger of this and the cached provisional figure)";
+    } else {
+      p.note = "measured again at a quiet start: the cached figure (f32 " + Gflops(was.f32_gflops_per_core) +
+               " GFLOP/s per core) was provisional";
+    }
+  }
+  // A rate a run reached is a floor: a measurement below it read the unit low.
+  if (now.observed_f32 > p.f32_gflops_per_core) {
+    p.f32_gflops_per_core = now.observed_f32;
+    p.note += std::string(p.note.empty() ? "" : "; ") + "f32 raised to the rate a run executed";
+  }
+  if (p.bf16_gflops_per_core > 0 && now.observed_bf16 > p.bf16_gflops_per_core) {
+    p.bf16_gflops_per_core = now.observed_bf16;
+    p.note += std::string(p.note.empty() ? "" : "; ") + "bf16 raised to the rate a run executed";
+  }
+  (void)WriteCache(path, now);
   return p;
+}
+
+Result<PeakCorrection> CorrectPeak(DType dtype, double was_gflops, double observed_gflops) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16)
+    return InvalidArgument("peak correction: no matrix unit for dtype " + std::string(DTypeName(dtype)));
+  const UnitKernel kernel = KernelFor(dtype, HostIsa());
+  if (!kernel.fn) return InvalidArgument("peak correction: this CPU has no bf16 unit (no AVX512_BF16)");
+  PeakCorrection c;
+  c.dtype = dtype;
+  c.was_gflops = was_gflops;
+  c.observed_gflops = observed_gflops;
+  {
+    // This thread, on the core it is on: timed by CPU time, the replicas beside it cost little.
+    CoreRuns runs;
+    const int cpu = ::sched_getcpu();
+    cpu_set_t old;
+    const bool restore = cpu >= 0 && ::sched_getaffinity(0, sizeof(old), &old) == 0 && PinThisThread(cpu);
+    float sink = 0;
+    TimedRuns(kernel.fn, SizeRun(kernel.fn, kSeconds, &sink), kRepeats, &sink, &runs);
+    if (restore) ::sched_setaffinity(0, sizeof(old), &old);
+    volatile float keep = sink;
+    (void)keep;
+    c.remeasured_gflops = runs.best_cpu();
+  }
+  c.gflops = std::max(c.observed_gflops, c.remeasured_gflops);
+
+  const std::string path = PeakCachePath();
+  std::optional<CachedPeak> cached = ReadCache(path);
+  CachedPeak next;
+  if (cached) {
+    next = *cached;
+  } else {
+    next.peak.f32_kernel = KernelFor(DType::kF32, HostIsa()).name;
+    next.peak.bf16_kernel = KernelFor(DType::kBF16, HostIsa()).name;
+  }
+  const bool bf16 = dtype == DType::kBF16;
+  (bf16 ? next.peak.bf16_gflops_per_core : next.peak.f32_gflops_per_core) = c.gflops;
+  double& floor = bf16 ? next.observed_bf16 : next.observed_f32;
+  floor = std::max(floor, observed_gflops);
+  next.peak.provisional = true;
+  const std::string unit = bf16 ? "bf16" : "f32";
+  c.line = "peak " + unit + " corrected: the kernels executed " + Gflops(observed_gflops) +
+           " GFLOP/s per core, above the " + Gflops(was_gflops) + " in use; measured " + Gflops(c.remeasured_gflops) +
+           " now; using " + Gflops(c.gflops);
+  next.peak.note = c.line + " (provisional: measured again at the next start)";
+  next.peak.from_cache = false;
+  c.line += WriteCache(path, next) ? " (cached as provisional: measured again at the next start)"
+                                   : " (the cache " + path + " could not be written)";
+  return c;
 }
 
 }  // namespace strata

@@ -251,6 +251,8 @@ std::string HostInfoJson(const HostInfo& h) {
                       {"peak_gflops_bf16_per_core", h.peak.bf16_gflops_per_core},
                       {"peak_kernels", {{"f32", h.peak.f32_kernel}, {"bf16", h.peak.bf16_kernel}}},
                       {"peak_from_cache", h.peak.from_cache},
+                      {"peak_provisional", h.peak.provisional},
+                      {"peak_cores_measured", h.peak.cores_measured},
                       {"peak_note", h.peak.note}};
   return j.dump();
 }
@@ -272,6 +274,8 @@ Result<HostInfo> HostInfoFromJson(const std::string& text) {
     h.peak.f32_kernel = j.at("peak_kernels").at("f32").get<std::string>();
     h.peak.bf16_kernel = j.at("peak_kernels").at("bf16").get<std::string>();
     h.peak.from_cache = j.at("peak_from_cache").get<bool>();
+    h.peak.provisional = j.value("peak_provisional", false);
+    h.peak.cores_measured = j.value("peak_cores_measured", 0);
     h.peak.note = j.value("peak_note", "");
   } catch (const nlohmann::json::exception& e) {
     return Corruption(std::string("host description: ") + e.what());

@@ -274,7 +274,8 @@ Status Model::TrainStep(const data::Element& batch, Logs* logs, std::vector<std:
     replicas_->UpdatePhase(r, lr, global_step_, sync);       // the sharded update
     if (observer_) {
       const CompiledProgram& c = replicas_->replica(r);
-      observer_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), per_replica);
+      observer_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), per_replica,
+                         static_cast<double>(c.program->executed_matrix_flops_per_step()));
     }
     return s;
   });

@@ -32,9 +32,10 @@ class StepObserver {
   virtual void InputWaitBegin(int replica) = 0;
   virtual void InputWaitEnd(int replica) = 0;
   // One replica's step: forward, backward, reduction and update; `matrix_flops` its program's
-  // counted FLOPs, `examples` its shard of the batch.
+  // counted FLOPs, `executed_flops` what its kernels executed of them (Winograd: fewer),
+  // `examples` its shard of the batch.
   virtual void StepBegin(int replica) = 0;
-  virtual void StepEnd(int replica, double matrix_flops, int64_t examples) = 0;
+  virtual void StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) = 0;
   // Validation runs between Pause and Resume: no training steps.
   virtual void Pause() = 0;
   virtual void Resume() = 0;

@@ -19,6 +19,7 @@ Status ConsoleReporter::OnStart(const RunInfo& info) {
 }
 
 Status ConsoleReporter::OnWindow(const Window& w) {
+  if (!w.peak_correction.empty()) Emit(w.peak_correction);
   Emit(FormatConsoleLine(w, unit_));
   if (options_.per_replica) {
     for (size_t r = 0; r < w.replicas.size(); ++r) {

@@ -23,6 +23,10 @@ Status EventFileReporter::OnWindow(const Window& w) {
   STRATA_RETURN_IF_ERROR(writer_->WriteScalar("monitor/step_time_ms", step, static_cast<float>(w.step_ms), t));
   STRATA_RETURN_IF_ERROR(
       writer_->WriteScalar("monitor/examples_per_second", step, static_cast<float>(w.examples_per_s), t));
+  // The peak the utilization divides by: a step in this curve is a correction (core/peak_flops.h).
+  if (w.peak_gflops_per_core > 0)
+    STRATA_RETURN_IF_ERROR(
+        writer_->WriteScalar("monitor/peak_gflops_per_core", step, static_cast<float>(w.peak_gflops_per_core), t));
   if (options_.per_replica) {
     for (size_t r = 0; r < w.replicas.size(); ++r) {
       const std::string prefix = "monitor/replica_" + std::to_string(r) + "/";

@@ -35,8 +35,8 @@ class FitMonitor final : public keras::StepObserver {
   void InputWaitBegin(int replica) override { monitor_->InputWaitBegin(replica); }
   void InputWaitEnd(int replica) override { monitor_->InputWaitEnd(replica); }
   void StepBegin(int replica) override { monitor_->StepBegin(replica); }
-  void StepEnd(int replica, double matrix_flops, int64_t examples) override {
-    monitor_->StepEnd(replica, matrix_flops, examples);
+  void StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) override {
+    monitor_->StepEnd(replica, matrix_flops, examples, executed_flops);
   }
   void Pause() override { monitor_->Pause(); }
   void Resume() override { monitor_->Resume(); }

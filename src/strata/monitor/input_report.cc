@@ -97,6 +97,8 @@ InputPipelineReport AnalyzeInputPipeline(const RunTotals& t, const std::vector<S
   r.idle_pct = replica_ns > 0 ? std::clamp(100.0 * t.wait_ns / replica_ns, 0.0, 100.0) : 0;
   const double peak = t.seconds * std::max(t.replicas, 1) * t.peak_flops_per_replica_second;
   r.utilization_pct = peak > 0 ? 100.0 * t.matrix_flops / peak : 0;
+  r.peak_gflops_per_core = t.peak_flops_per_replica_second * 1e-9;
+  r.peak_corrections = t.peak_corrections;
   r.examples_per_s = t.seconds > 0 ? static_cast<double>(t.examples) / t.seconds : 0;
   if (t.replica_steps > 0) {
     const double per_replica_steps = static_cast<double>(t.replica_steps) / std::max(t.replicas, 1);
@@ -183,6 +185,8 @@ json ReportJson(const InputPipelineReport& r) {
           {"input_wait_ms", r.input_wait_ms},
           {"idle_pct", r.idle_pct},
           {"utilization_pct", r.utilization_pct},
+          {"peak_gflops_per_core", r.peak_gflops_per_core},
+          {"peak_corrections", r.peak_corrections},
           {"verdict", VerdictName(r.verdict)},
           {"slowest_stage", r.slowest_stage},
           {"slowest_stage_path", r.slowest_stage_path},
@@ -206,8 +210,10 @@ std::string FormatReportText(const InputPipelineReport& r) {
   std::snprintf(line, sizeof(line), "  idle       %.1f%% of step time waiting for input: %s\n", r.idle_pct,
                 VerdictName(r.verdict));
   o += line;
-  std::snprintf(line, sizeof(line), "  matrix     %.1f%% utilization\n", r.utilization_pct);
+  std::snprintf(line, sizeof(line), "  matrix     %.1f%% utilization of %.1f GFLOP/s per core\n", r.utilization_pct,
+                r.peak_gflops_per_core);
   o += line;
+  for (const std::string& c : r.peak_corrections) o += "  peak       " + c + "\n";
   if (!r.slowest_stage.empty()) {
     o += "  slowest    " + r.slowest_stage + (r.slowest_stage_path.empty() ? "" : " (stage " + r.slowest_stage_path + ")") +
          "\n";

@@ -47,6 +47,8 @@ struct InputPipelineReport {
   double input_wait_ms = 0;    // mean input wait per step
   double idle_pct = 0;         // input wait / wall, over replicas
   double utilization_pct = 0;  // matrix FLOPs / (seconds x replicas x peak)
+  double peak_gflops_per_core = 0;       // the peak it divides by: the run's last (after any correction)
+  std::vector<std::string> peak_corrections;  // the line of each correction of the peak, in order
   Verdict verdict = Verdict::kNotInputBound;
   std::string slowest_stage;   // name; "" when no stage statistics were supplied
   std::string slowest_stage_path;

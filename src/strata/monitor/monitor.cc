@@ -25,8 +25,10 @@ struct alignas(64) ReplicaSlot {
   std::atomic<int64_t> steps{0};
   std::atomic<int64_t> examples{0};
   std::atomic<double> flops{0};
+  std::atomic<double> executed{0};          // what the kernels executed of flops (Winograd: fewer)
   std::atomic<double> last_step_flops{0};   // the previous step's FLOPs and length: the
-  std::atomic<int64_t> last_step_ns{0};     // estimate for a step in progress at a window close
+  std::atomic<double> last_step_executed{0};  // estimate for a step in progress at a window
+  std::atomic<int64_t> last_step_ns{0};       // close
 
   void BeginWrite() {
     seq.store(seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -42,7 +44,8 @@ struct alignas(64) ReplicaSlot {
 // Cumulative counters of one replica at one instant, an input wait in progress included.
 struct ReplicaMark {
   int64_t wait_ns = 0, compute_ns = 0, steps = 0, examples = 0;
-  double flops = 0;
+  double flops = 0, executed = 0;
+  double last_step_executed = 0;  // the uncertainty of a step-in-progress credit
 };
 
 // Single-producer single-consumer ring of trace events (replica thread -> monitor thread).
@@ -112,6 +115,8 @@ Result<std::unique_ptr<Monitor>> Monitor::Create(MonitorOptions options) {
   }
   std::unique_ptr<Monitor> m(new Monitor(std::move(options)));
   const MonitorOptions& o = m->options_;
+  m->peak_gflops_ = peak;
+  m->correct_peak_ = o.peak_gflops_per_core == 0;
   m->info_.replicas = o.replicas;
   m->info_.interval_seconds = o.interval_seconds;
   m->info_.dtype = std::string(DTypeName(o.dtype));
@@ -151,7 +156,7 @@ Status Monitor::Start() {
   start_ns_ = NowNanos();
   window_start_ns_ = start_ns_;
   totals_.replicas = options_.replicas;
-  totals_.peak_flops_per_replica_second = info_.peak_gflops_per_core * 1e9;
+  totals_.peak_flops_per_replica_second = peak_gflops_ * 1e9;
   if (options_.pipeline) stage_marks_ = options_.pipeline();
   running_.store(true, std::memory_order_release);
   thread_ = std::thread([this] { Loop(); });
@@ -168,23 +173,26 @@ void Monitor::StepBegin(int replica) noexcept {
   s.EndWrite();
 }
 
-void Monitor::StepEnd(int replica, double matrix_flops, int64_t examples) noexcept {
+void Monitor::StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) noexcept {
   if (!running_.load(std::memory_order_relaxed) || replica < 0 || replica >= options_.replicas) return;
   ReplicaSlot& s = slots_[replica];
   const int64_t now = NowNanos();
   const int64_t begin = s.step_begin_ns.load(std::memory_order_relaxed);
   if (!(matrix_flops >= 0) || !std::isfinite(matrix_flops)) matrix_flops = 0;
+  if (!(executed_flops >= 0) || !std::isfinite(executed_flops)) executed_flops = 0;
   if (examples < 0) examples = 0;
   s.BeginWrite();
   if (begin != 0) {
     ReplicaSlot::Add(s.compute_ns, now - begin);
     s.last_step_ns.store(now - begin, std::memory_order_relaxed);
     s.last_step_flops.store(matrix_flops, std::memory_order_relaxed);
+    s.last_step_executed.store(executed_flops, std::memory_order_relaxed);
   }
   s.step_begin_ns.store(0, std::memory_order_relaxed);
   ReplicaSlot::Add(s.steps, 1);
   ReplicaSlot::Add(s.examples, examples);
   s.flops.store(s.flops.load(std::memory_order_relaxed) + matrix_flops, std::memory_order_relaxed);
+  s.executed.store(s.executed.load(std::memory_order_relaxed) + executed_flops, std::memory_order_relaxed);
   s.EndWrite();
   if (!rings_.empty() && begin != 0)
     rings_[replica]->Push({TraceEvent::kStep, replica, begin, now, matrix_flops, examples});
@@ -229,12 +237,14 @@ ReplicaMark Snapshot(const ReplicaSlot& s, int64_t now_ns, int64_t start_ns) {
     const int64_t wait_begin = s.wait_begin_ns.load(std::memory_order_relaxed);
     const int64_t step_begin = s.step_begin_ns.load(std::memory_order_relaxed);
     const double last_flops = s.last_step_flops.load(std::memory_order_relaxed);
+    const double last_executed = s.last_step_executed.load(std::memory_order_relaxed);
     const int64_t last_ns = s.last_step_ns.load(std::memory_order_relaxed);
     m.wait_ns = s.wait_ns.load(std::memory_order_relaxed);
     m.compute_ns = s.compute_ns.load(std::memory_order_relaxed);
     m.steps = s.steps.load(std::memory_order_relaxed);
     m.examples = s.examples.load(std::memory_order_relaxed);
     m.flops = s.flops.load(std::memory_order_relaxed);
+    m.executed = s.executed.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.seq.load(std::memory_order_relaxed) != s1) continue;
     if (wait_begin != 0 && now_ns > wait_begin) m.wait_ns += now_ns - std::max(wait_begin, start_ns);
@@ -243,10 +253,24 @@ ReplicaMark Snapshot(const ReplicaSlot& s, int64_t now_ns, int64_t start_ns) {
     // part of the cumulative mark, so it only moves FLOPs between adjacent windows: their
     // sum is exact. Without it a step that straddles a window close would count wholly in
     // the next window, and short windows would read spikes.
-    if (step_begin != 0 && last_ns > 0 && now_ns > step_begin)
-      m.flops += last_flops * std::min(1.0, static_cast<double>(now_ns - step_begin) / static_cast<double>(last_ns));
+    m.last_step_executed = last_executed;
+    if (step_begin != 0 && last_ns > 0 && now_ns > step_begin) {
+      const double done = std::min(1.0, static_cast<double>(now_ns - step_begin) / static_cast<double>(last_ns));
+      m.flops += last_flops * done;
+      m.executed += last_executed * done;
+    }
     return m;
   }
+}
+
+// Utilization % of the window and of each replica against `peak_gflops` per core.
+void SetUtilization(Window* w, double peak_gflops) {
+  const double peak_per_replica = peak_gflops * 1e9 * w->seconds;
+  w->peak_gflops_per_core = peak_gflops;
+  w->peak_flops = peak_per_replica * static_cast<double>(w->replicas.size());
+  for (ReplicaWindow& rw : w->replicas)
+    rw.utilization_pct = peak_per_replica > 0 ? 100.0 * rw.matrix_flops / peak_per_replica : 0;
+  w->utilization_pct = w->peak_flops > 0 ? 100.0 * w->matrix_flops / w->peak_flops : 0;
 }
 
 StageWindow StageDelta(const StageSample& now, const StageSample* before, double seconds) {
@@ -283,9 +307,9 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
   const int64_t window_ns = std::max<int64_t>(now_ns - window_start_ns_, 1);
   w.seconds = static_cast<double>(window_ns) * 1e-9;
   w.wall_time = info_.start_wall_time + static_cast<double>(now_ns - start_ns_) * 1e-9;
-  const double peak_per_replica = info_.peak_gflops_per_core * 1e9 * w.seconds;
   const int R = options_.replicas;
   w.replicas.resize(static_cast<size_t>(R));
+  std::vector<double> noise(static_cast<size_t>(R));
   double wait_sum = 0, compute_sum = 0;
   int64_t steps_sum = 0, max_steps = 0, examples_sum = 0;
   double step_ms_sum = 0;
@@ -299,8 +323,12 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
     rw.steps = now.steps - before.steps;
     const int64_t ex = now.examples - before.examples;
     rw.matrix_flops = now.flops - before.flops;
+    rw.executed_flops = now.executed - before.executed;
+    // The credits for the steps in progress at the window's two ends are estimates, each off
+    // by at most one step's FLOPs; beyond them, 5 % for the clock and the step-to-step spread.
+    noise[static_cast<size_t>(r)] =
+        0.05 + (rw.executed_flops > 0 ? (before.last_step_executed + now.last_step_executed) / rw.executed_flops : 0);
     rw.idle_pct = std::clamp(100.0 * wait / static_cast<double>(window_ns), 0.0, 100.0);
-    rw.utilization_pct = peak_per_replica > 0 ? 100.0 * rw.matrix_flops / peak_per_replica : 0;
     rw.examples_per_s = static_cast<double>(ex) / w.seconds;
     if (rw.steps > 0) {
       rw.step_ms = w.seconds * 1e3 / static_cast<double>(rw.steps);
@@ -314,12 +342,12 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
     max_steps = std::max(max_steps, now.steps);
     examples_sum += ex;
     w.matrix_flops += rw.matrix_flops;
+    w.executed_flops += rw.executed_flops;
     w.examples_per_s += rw.examples_per_s;
     before = now;
   }
-  w.peak_flops = peak_per_replica * R;
+  SetUtilization(&w, peak_gflops_);
   w.idle_pct = std::clamp(100.0 * wait_sum / (static_cast<double>(window_ns) * R), 0.0, 100.0);
-  w.utilization_pct = w.peak_flops > 0 ? 100.0 * w.matrix_flops / w.peak_flops : 0;
   if (stepping > 0) {
     w.step_ms = step_ms_sum / stepping;
     w.compute_ms = steps_sum > 0 ? compute_sum * 1e-6 / static_cast<double>(steps_sum) : 0;
@@ -337,6 +365,8 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
     stage_marks_ = std::move(now);
   }
 
+  CheckPeak(&w, noise);
+
   totals_.seconds += w.seconds;
   totals_.wait_ns += wait_sum;
   totals_.matrix_flops += w.matrix_flops;
@@ -346,6 +376,28 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
   totals_.replica_steps += steps_sum;
   window_start_ns_ = now_ns;
   return w;
+}
+
+void Monitor::CheckPeak(Window* w, const std::vector<double>& noise) {
+  if (!correct_peak_ || !(w->seconds > 0)) return;
+  double observed = 0;
+  for (size_t r = 0; r < w->replicas.size(); ++r) {
+    const double rate = w->replicas[r].executed_flops / w->seconds * 1e-9;  // one replica, one core
+    if (BeatsPeak(rate, peak_gflops_, noise[r])) observed = std::max(observed, rate);
+  }
+  if (observed == 0) return;
+  auto c = CorrectPeak(options_.dtype, peak_gflops_, observed);
+  if (!c.ok()) {  // no unit to measure: say so once and keep the figure
+    correct_peak_ = false;
+    w->peak_correction = "peak not corrected: " + c.status().ToString();
+    totals_.peak_corrections.push_back(w->peak_correction);
+    return;
+  }
+  peak_gflops_ = c->gflops;
+  totals_.peak_flops_per_replica_second = peak_gflops_ * 1e9;
+  totals_.peak_corrections.push_back(c->line);
+  w->peak_correction = c->line;
+  SetUtilization(w, peak_gflops_);
 }
 
 void Monitor::DrainTrace(int64_t now_ns) {
@@ -472,6 +524,7 @@ Result<InputPipelineReport> Monitor::Stop() {
     DrainTrace(now);
     Window last = CloseWindow(now, true);
     if (last.index == 0 || last.seconds >= 0.25 * options_.interval_seconds) Publish(last);
+    info_.peak_gflops_per_core = peak_gflops_;  // the thread is joined: nothing reads it now
     InputPipelineReport report = AnalyzeInputPipeline(totals_, stage_marks_);
     for (auto& rep : reporters_) {
       Status st = rep->OnStop(report);

@@ -27,6 +27,12 @@
 // ended; FLOPs of a step that straddles a window close are split between the two windows
 // by time (estimated from the replica's previous step), so windows carry no step-edge spikes.
 // A last window shorter than a quarter interval is not published (the report covers it).
+//
+// A calibrated peak corrects itself: when a replica's executed FLOPs in a window (what its
+// kernels ran, Winograd's fewer multiplies included) beat the peak by more than the window's
+// noise, the monitor thread calls CorrectPeak (core/peak_flops.h: re-measures, keeps the larger
+// of that and the observed rate, caches it) before it publishes the window; that window carries
+// the line saying so (Window::peak_correction) and it and every later one divide by the new peak.
 #pragma once
 
 #include <atomic>
@@ -58,7 +64,8 @@ struct MonitorOptions {
   int replicas = 1;
   // The step's dtype: chooses the calibrated peak (f32 or bf16) when peak is not given.
   DType dtype = DType::kF32;
-  // Peak GFLOP/s of one core for `dtype`; 0 = CalibratedPeakFlops() (core/peak_flops.h).
+  // Peak GFLOP/s of one core for `dtype`; 0 = CalibratedPeakFlops() (core/peak_flops.h), which
+  // the run corrects if its kernels beat it. A given figure is used as it is.
   double peak_gflops_per_core = 0.0;
   // What an example is called on the console line ("img" gives "1,840 img/s").
   std::string example_unit = "examples";
@@ -115,8 +122,14 @@ class Monitor {
   // cache line. Calls before Start(), after Stop() or with a bad index are ignored.
   void StepBegin(int replica) noexcept;
   // `matrix_flops`: FLOPs of the matrix kernels (conv, matmul, their backward passes) this
-  // step ran on this replica; `examples`: examples this replica consumed.
-  void StepEnd(int replica, double matrix_flops, int64_t examples) noexcept;
+  // step ran on this replica, counted directly (utilization % quotes them); `executed_flops`:
+  // what those kernels executed (backend::KernelInfo::ExecutedMatrixFlops: fewer for Winograd),
+  // which the peak check compares; `examples`: examples this replica consumed.
+  void StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) noexcept;
+  // Kernels that execute what they count (GEMMs, direct convolutions).
+  void StepEnd(int replica, double matrix_flops, int64_t examples) noexcept {
+    StepEnd(replica, matrix_flops, examples, matrix_flops);
+  }
   void InputWaitBegin(int replica) noexcept;
   void InputWaitEnd(int replica) noexcept;
 
@@ -139,6 +152,8 @@ class Monitor {
 
   // ---- readers (any thread) ----------------------------------------------------------
   bool running() const { return running_.load(std::memory_order_acquire); }
+  // As at Start(); after Stop(), with the peak the run ended with (a correction changes it:
+  // while running, Latest().peak_gflops_per_core is the one in use).
   const RunInfo& info() const { return info_; }
   // The most recent closed window; index -1 before the first one closes.
   Window Latest() const;
@@ -152,6 +167,8 @@ class Monitor {
   Window CloseWindow(int64_t now_ns, bool final);
   void DrainTrace(int64_t now_ns);
   void Publish(const Window& w);
+  // Corrects the peak when a replica's executed rate in `w` beats it (noise: per replica).
+  void CheckPeak(Window* w, const std::vector<double>& noise);
   void NoteError(const Status& st);
 
   MonitorOptions options_;
@@ -161,6 +178,8 @@ class Monitor {
   std::vector<std::unique_ptr<Reporter>> reporters_;
   std::unique_ptr<TraceWriter> trace_;
 
+  double peak_gflops_ = 0;      // in use: the monitor thread's (info_ gets it at Stop)
+  bool correct_peak_ = false;   // the peak is calibrated (not given), so a run may correct it
   std::atomic<bool> running_{false};
   bool started_ = false, stopped_ = false;
   int64_t start_ns_ = 0;

@@ -110,7 +110,9 @@ Status TraceWriter::AddWindow(const Window& w, int64_t start_ns) {
               {"idle_pct", w.idle_pct},
               {"step_ms", w.step_ms},
               {"examples_per_s", w.examples_per_s},
-              {"step", w.step}}}};
+              {"step", w.step},
+              {"peak_gflops_per_core", w.peak_gflops_per_core}}}};
+  if (!w.peak_correction.empty()) j["args"]["peak_correction"] = w.peak_correction;
   STRATA_RETURN_IF_ERROR(Emit(Dump(j)));
   return FlushBuffer();
 }

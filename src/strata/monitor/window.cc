@@ -44,7 +44,8 @@ json WindowJson(const Window& w) {
                         {"step_ms", r.step_ms},
                         {"compute_ms", r.compute_ms},
                         {"examples_per_s", r.examples_per_s},
-                        {"matrix_flops", r.matrix_flops}});
+                        {"matrix_flops", r.matrix_flops},
+                        {"executed_flops", r.executed_flops}});
   json stages = json::array();
   for (const auto& s : w.stages)
     stages.push_back({{"name", s.name},
@@ -70,7 +71,10 @@ json WindowJson(const Window& w) {
           {"compute_ms", w.compute_ms},
           {"examples_per_s", w.examples_per_s},
           {"matrix_flops", w.matrix_flops},
+          {"executed_flops", w.executed_flops},
           {"peak_flops", w.peak_flops},
+          {"peak_gflops_per_core", w.peak_gflops_per_core},
+          {"peak_correction", w.peak_correction},
           {"replicas", replicas},
           {"stages", stages}};
 }
@@ -141,7 +145,10 @@ Result<Window> WindowFromJson(const std::string& text) {
   STRATA_RETURN_IF_ERROR(Get(j, "compute_ms", &w.compute_ms, ""));
   STRATA_RETURN_IF_ERROR(Get(j, "examples_per_s", &w.examples_per_s, ""));
   STRATA_RETURN_IF_ERROR(Get(j, "matrix_flops", &w.matrix_flops, ""));
+  STRATA_RETURN_IF_ERROR(Get(j, "executed_flops", &w.executed_flops, ""));
   STRATA_RETURN_IF_ERROR(Get(j, "peak_flops", &w.peak_flops, ""));
+  STRATA_RETURN_IF_ERROR(Get(j, "peak_gflops_per_core", &w.peak_gflops_per_core, ""));
+  STRATA_RETURN_IF_ERROR(GetString(j, "peak_correction", &w.peak_correction, ""));
   if (auto it = j.find("replicas"); it != j.end() && it->is_array()) {
     for (size_t i = 0; i < it->size(); ++i) {
       const json& r = (*it)[i];
@@ -155,6 +162,7 @@ Result<Window> WindowFromJson(const std::string& text) {
       STRATA_RETURN_IF_ERROR(Get(r, "compute_ms", &rw.compute_ms, where));
       STRATA_RETURN_IF_ERROR(Get(r, "examples_per_s", &rw.examples_per_s, where));
       STRATA_RETURN_IF_ERROR(Get(r, "matrix_flops", &rw.matrix_flops, where));
+      STRATA_RETURN_IF_ERROR(Get(r, "executed_flops", &rw.executed_flops, where));
       w.replicas.push_back(rw);
     }
   }
@@ -225,8 +233,11 @@ std::string FormatPrometheus(const RunInfo& info, const Window& w) {
   std::string o;
   Metric(&o, "strata_monitor_replicas", "gauge", "Replicas (one per core) running the step.");
   Sample(&o, "strata_monitor_replicas", "", info.replicas);
-  Metric(&o, "strata_monitor_peak_flops_per_core", "gauge", "Calibrated peak FLOP/s of one core for the step's dtype.");
-  Sample(&o, "strata_monitor_peak_flops_per_core", "dtype=\"" + Label(info.dtype) + "\"", info.peak_gflops_per_core * 1e9);
+  // The latest window's peak: a run whose kernels beat the calibrated peak corrects it.
+  const double peak = w.peak_gflops_per_core > 0 ? w.peak_gflops_per_core : info.peak_gflops_per_core;
+  Metric(&o, "strata_monitor_peak_flops_per_core", "gauge",
+         "Peak FLOP/s of one core for the step's dtype (calibrated; corrected when a window's kernels beat it).");
+  Sample(&o, "strata_monitor_peak_flops_per_core", "dtype=\"" + Label(info.dtype) + "\"", peak * 1e9);
   Metric(&o, "strata_monitor_window_index", "gauge", "Index of the latest closed window (-1: none yet).");
   Sample(&o, "strata_monitor_window_index", "", static_cast<double>(w.index));
   Metric(&o, "strata_monitor_window_seconds", "gauge", "Length of the latest window in seconds.");

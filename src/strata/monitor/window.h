@@ -49,6 +49,7 @@ struct ReplicaWindow {
   double compute_ms = 0;        // mean StepBegin..StepEnd
   double examples_per_s = 0;
   double matrix_flops = 0;
+  double executed_flops = 0;    // what the kernels executed of matrix_flops (Winograd: fewer)
 };
 
 struct StageWindow {
@@ -76,7 +77,12 @@ struct Window {
   double compute_ms = 0;
   double examples_per_s = 0; // sum over replicas
   double matrix_flops = 0;   // sum over replicas
+  double executed_flops = 0; // sum over replicas: what the kernels executed (the peak check's rate)
   double peak_flops = 0;     // seconds x replicas x peak: the utilization denominator
+  double peak_gflops_per_core = 0;  // the peak this window is divided by (0: not recorded)
+  // The line saying this window's executed rate beat the peak in use and the peak was
+  // corrected (core/peak_flops.h, CorrectPeak); "" in every other window.
+  std::string peak_correction;
   std::vector<ReplicaWindow> replicas;
   std::vector<StageWindow> stages;
 };
@@ -87,7 +93,8 @@ struct RunTotals {
   int replicas = 1;
   double wait_ns = 0;        // summed over replicas
   double matrix_flops = 0;
-  double peak_flops_per_replica_second = 0;
+  double peak_flops_per_replica_second = 0;  // the peak at the end of the run (after any correction)
+  std::vector<std::string> peak_corrections;  // their lines, in order
   int64_t steps = 0;         // global steps (max over replicas)
   int64_t examples = 0;
   double compute_ns = 0;     // summed over replicas

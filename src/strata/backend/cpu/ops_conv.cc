@@ -155,6 +155,13 @@ bool OneDnnHasWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape
 
 md Blocked8(const Shape& s) { return md(Dims(s), dt::f32, tag::aBcd8b); }
 
+// A oneDNN Winograd kernel ("jit_wino_4x3:...") executes F(4x4, 3x3)'s tile products, not the
+// direct count: `out` is the pass's output (NHWC: y forward, dx backward-data), `w` HWIO.
+void CountWinogradAsExecuted(KernelInfo* info, const Shape& out, const Shape& w) {
+  if (info->impl.find("wino") == std::string::npos || out.rank() != 4 || w.rank() != 4) return;
+  info->executed_matrix_flops = winograd::ExecutedFlops(out.dim(0), out.dim(1), out.dim(2), w.dim(2), w.dim(3));
+}
+
 // Appends the Winograd kernel: src (blocked), plain HWIO weights, optional plain bias -> out
 // (or, when `into` is a buffer, into that: a residual sum's first part).
 Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo, winograd::Pass pass, bool relu,
@@ -163,6 +170,9 @@ Status AppendWinograd(Planner& p, KernelInfo info, const winograd::Geometry& geo
   Kernel k;
   k.info = std::move(info);
   k.info.impl = "strata:avx2-winograd";
+  k.info.executed_matrix_flops = pass == winograd::Pass::kForward
+                                     ? winograd::ExecutedFlops(geo.batch, geo.out_h, geo.out_w, geo.in_channels, geo.out_channels)
+                                     : winograd::ExecutedFlops(geo.batch, geo.in_h, geo.in_w, geo.in_channels, geo.out_channels);
   STRATA_ASSIGN_OR_RETURN(int sb, p.Use(src, Blocked8(src.shape())));
   STRATA_ASSIGN_OR_RETURN(int wb, p.Use(weights, PlainDesc(weights.shape(), dt::f32)));
   k.bufs = {sb, wb};
@@ -284,6 +294,7 @@ Status AppendResidualSum(Planner& p, const FusedEpilogue& fused, int sum_in, con
   info.op = "binary";
   info.impl = pd.impl_info_str();
   info.matrix_flops = 0;
+  info.executed_matrix_flops = -1;
   info.other_flops = g.OtherFlops(fused.residual_node) + (fused.act_node >= 0 ? g.OtherFlops(fused.act_node) : 0);
   return AppendPrimitive<dnnl::binary>(p, std::move(info), pd,
                                        {{DNNL_ARG_SRC_0, sum_in, d}, {DNNL_ARG_SRC_1, ob, d}, {DNNL_ARG_DST, yb, d}});
@@ -373,6 +384,7 @@ Status PlanConv(Planner& p, int i) {
                                                  bias_node >= 0, OutType(p, out), fused.attr, prop, src_layout));
   p.conv_pd[i] = std::make_shared<dnnl::convolution_forward::primitive_desc>(pd);  // also the backward hint
   KernelInfo info = Info(p, i, "conv_fwd", pd.impl_info_str());
+  CountWinogradAsExecuted(&info, n.out_shapes[0], w.shape());
   info.name = n.name + " (" + (fold ? "ZeroPadding2D+" : "") + fused.name + ")";
   // Strata's Winograd where oneDNN has none; its epilogue does bias and ReLU only (a residual
   // sum's activation comes after the sum, in the sum's kernel).
@@ -427,6 +439,7 @@ Status PlanConvBackpropInput(Planner& p, int i) {  // inputs dy, kernel
   const dnnl::convolution_backward_data::primitive_desc pd =
       WinogradOrDirect(TryWinograd(p, w.shape(), n.attrs.conv.groups) && fold == nullptr, make);
   KernelInfo info = Info(p, i, "conv_bwd_data", pd.impl_info_str());
+  CountWinogradAsExecuted(&info, xs, w.shape());
   if (fold != nullptr) info.name = n.name + " (Conv2DBackpropInput+ZeroPadding2DGrad)";
   if (auto geo = HandWinograd(p, xs, w.shape(), dy.shape(), n.attrs.conv);
       geo && fold == nullptr && pd.diff_dst_desc() == Blocked8(dy.shape()) && pd.diff_src_desc() == Blocked8(xs) &&

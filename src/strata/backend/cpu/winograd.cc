@@ -42,6 +42,10 @@ bool Profitable(const Geometry& g) {
          g.batch * ((g.in_h + 3) / 4) * ((g.in_w + 3) / 4) >= kMinTiles;  // backward-data's tiles
 }
 
+int64_t ExecutedFlops(int64_t batch, int64_t out_h, int64_t out_w, int64_t c_in, int64_t c_out) {
+  return 2 * 36 * batch * ((out_h + 3) / 4) * ((out_w + 3) / 4) * c_in * c_out;
+}
+
 struct Conv3x3::Impl {
   Plan plan;
   Pass pass;

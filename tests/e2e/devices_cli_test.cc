@@ -9,6 +9,8 @@
 #include "common/bf16_expected.h"
 #include "strata/backend/compile.h"
 #include "strata/core/cpu.h"
+#include "strata/core/file.h"
+#include "strata/core/peak_flops.h"
 #include "strata/core/version.h"
 
 namespace strata::testing {
@@ -79,6 +81,47 @@ TEST_F(DevicesCli, HumanOutputNamesCoresAndPeak) {
   EXPECT_NE(r.output.find("cores"), std::string::npos);
   EXPECT_NE(r.output.find("peak f32"), std::string::npos);
   EXPECT_NE(r.output.find("GFLOP/s per core"), std::string::npos);
+}
+
+// --check: the cached peak beside an independent straight-line asm loop (core/peak_check.h), for
+// every path this CPU has; the calibration's own kernel is the one compared. A cached figure of a
+// third of this machine's is called out (no timing threshold on a right one: tests have none).
+TEST_F(DevicesCli, CheckComparesTheCachedPeakWithAnIndependentLoop) {
+  auto r = RunCommand(env_ + Strata() + " devices --check --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  std::vector<std::string> kernels;
+  for (const auto& row : j["check"]) {
+    kernels.push_back(row["kernel"].get<std::string>());
+    EXPECT_GT(row["independent_all_cores_gflops_per_core"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["independent_one_core_gflops"].get<double>(), 0) << row.dump();
+    EXPECT_EQ(row["cores"].get<int>(), UsableCores()) << row.dump();
+    if (row["in_use"].get<bool>()) {
+      EXPECT_TRUE(row["difference"].is_number()) << row.dump();
+    }
+  }
+  std::vector<std::string> expected;
+  if (HostIsa().avx512f) expected.push_back("avx512-fma");
+  if (HostIsa().avx512_bf16) expected.push_back("avx512-bf16-dp");
+  if (HostIsa().avx2) expected.push_back("avx2-fma");
+  EXPECT_EQ(kernels, expected) << r.output;
+  if (!HostIsa().avx2) return;
+
+  // A third of the cached figure: the check says by how much, and what to do.
+  const std::string path = cache_ + "/peak-flops-" + MachineKey() + ".json";
+  auto text = ReadFileToString(path);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto cached = nlohmann::json::parse(*text);
+  cached["f32_gflops_per_core"] = cached["f32_gflops_per_core"].get<double>() / 3;
+  cached["provisional"] = false;
+  ASSERT_TRUE(WriteFileAtomic(path, cached.dump()).ok());
+  auto low = RunCommand(env_ + Strata() + " devices --check");
+  ASSERT_EQ(low.exit_code, 0) << low.output;
+  EXPECT_NE(low.output.find("cached vs"), std::string::npos) << low.output;
+  EXPECT_NE(low.output.find("the cached f32 peak differs from the independent loop by more than 10 %"), std::string::npos)
+      << low.output;
+  auto again = RunCommand(env_ + Strata() + " devices --recalibrate");  // leave the cache right for the others
+  EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
 TEST(Cli, VersionHelpAndUsageErrors) {

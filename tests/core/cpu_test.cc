@@ -245,6 +245,22 @@ TEST_F(PeakCache, ARateAboveThePeakCorrectsItAndStaysAFloor) {
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->f32_gflops_per_core, 1e6) << next->note;
 
+  // CheckPeak: an executed rate within the noise proves nothing; a count above the peak is
+  // settled by one measurement, which a peak of 1e6 GFLOP/s survives.
+  bool settled = false;
+  auto quiet = CheckPeak(DType::kF32, 1e6, {.executed_gflops = 1.04e6, .counted_gflops = 1e5}, &settled);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_FALSE(quiet->has_value());
+  EXPECT_FALSE(settled) << "no doubt, nothing measured";
+  auto doubt = CheckPeak(DType::kF32, 1e6, {.executed_gflops = 1, .counted_gflops = 4e6}, &settled);
+  ASSERT_TRUE(doubt.ok());
+  EXPECT_FALSE(doubt->has_value());
+  EXPECT_TRUE(settled);
+  auto proof = CheckPeak(DType::kF32, 1e6, {.executed_gflops = 2e6}, &settled);
+  ASSERT_TRUE(proof.ok());
+  ASSERT_TRUE(proof->has_value());
+  EXPECT_EQ((*proof)->gflops, 2e6);
+
   if (!HostIsa().avx512_bf16) {
     auto none = CorrectPeak(DType::kBF16, 1.0, 3.0);
     EXPECT_FALSE(none.ok());

@@ -146,11 +146,15 @@ int RunBenchStep(const std::vector<std::string>& args) {
   // proves it low, and it is corrected (core/peak_flops.h), never the figure clamped.
   const double executed_per_image = static_cast<double>(p0.executed_matrix_flops_per_step()) / static_cast<double>(batch);
   std::string peak_correction;
-  if (const double rate = ips * executed_per_image / cores * 1e-9; BeatsPeak(rate, peak_per_core * 1e-9, 0.05)) {
-    auto c = CorrectPeak(unit, peak_per_core * 1e-9, rate);
-    if (!c.ok()) return Fail("bench-step", c.status().ToString());
-    peak_correction = c->line;
-    peak_per_core = c->gflops * 1e9;
+  bool doubt_settled = false;
+  auto c = CheckPeak(unit, peak_per_core * 1e-9,
+                     {.executed_gflops = ips * executed_per_image / cores * 1e-9,
+                      .counted_gflops = ips * flops_per_image / cores * 1e-9},
+                     &doubt_settled);
+  if (!c.ok()) return Fail("bench-step", c.status().ToString());
+  if (c->has_value()) {
+    peak_correction = (*c)->line;
+    peak_per_core = (*c)->gflops * 1e9;
     std::fprintf(stderr, "strata bench-step: %s\n", peak_correction.c_str());
   }
   const double utilization = ips * flops_per_image / (peak_per_core * cores);

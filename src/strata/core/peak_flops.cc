@@ -409,30 +409,37 @@ Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
   return p;
 }
 
-Result<PeakCorrection> CorrectPeak(DType dtype, double was_gflops, double observed_gflops) {
+namespace {
+
+// The unit's calibration kernel run now on the calling thread, on the core it is on: timed by
+// CPU time, so replicas beside it cost little accuracy. A lower bound of the unit's peak.
+Result<double> MeasureUnitNow(DType dtype) {
   if (dtype != DType::kF32 && dtype != DType::kBF16)
     return InvalidArgument("peak correction: no matrix unit for dtype " + std::string(DTypeName(dtype)));
   const UnitKernel kernel = KernelFor(dtype, HostIsa());
   if (!kernel.fn) return InvalidArgument("peak correction: this CPU has no bf16 unit (no AVX512_BF16)");
+  CoreRuns runs;
+  const int cpu = ::sched_getcpu();
+  cpu_set_t old;
+  const bool restore = cpu >= 0 && ::sched_getaffinity(0, sizeof(old), &old) == 0 && PinThisThread(cpu);
+  float sink = 0;
+  TimedRuns(kernel.fn, SizeRun(kernel.fn, kSeconds, &sink), kRepeats, &sink, &runs);
+  if (restore) ::sched_setaffinity(0, sizeof(old), &old);
+  volatile float keep = sink;
+  (void)keep;
+  return runs.best_cpu();
+}
+
+// Caches max(observed, remeasured) as `dtype`'s peak, provisional, the observed rate as a floor;
+// `why` says what proved the peak in use low.
+PeakCorrection Correct(DType dtype, double was_gflops, double observed_gflops, double remeasured_gflops,
+                       const std::string& why) {
   PeakCorrection c;
   c.dtype = dtype;
   c.was_gflops = was_gflops;
   c.observed_gflops = observed_gflops;
-  {
-    // This thread, on the core it is on: timed by CPU time, the replicas beside it cost little.
-    CoreRuns runs;
-    const int cpu = ::sched_getcpu();
-    cpu_set_t old;
-    const bool restore = cpu >= 0 && ::sched_getaffinity(0, sizeof(old), &old) == 0 && PinThisThread(cpu);
-    float sink = 0;
-    TimedRuns(kernel.fn, SizeRun(kernel.fn, kSeconds, &sink), kRepeats, &sink, &runs);
-    if (restore) ::sched_setaffinity(0, sizeof(old), &old);
-    volatile float keep = sink;
-    (void)keep;
-    c.remeasured_gflops = runs.best_cpu();
-  }
-  c.gflops = std::max(c.observed_gflops, c.remeasured_gflops);
-
+  c.remeasured_gflops = remeasured_gflops;
+  c.gflops = std::max(observed_gflops, remeasured_gflops);
   const std::string path = PeakCachePath();
   std::optional<CachedPeak> cached = ReadCache(path);
   CachedPeak next;
@@ -445,17 +452,40 @@ Result<PeakCorrection> CorrectPeak(DType dtype, double was_gflops, double observ
   const bool bf16 = dtype == DType::kBF16;
   (bf16 ? next.peak.bf16_gflops_per_core : next.peak.f32_gflops_per_core) = c.gflops;
   double& floor = bf16 ? next.observed_bf16 : next.observed_f32;
-  floor = std::max(floor, observed_gflops);
+  floor = std::max(floor, observed_gflops);  // executed, so the unit does at least this much
   next.peak.provisional = true;
-  const std::string unit = bf16 ? "bf16" : "f32";
-  c.line = "peak " + unit + " corrected: the kernels executed " + Gflops(observed_gflops) +
-           " GFLOP/s per core, above the " + Gflops(was_gflops) + " in use; measured " + Gflops(c.remeasured_gflops) +
-           " now; using " + Gflops(c.gflops);
+  c.line = std::string("peak ") + (bf16 ? "bf16" : "f32") + " corrected: " + why + "; measured " +
+           Gflops(remeasured_gflops) + " now; using " + Gflops(c.gflops);
   next.peak.note = c.line + " (provisional: measured again at the next start)";
   next.peak.from_cache = false;
   c.line += WriteCache(path, next) ? " (cached as provisional: measured again at the next start)"
                                    : " (the cache " + path + " could not be written)";
   return c;
+}
+
+}  // namespace
+
+Result<PeakCorrection> CorrectPeak(DType dtype, double was_gflops, double observed_gflops) {
+  STRATA_ASSIGN_OR_RETURN(double now, MeasureUnitNow(dtype));
+  return Correct(dtype, was_gflops, observed_gflops, now,
+                 "the kernels executed " + Gflops(observed_gflops) + " GFLOP/s per core, above the " +
+                     Gflops(was_gflops) + " in use");
+}
+
+Result<std::optional<PeakCorrection>> CheckPeak(DType dtype, double peak_gflops, const RunRates& rates,
+                                                bool* doubt_settled) {
+  if (BeatsPeak(rates.executed_gflops, peak_gflops, rates.noise)) {
+    STRATA_ASSIGN_OR_RETURN(PeakCorrection c, CorrectPeak(dtype, peak_gflops, rates.executed_gflops));
+    return std::optional<PeakCorrection>(std::move(c));
+  }
+  if (*doubt_settled || !BeatsPeak(rates.counted_gflops, peak_gflops, rates.noise)) return std::optional<PeakCorrection>();
+  *doubt_settled = true;
+  STRATA_ASSIGN_OR_RETURN(double now, MeasureUnitNow(dtype));
+  if (!BeatsPeak(now, peak_gflops, rates.noise)) return std::optional<PeakCorrection>();  // right: the count is Winograd's
+  return std::optional<PeakCorrection>(
+      Correct(dtype, peak_gflops, rates.executed_gflops, now,
+              "the counted FLOPs ran at " + Gflops(rates.counted_gflops) + " GFLOP/s per core, above the " +
+                  Gflops(peak_gflops) + " in use (Winograd counts more than it executes, so the unit was measured again)"));
 }
 
 }  // namespace strata

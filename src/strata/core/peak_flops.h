@@ -25,6 +25,7 @@
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,23 @@ struct PeakCorrection {
 // observed rate kept as a floor for later measurements. A cache that cannot be written is not
 // an error (the line says so).
 Result<PeakCorrection> CorrectPeak(DType dtype, double was_gflops, double observed_gflops);
+
+// One core's rates over a run or a window.
+struct RunRates {
+  double executed_gflops = 0;  // FLOPs the kernels executed per second (KernelInfo::ExecutedMatrixFlops)
+  double counted_gflops = 0;   // the direct count per second, what utilization % quotes
+  double noise = 0.05;         // relative uncertainty of both
+};
+
+// What a run's rates say about the peak in use (`peak_gflops`, of `dtype`'s unit), for the
+// monitor and `strata bench-step`:
+//   - an executed rate above the peak (beyond the noise) proves it low: CorrectPeak;
+//   - a counted rate above it only raises a doubt (a Winograd convolution counts 4x the products
+//     it executes), settled once a run (`*doubt_settled` set) by measuring the unit again now:
+//     a measurement above the peak proves it low as well, and corrects it.
+// Returns the correction made, or nullopt when the rates prove nothing.
+Result<std::optional<PeakCorrection>> CheckPeak(DType dtype, double peak_gflops, const RunRates& rates,
+                                                bool* doubt_settled);
 
 // Where cached figures live: $STRATA_CACHE_DIR, else $XDG_CACHE_HOME/strata, else ~/.cache/strata.
 std::string UserCacheDir();

@@ -380,23 +380,25 @@ Window Monitor::CloseWindow(int64_t now_ns, bool final) {
 
 void Monitor::CheckPeak(Window* w, const std::vector<double>& noise) {
   if (!correct_peak_ || !(w->seconds > 0)) return;
-  double observed = 0;
+  RunRates rates;  // the fastest replica's (a replica is a core)
+  rates.noise = 0.05;
   for (size_t r = 0; r < w->replicas.size(); ++r) {
-    const double rate = w->replicas[r].executed_flops / w->seconds * 1e-9;  // one replica, one core
-    if (BeatsPeak(rate, peak_gflops_, noise[r])) observed = std::max(observed, rate);
+    rates.executed_gflops = std::max(rates.executed_gflops, w->replicas[r].executed_flops / w->seconds * 1e-9);
+    rates.counted_gflops = std::max(rates.counted_gflops, w->replicas[r].matrix_flops / w->seconds * 1e-9);
+    rates.noise = std::max(rates.noise, noise[r]);
   }
-  if (observed == 0) return;
-  auto c = CorrectPeak(options_.dtype, peak_gflops_, observed);
+  auto c = strata::CheckPeak(options_.dtype, peak_gflops_, rates, &peak_doubt_settled_);
   if (!c.ok()) {  // no unit to measure: say so once and keep the figure
     correct_peak_ = false;
     w->peak_correction = "peak not corrected: " + c.status().ToString();
     totals_.peak_corrections.push_back(w->peak_correction);
     return;
   }
-  peak_gflops_ = c->gflops;
+  if (!c->has_value()) return;
+  peak_gflops_ = (*c)->gflops;
   totals_.peak_flops_per_replica_second = peak_gflops_ * 1e9;
-  totals_.peak_corrections.push_back(c->line);
-  w->peak_correction = c->line;
+  totals_.peak_corrections.push_back((*c)->line);
+  w->peak_correction = (*c)->line;
   SetUtilization(w, peak_gflops_);
 }
 

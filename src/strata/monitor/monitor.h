@@ -30,9 +30,10 @@
 //
 // A calibrated peak corrects itself: when a replica's executed FLOPs in a window (what its
 // kernels ran, Winograd's fewer multiplies included) beat the peak by more than the window's
-// noise, the monitor thread calls CorrectPeak (core/peak_flops.h: re-measures, keeps the larger
-// of that and the observed rate, caches it) before it publishes the window; that window carries
-// the line saying so (Window::peak_correction) and it and every later one divide by the new peak.
+// noise, or its counted FLOPs do and a measurement of the unit now does too (core/peak_flops.h,
+// CheckPeak), the monitor thread corrects the cached peak before it publishes the window; that
+// window carries the line saying so (Window::peak_correction) and it and every later one divide
+// by the new peak.
 #pragma once
 
 #include <atomic>
@@ -180,6 +181,7 @@ class Monitor {
 
   double peak_gflops_ = 0;      // in use: the monitor thread's (info_ gets it at Stop)
   bool correct_peak_ = false;   // the peak is calibrated (not given), so a run may correct it
+  bool peak_doubt_settled_ = false;  // a counted rate above the peak was checked by measuring
   std::atomic<bool> running_{false};
   bool started_ = false, stopped_ = false;
   int64_t start_ns_ = 0;

@@ -156,7 +156,8 @@ bool OneDnnHasWinograd(Planner& p, const Shape& xs, const Shape& ks, const Shape
 md Blocked8(const Shape& s) { return md(Dims(s), dt::f32, tag::aBcd8b); }
 
 // A oneDNN Winograd kernel ("jit_wino_4x3:...") executes F(4x4, 3x3)'s tile products, not the
-// direct count: `out` is the pass's output (NHWC: y forward, dx backward-data), `w` HWIO.
+// direct count: `out` is the grid its tiles cover (NHWC: y forward, dx backward-data, dy for the
+// weight gradient), `w` HWIO.
 void CountWinogradAsExecuted(KernelInfo* info, const Shape& out, const Shape& w) {
   if (info->impl.find("wino") == std::string::npos || out.rank() != 4 || w.rank() != 4) return;
   info->executed_matrix_flops = winograd::ExecutedFlops(out.dim(0), out.dim(1), out.dim(2), w.dim(2), w.dim(3));
@@ -483,6 +484,7 @@ Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
   if (DepthwiseKernelApplies(p, n, x, dy, ks) && std::string(pd.impl_info_str()).rfind("jit_dw", 0) != 0)
     return AppendDepthwiseBackwardWeights(p, i, x, dy, ks, geo, bias_grad);
   KernelInfo info = Info(p, i, "conv_bwd_weights", pd.impl_info_str());
+  CountWinogradAsExecuted(&info, dy.shape(), ks);  // the weight gradient's tiles cover dy
   if (bias_grad >= 0) {
     info.name = n.name + " (Conv2DBackpropFilter+BiasAddGrad)";
     info.other_flops += g.OtherFlops(bias_grad);

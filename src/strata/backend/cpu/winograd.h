@@ -68,7 +68,7 @@ bool Profitable(const Geometry& g);
 
 // The multiply-adds x 2 an F(4x4, 3x3) pass executes in its tile products (oneDNN's
 // jit_wino_4x3 and Strata's alike): 36 per 6x6 tile, per input and output channel, the tiles
-// covering the pass's output (y forward, dx backward-data) of out_h x out_w. The direct count is
+// covering out_h x out_w (y forward, dx backward-data, dy for oneDNN's weight gradient). The direct count is
 // 2 x 9 x out_h x out_w x c_in x c_out: 4x more where out_h and out_w are multiples of 4. The
 // transforms (mostly additions, a small share) are left out: the count is a floor of what runs,
 // so a rate computed from it cannot beat a right peak.

@@ -10,99 +10,49 @@
 namespace strata {
 namespace {
 
-// 16 independent accumulators, 16 FMAs per iteration: 16 * 16 lanes * 2 FLOPs.
+// 16 independent accumulators (zmm0-15) and two sources (zmm16, zmm17), 16 instructions
+// `insn` an iteration: straight-line code, one multiply-add chain a register.
+#define STRATA_ZMM_CHAINS(insn)                                                                          \
+  asm volatile(                                                                                          \
+      "vxorps %%zmm0, %%zmm0, %%zmm0\n vxorps %%zmm1, %%zmm1, %%zmm1\n"                                  \
+      "vxorps %%zmm2, %%zmm2, %%zmm2\n vxorps %%zmm3, %%zmm3, %%zmm3\n"                                  \
+      "vxorps %%zmm4, %%zmm4, %%zmm4\n vxorps %%zmm5, %%zmm5, %%zmm5\n"                                  \
+      "vxorps %%zmm6, %%zmm6, %%zmm6\n vxorps %%zmm7, %%zmm7, %%zmm7\n"                                  \
+      "vxorps %%zmm8, %%zmm8, %%zmm8\n vxorps %%zmm9, %%zmm9, %%zmm9\n"                                  \
+      "vxorps %%zmm10, %%zmm10, %%zmm10\n vxorps %%zmm11, %%zmm11, %%zmm11\n"                            \
+      "vxorps %%zmm12, %%zmm12, %%zmm12\n vxorps %%zmm13, %%zmm13, %%zmm13\n"                            \
+      "vxorps %%zmm14, %%zmm14, %%zmm14\n vxorps %%zmm15, %%zmm15, %%zmm15\n"                            \
+      "vpxord %%zmm16, %%zmm16, %%zmm16\n vpxord %%zmm17, %%zmm17, %%zmm17\n"                            \
+      "mov %0, %%rcx\n"                                                                                  \
+      "1:\n"                                                                                             \
+      insn " %%zmm16, %%zmm17, %%zmm0\n " insn " %%zmm16, %%zmm17, %%zmm1\n"                             \
+      insn " %%zmm16, %%zmm17, %%zmm2\n " insn " %%zmm16, %%zmm17, %%zmm3\n"                             \
+      insn " %%zmm16, %%zmm17, %%zmm4\n " insn " %%zmm16, %%zmm17, %%zmm5\n"                             \
+      insn " %%zmm16, %%zmm17, %%zmm6\n " insn " %%zmm16, %%zmm17, %%zmm7\n"                             \
+      insn " %%zmm16, %%zmm17, %%zmm8\n " insn " %%zmm16, %%zmm17, %%zmm9\n"                             \
+      insn " %%zmm16, %%zmm17, %%zmm10\n " insn " %%zmm16, %%zmm17, %%zmm11\n"                           \
+      insn " %%zmm16, %%zmm17, %%zmm12\n " insn " %%zmm16, %%zmm17, %%zmm13\n"                           \
+      insn " %%zmm16, %%zmm17, %%zmm14\n " insn " %%zmm16, %%zmm17, %%zmm15\n"                           \
+      "dec %%rcx\n"                                                                                      \
+      "jnz 1b\n"                                                                                         \
+      :                                                                                                  \
+      : "r"(iters)                                                                                       \
+      : "rcx", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10",  \
+        "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "cc")
+
+// vfmadd231ps: 16 lanes x 2 FLOPs an instruction.
 __attribute__((target("avx512f"))) double AsmFma(int64_t iters) {
-  asm volatile(
-      "vxorps %%zmm0, %%zmm0, %%zmm0\n"
-      "vxorps %%zmm1, %%zmm1, %%zmm1\n"
-      "vxorps %%zmm2, %%zmm2, %%zmm2\n"
-      "vxorps %%zmm3, %%zmm3, %%zmm3\n"
-      "vxorps %%zmm4, %%zmm4, %%zmm4\n"
-      "vxorps %%zmm5, %%zmm5, %%zmm5\n"
-      "vxorps %%zmm6, %%zmm6, %%zmm6\n"
-      "vxorps %%zmm7, %%zmm7, %%zmm7\n"
-      "vxorps %%zmm8, %%zmm8, %%zmm8\n"
-      "vxorps %%zmm9, %%zmm9, %%zmm9\n"
-      "vxorps %%zmm10, %%zmm10, %%zmm10\n"
-      "vxorps %%zmm11, %%zmm11, %%zmm11\n"
-      "vxorps %%zmm12, %%zmm12, %%zmm12\n"
-      "vxorps %%zmm13, %%zmm13, %%zmm13\n"
-      "vxorps %%zmm14, %%zmm14, %%zmm14\n"
-      "vxorps %%zmm15, %%zmm15, %%zmm15\n"
-      "vpxord %%zmm16, %%zmm16, %%zmm16\n"
-      "vpxord %%zmm17, %%zmm17, %%zmm17\n"
-      "mov %0, %%rcx\n"
-      "1:\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm0\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm1\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm2\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm3\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm4\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm5\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm6\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm7\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm8\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm9\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm10\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm11\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm12\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm13\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm14\n"
-      "vfmadd231ps %%zmm16, %%zmm17, %%zmm15\n"
-      "dec %%rcx\n"
-      "jnz 1b\n"
-      :
-      : "r"(iters)
-      : "rcx", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "cc");
+  STRATA_ZMM_CHAINS("vfmadd231ps");
   return static_cast<double>(iters) * 16 * 16 * 2;
 }
 
-// vdpbf16ps: 16 lanes x (2 multiplies + 2 adds) = 64 FLOPs per instruction.
+// vdpbf16ps: 16 lanes x (2 multiplies + 2 adds) = 64 FLOPs an instruction.
 __attribute__((target("avx512f,avx512bf16"))) double AsmBf16(int64_t iters) {
-  asm volatile(
-      "vxorps %%zmm0, %%zmm0, %%zmm0\n"
-      "vxorps %%zmm1, %%zmm1, %%zmm1\n"
-      "vxorps %%zmm2, %%zmm2, %%zmm2\n"
-      "vxorps %%zmm3, %%zmm3, %%zmm3\n"
-      "vxorps %%zmm4, %%zmm4, %%zmm4\n"
-      "vxorps %%zmm5, %%zmm5, %%zmm5\n"
-      "vxorps %%zmm6, %%zmm6, %%zmm6\n"
-      "vxorps %%zmm7, %%zmm7, %%zmm7\n"
-      "vxorps %%zmm8, %%zmm8, %%zmm8\n"
-      "vxorps %%zmm9, %%zmm9, %%zmm9\n"
-      "vxorps %%zmm10, %%zmm10, %%zmm10\n"
-      "vxorps %%zmm11, %%zmm11, %%zmm11\n"
-      "vxorps %%zmm12, %%zmm12, %%zmm12\n"
-      "vxorps %%zmm13, %%zmm13, %%zmm13\n"
-      "vxorps %%zmm14, %%zmm14, %%zmm14\n"
-      "vxorps %%zmm15, %%zmm15, %%zmm15\n"
-      "vpxord %%zmm16, %%zmm16, %%zmm16\n"
-      "vpxord %%zmm17, %%zmm17, %%zmm17\n"
-      "mov %0, %%rcx\n"
-      "1:\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm0\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm1\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm2\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm3\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm4\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm5\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm6\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm7\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm8\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm9\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm10\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm11\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm12\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm13\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm14\n"
-      "vdpbf16ps %%zmm16, %%zmm17, %%zmm15\n"
-      "dec %%rcx\n"
-      "jnz 1b\n"
-      :
-      : "r"(iters)
-      : "rcx", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "cc");
+  STRATA_ZMM_CHAINS("vdpbf16ps");
   return static_cast<double>(iters) * 16 * 16 * 4;
 }
+
+#undef STRATA_ZMM_CHAINS
 
 // AVX2: 12 independent accumulators (ymm0-11) and two sources (ymm12, ymm13): 16 registers.
 __attribute__((target("avx2,fma"))) double AsmFmaAvx2(int64_t iters) {

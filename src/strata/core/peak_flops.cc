@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -349,8 +350,22 @@ std::optional<CachedPeak> ReadCache(const std::string& path) {
   return c;
 }
 
-// A cache that cannot be written only costs a measurement at the next start.
-bool WriteCache(const std::string& path, const CachedPeak& c) {
+// This process's last calibration and the cache text it wrote. A provisional figure is measured
+// again at the next start, not at every call of the same start (`strata train`'s cluster
+// resolver and its monitor both ask): while the file holds what this process wrote, that stands.
+struct LastCalibration {
+  std::mutex mu;
+  std::string path, text;
+  PeakFlops peak;
+};
+LastCalibration& Last() {
+  static LastCalibration last;
+  return last;
+}
+
+// The text written; nullopt when the cache cannot be written, which only costs a measurement at
+// the next start.
+std::optional<std::string> WriteCache(const std::string& path, const CachedPeak& c) {
   const PeakFlops& p = c.peak;
   nlohmann::json j = {{"cpu_model", CpuModelName()},
                       {"f32_gflops_per_core", p.f32_gflops_per_core},
@@ -364,7 +379,9 @@ bool WriteCache(const std::string& path, const CachedPeak& c) {
                       {"note", p.note}};
   std::error_code ec;
   std::filesystem::create_directories(UserCacheDir(), ec);
-  return WriteFileAtomic(path, j.dump(2) + "\n").ok();
+  std::string text = j.dump(2) + "\n";
+  if (!WriteFileAtomic(path, text).ok()) return std::nullopt;
+  return text;
 }
 
 std::string Gflops(double g) {
@@ -379,6 +396,15 @@ Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
   const std::string path = PeakCachePath();
   std::optional<CachedPeak> cached = recalibrate ? std::nullopt : ReadCache(path);
   if (cached && !cached->peak.provisional) return cached->peak;
+  if (cached) {
+    LastCalibration& last = Last();
+    std::lock_guard<std::mutex> lock(last.mu);
+    if (auto text = ReadFileToString(path); last.path == path && text.ok() && *text == last.text) {
+      PeakFlops p = last.peak;  // measured by this start already
+      p.from_cache = true;
+      return p;
+    }
+  }
   CachedPeak now;
   now.peak = MeasurePeakFlops();
   PeakFlops& p = now.peak;
@@ -405,7 +431,13 @@ Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
     p.bf16_gflops_per_core = now.observed_bf16;
     p.note += std::string(p.note.empty() ? "" : "; ") + "bf16 raised to the rate a run executed";
   }
-  (void)WriteCache(path, now);
+  if (std::optional<std::string> text = WriteCache(path, now)) {
+    LastCalibration& last = Last();
+    std::lock_guard<std::mutex> lock(last.mu);
+    last.path = path;
+    last.text = std::move(*text);
+    last.peak = p;
+  }
   return p;
 }
 
@@ -458,7 +490,7 @@ PeakCorrection Correct(DType dtype, double was_gflops, double observed_gflops, d
            Gflops(remeasured_gflops) + " now; using " + Gflops(c.gflops);
   next.peak.note = c.line + " (provisional: measured again at the next start)";
   next.peak.from_cache = false;
-  c.line += WriteCache(path, next) ? " (cached as provisional: measured again at the next start)"
+  c.line += WriteCache(path, next).has_value() ? " (cached as provisional: measured again at the next start)"
                                    : " (the cache " + path + " could not be written)";
   return c;
 }

@@ -508,8 +508,8 @@ std::vector<Window> RunAtRates(double counted_gflops, double executed_gflops, do
 // CheckPeak). Three runs against a cached f32 peak:
 //  - a step executing twice the peak proves it low: corrected before that window is published;
 //  - a Winograd-like step counting twice the peak but executing half of it only raises a doubt:
-//    the unit is measured again, once, and that measurement (every CPU here beats 10 GFLOP/s)
-//    corrects it;
+//    the unit is measured again, once, and that measurement (the peak cached is a quarter of
+//    what this build's calibration kernel measures: ASan slows it to ~10 GFLOP/s) corrects it;
 //  - the same step against a cached peak above what this machine measures: the doubt is settled
 //    by one measurement, nothing is corrected, and the direct count reads 300 %, unclamped.
 TEST(MonitorTest, ACalibratedPeakIsCorrectedByWhatRunsNotByTheCount) {
@@ -527,6 +527,7 @@ TEST(MonitorTest, ACalibratedPeakIsCorrectedByWhatRunsNotByTheCount) {
     return nlohmann::json::parse(text.ok() ? *text : "{}");
   };
   InputPipelineReport report;
+  const double measured = MeasurePeakFlops().f32_gflops_per_core;
 
   cache_peak(10);
   std::vector<Window> executed = RunAtRates(20, 20, 0.7, &report);
@@ -549,22 +550,22 @@ TEST(MonitorTest, ACalibratedPeakIsCorrectedByWhatRunsNotByTheCount) {
       << after.dump();
   EXPECT_GE(after["observed_f32_gflops_per_core"].get<double>(), 15) << after.dump();
 
-  cache_peak(10);
-  std::vector<Window> doubted = RunAtRates(20, 5, 0.7, &report);
+  cache_peak(measured / 4);
+  std::vector<Window> doubted = RunAtRates(measured / 2, measured / 8, 0.7, &report);
   ASSERT_GE(doubted.size(), 2u);
   EXPECT_NE(doubted[0].peak_correction.find("peak f32 corrected: the counted FLOPs ran at"), std::string::npos)
-      << doubted[0].peak_correction;
-  EXPECT_GT(doubted.back().peak_gflops_per_core, 10);
+      << doubted[0].peak_correction << " (measured " << measured << ")";
+  EXPECT_GT(doubted.back().peak_gflops_per_core, measured / 4 * 1.1);
   EXPECT_EQ(report.peak_corrections.size(), 1u);
-  EXPECT_LT(cached_file()["observed_f32_gflops_per_core"].get<double>(), 10) << "a count is not an observation";
+  EXPECT_LT(cached_file().value("observed_f32_gflops_per_core", 1e9), measured / 4) << "a count is not an observation";
 
-  const double measured = MeasurePeakFlops().f32_gflops_per_core;
-  cache_peak(1.2 * measured);
-  std::vector<Window> counted = RunAtRates(3.6 * measured, 0.6 * measured, 0.7, &report);
+  // Twice what was measured: a second measurement is not that far off, even under ASan.
+  cache_peak(2 * measured);
+  std::vector<Window> counted = RunAtRates(6 * measured, measured, 0.7, &report);
   ASSERT_GE(counted.size(), 2u);
   for (const Window& w : counted) {
     EXPECT_EQ(w.peak_correction, "") << "window " << w.index;
-    EXPECT_EQ(w.peak_gflops_per_core, 1.2 * measured) << "window " << w.index;
+    EXPECT_EQ(w.peak_gflops_per_core, 2 * measured) << "window " << w.index;
   }
   EXPECT_GT(counted[0].utilization_pct, 250) << "the direct count of a Winograd step may pass 100 %";
   EXPECT_TRUE(report.peak_corrections.empty());

@@ -37,11 +37,9 @@ int RunCheck(bool json, bool recalibrate) {
   if (!cached.ok()) return Fail("devices", cached.status().ToString());
   const std::vector<IndependentPeak> independent = MeasureIndependentPeaks();
   nlohmann::json rows = nlohmann::json::array();
-  std::string isa;
-  for (const auto& n : HostIsa().Names()) isa += (isa.empty() ? "" : " ") + n;
   if (!json) {
     std::printf("peak check on %s (%s): cached figure against an independent straight-line asm loop, "
-                "%d core(s) at once\n", CpuModelName().c_str(), isa.c_str(), independent.empty() ? 0 : independent[0].cores);
+                "%d core(s) at once\n", CpuModelName().c_str(), Join(HostIsa().Names()).c_str(), independent.empty() ? 0 : independent[0].cores);
     std::printf("%-5s %-15s %9s %15s %15s %10s\n", "unit", "kernel", "cached", "asm all cores", "asm one core",
                 "cached vs");
   }

@@ -175,6 +175,12 @@ int UsableCores() {
   return std::max(1, n);
 }
 
+std::vector<int> UsableCoreList() {
+  std::vector<int> cpus = UsableCpuList();
+  if (cpus.size() > static_cast<size_t>(UsableCores())) cpus.resize(static_cast<size_t>(UsableCores()));
+  return cpus;
+}
+
 int64_t UsableMemoryBytes() {
   struct sysinfo si {};
   int64_t ram = 0;

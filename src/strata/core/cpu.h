@@ -56,6 +56,9 @@ std::vector<int> UsableCpuList();
 // (rounded up: a quota of 1.5 CPUs allows 2 busy threads part of the time).
 int UsableCores();
 
+// The CPUs that many threads can keep busy at once: UsableCpuList(), its first UsableCores().
+std::vector<int> UsableCoreList();
+
 // Physical memory available to this process in bytes: the smaller of RAM and the
 // cgroup memory limit.
 int64_t UsableMemoryBytes();

@@ -108,8 +108,7 @@ IndependentPeak Measure(const char* unit, const char* name, double (*kernel)(int
   IndependentPeak p;
   p.unit = unit;
   p.kernel = name;
-  std::vector<int> cpus = UsableCpuList();
-  if (cpus.size() > static_cast<size_t>(UsableCores())) cpus.resize(static_cast<size_t>(UsableCores()));
+  const std::vector<int> cpus = UsableCoreList();
   p.cores = static_cast<int>(cpus.size());
   RunPinnedAtOnce({cpus[0]}, [](size_t) {}, [&](size_t) { p.one_core_gflops = BestByWallClock(kernel, iters); });
   std::vector<double> each(cpus.size());

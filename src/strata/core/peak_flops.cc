@@ -229,14 +229,6 @@ bool Judge(const char* what, const UnitReading& u, std::string* note) {
   return doubtful;
 }
 
-// The CPUs the calibration runs on at once: the affinity mask, no more than a CPU quota allows.
-std::vector<int> CalibrationCpus() {
-  std::vector<int> cpus = UsableCpuList();
-  const size_t quota = static_cast<size_t>(std::max(1, UsableCores()));
-  if (cpus.size() > quota) cpus.resize(quota);
-  return cpus;
-}
-
 int64_t ProcStatSteal(const std::vector<int>& cpus) {
   auto text = ReadFileToString("/proc/stat");
   return text.ok() ? StealTicks(*text, cpus) : 0;
@@ -264,7 +256,7 @@ int64_t StealTicks(const std::string& proc_stat, const std::vector<int>& cpus) {
 
 PeakFlops MeasurePeakFlops() {
   const CpuIsa& isa = HostIsa();
-  const std::vector<int> cpus = CalibrationCpus();
+  const std::vector<int> cpus = UsableCoreList();  // the affinity mask, no more than a CPU quota allows
   PeakFlops p;
   p.cores_measured = static_cast<int>(cpus.size());
   const int64_t steal0 = ProcStatSteal(cpus);
@@ -325,10 +317,8 @@ struct CachedPeak {
   double observed_f32 = 0, observed_bf16 = 0;
 };
 
-std::optional<CachedPeak> ReadCache(const std::string& path) {
-  auto text = ReadFileToString(path);
-  if (!text.ok()) return std::nullopt;
-  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+std::optional<CachedPeak> ParseCache(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("f32_gflops_per_core") || !j["f32_gflops_per_core"].is_number() ||
       !j.contains("bf16_gflops_per_core") || !j["bf16_gflops_per_core"].is_number())
     return std::nullopt;
@@ -348,6 +338,11 @@ std::optional<CachedPeak> ReadCache(const std::string& path) {
   c.observed_f32 = number("observed_f32_gflops_per_core");
   c.observed_bf16 = number("observed_bf16_gflops_per_core");
   return c;
+}
+
+std::optional<CachedPeak> ReadCache(const std::string& path) {
+  auto text = ReadFileToString(path);
+  return text.ok() ? ParseCache(*text) : std::nullopt;
 }
 
 // This process's last calibration and the cache text it wrote. A provisional figure is measured
@@ -394,12 +389,13 @@ std::string Gflops(double g) {
 
 Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
   const std::string path = PeakCachePath();
-  std::optional<CachedPeak> cached = recalibrate ? std::nullopt : ReadCache(path);
+  auto text = recalibrate ? Result<std::string>(NotFound("recalibrating")) : ReadFileToString(path);
+  std::optional<CachedPeak> cached = text.ok() ? ParseCache(*text) : std::nullopt;
   if (cached && !cached->peak.provisional) return cached->peak;
   if (cached) {
     LastCalibration& last = Last();
     std::lock_guard<std::mutex> lock(last.mu);
-    if (auto text = ReadFileToString(path); last.path == path && text.ok() && *text == last.text) {
+    if (last.path == path && *text == last.text) {
       PeakFlops p = last.peak;  // measured by this start already
       p.from_cache = true;
       return p;
@@ -425,11 +421,11 @@ Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
   // A rate a run reached is a floor: a measurement below it read the unit low.
   if (now.observed_f32 > p.f32_gflops_per_core) {
     p.f32_gflops_per_core = now.observed_f32;
-    p.note += std::string(p.note.empty() ? "" : "; ") + "f32 raised to the rate a run executed";
+    Append(&p.note, "f32 raised to the rate a run executed");
   }
   if (p.bf16_gflops_per_core > 0 && now.observed_bf16 > p.bf16_gflops_per_core) {
     p.bf16_gflops_per_core = now.observed_bf16;
-    p.note += std::string(p.note.empty() ? "" : "; ") + "bf16 raised to the rate a run executed";
+    Append(&p.note, "bf16 raised to the rate a run executed");
   }
   if (std::optional<std::string> text = WriteCache(path, now)) {
     LastCalibration& last = Last();
@@ -443,23 +439,16 @@ Result<PeakFlops> CalibratedPeakFlops(bool recalibrate) {
 
 namespace {
 
-// The unit's calibration kernel run now on the calling thread, on the core it is on: timed by
-// CPU time, so replicas beside it cost little accuracy. A lower bound of the unit's peak.
+// The unit's calibration kernel run now on the core the caller is on (a thread pinned there while
+// the caller waits): timed by CPU time, so replicas beside it cost little accuracy. A lower bound
+// of the unit's peak.
 Result<double> MeasureUnitNow(DType dtype) {
   if (dtype != DType::kF32 && dtype != DType::kBF16)
     return InvalidArgument("peak correction: no matrix unit for dtype " + std::string(DTypeName(dtype)));
   const UnitKernel kernel = KernelFor(dtype, HostIsa());
   if (!kernel.fn) return InvalidArgument("peak correction: this CPU has no bf16 unit (no AVX512_BF16)");
-  CoreRuns runs;
   const int cpu = ::sched_getcpu();
-  cpu_set_t old;
-  const bool restore = cpu >= 0 && ::sched_getaffinity(0, sizeof(old), &old) == 0 && PinThisThread(cpu);
-  float sink = 0;
-  TimedRuns(kernel.fn, SizeRun(kernel.fn, kSeconds, &sink), kRepeats, &sink, &runs);
-  if (restore) ::sched_setaffinity(0, sizeof(old), &old);
-  volatile float keep = sink;
-  (void)keep;
-  return runs.best_cpu();
+  return RunOnCores(kernel.fn, {cpu >= 0 ? cpu : UsableCoreList().front()}, kRepeats, kSeconds).front().best_cpu();
 }
 
 // Caches max(observed, remeasured) as `dtype`'s peak, provisional, the observed rate as a floor;
@@ -489,7 +478,6 @@ PeakCorrection Correct(DType dtype, double was_gflops, double observed_gflops, d
   c.line = std::string("peak ") + (bf16 ? "bf16" : "f32") + " corrected: " + why + "; measured " +
            Gflops(remeasured_gflops) + " now; using " + Gflops(c.gflops);
   next.peak.note = c.line + " (provisional: measured again at the next start)";
-  next.peak.from_cache = false;
   c.line += WriteCache(path, next).has_value() ? " (cached as provisional: measured again at the next start)"
                                    : " (the cache " + path + " could not be written)";
   return c;

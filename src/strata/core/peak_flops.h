@@ -70,8 +70,8 @@ struct PeakCorrection {
 };
 
 // Corrects the cached peak of `dtype`'s unit (kF32 or kBF16) after a run executed
-// `observed_gflops` per core against `was_gflops` in use: re-measures it now on the calling
-// thread, pinned to its core (timed by CPU time, so work beside it costs little accuracy), keeps
+// `observed_gflops` per core against `was_gflops` in use: re-measures it now on the caller's
+// core (a pinned thread timed by CPU time, so work beside it costs little accuracy), keeps
 // the larger of that and the observed rate, and writes the cache marked provisional, with the
 // observed rate kept as a floor for later measurements. A cache that cannot be written is not
 // an error (the line says so).

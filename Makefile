@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make demo   install deps, build, run the main job
+#   make demo   install the command's deps, build it, run the main job
 #   make test   install deps, build, run every test (release, then the unit tests under ASan+UBSan,
 #               then the data/distribute/monitor/io unit tests under ThreadSanitizer)
 # Long runs live behind their own targets: make bench, make fuzz.
@@ -11,8 +11,11 @@ CMAKE_FLAGS ?=
 
 .PHONY: deps configure build demo test test-release test-sanitize test-thread bench fuzz clean
 
+# make demo installs only what building and running the command needs (DEPS=--demo, which
+# make passes on to its prerequisites); make test and the rest install the test tools too.
+DEPS ?=
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh $(DEPS)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
@@ -20,7 +23,8 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The demo builds only what it runs: the strata binary and its library.
+# The demo installs and builds only what it runs: the strata binary and its library.
+demo: DEPS = --demo
 demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target strata_cli
 	$(BUILD)/tools/strata/strata devices

@@ -32,6 +32,8 @@ void BindFields(C& c, py::list& names) {
   STRATA_FIELD(image_size);
   STRATA_FIELD(channels);
   STRATA_FIELD(classes);
+  STRATA_FIELD(pad_crop);
+  STRATA_FIELD(flip);
   STRATA_FIELD(model);
   STRATA_FIELD(weights);
   STRATA_FIELD(freeze_until);
@@ -47,6 +49,7 @@ void BindFields(C& c, py::list& names) {
   STRATA_FIELD(schedule);
   STRATA_FIELD(warmup_epochs);
   STRATA_FIELD(weight_decay);
+  STRATA_FIELD(label_smoothing);
   STRATA_FIELD(metrics);
   STRATA_FIELD(precision);
   STRATA_FIELD(seed);
@@ -79,6 +82,7 @@ py::dict ReportDict(const train::TrainReport& r) {
   d["steps_per_epoch"] = r.steps_per_epoch;
   d["wall_seconds"] = r.wall_seconds;
   d["train_seconds"] = r.train_seconds;
+  d["validation_seconds"] = r.validation_seconds;
   d["images_per_second"] = r.images_per_second;
   d["seconds_at_epoch_end"] = r.seconds_at_epoch_end;
   d["cross_host_json"] = r.cross_host_json;

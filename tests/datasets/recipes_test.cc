@@ -2,6 +2,7 @@
 // is per replica in both, and a batch holds GlobalBatch(batch_size, replicas) elements.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "strata/datasets/fashion_mnist.h"
 #include "strata/datasets/flowers.h"
 #include "strata/datasets/synthetic.h"
+#include "strata/image/pad_crop.h"
 
 namespace strata::datasets {
 namespace {
@@ -101,6 +103,54 @@ TEST(FashionMnist, BatchIsPerReplicaTimesReplicas) {
   ASSERT_EQ(want[0].size(), 16u * (784 + 1));
   EXPECT_EQ(Drain(*two), want);
   EXPECT_FALSE(FashionMnistDataset(glob, {.replicas = 0}).ok());
+  fs::remove_all(dir);
+}
+
+// The training augmentation: each image a pad-crop-mirror window of its decoded original (the
+// same rows with no augmentation, as the shuffle is off), the same under a seed, a fresh draw
+// each epoch and for another seed, and the labels untouched.
+TEST(FashionMnist, AugmentationIsAWindowOfEachImageSeededPerElement) {
+  const std::string dir = TempDir("fmnist_augment");
+  ASSERT_TRUE(WriteSyntheticFashionMnist(dir, 1, 32).ok());
+  const std::string glob = dir + "/fashion_mnist-train.tfrecord-*";
+  auto plain = FashionMnistDataset(glob, {.batch_size = 16, .shuffle = 0, .repeat = true});
+  auto aug = [&](uint64_t seed) {
+    return FashionMnistDataset(glob, {.batch_size = 16, .shuffle = 0, .seed = seed, .repeat = true, .pad_crop = 2,
+                                      .flip_left_right = 0.5f});
+  };
+  auto a = aug(5), b = aug(5), c = aug(6);
+  ASSERT_TRUE(plain.ok() && a.ok() && b.ok() && c.ok());
+  const auto originals = Drain(*plain, 4), views = Drain(*a, 4);  // two epochs of two batches
+  ASSERT_EQ(views.size(), 4u);
+  EXPECT_EQ(Drain(*b, 4), views);
+  EXPECT_NE(Drain(*c, 4), views);
+  EXPECT_NE(std::vector<double>(views[0].begin(), views[0].end()), views[2]);  // epoch 2 draws again
+  int mirrored = 0, moved = 0;
+  for (size_t batch = 0; batch < views.size(); ++batch) {
+    for (int row = 0; row < 16; ++row) {
+      std::vector<float> src(784), want(784);
+      for (int i = 0; i < 784; ++i) src[i] = static_cast<float>(originals[batch][row * 784 + i]);
+      bool found = false;
+      for (int dy = -2; dy <= 2 && !found; ++dy)
+        for (int dx = -2; dx <= 2 && !found; ++dx)
+          for (bool flip : {false, true}) {
+            image::PadCropFlip(src.data(), 28, 28, 1, {.dy = dy, .dx = dx, .flip = flip}, want.data());
+            if (std::equal(want.begin(), want.end(), views[batch].begin() + row * 784,
+                           [](float w, double v) { return static_cast<double>(w) == v; })) {
+              found = true;
+              mirrored += flip;
+              moved += dy != 0 || dx != 0;
+              break;
+            }
+          }
+      EXPECT_TRUE(found) << "batch " << batch << " row " << row << " is no window of its image";
+      EXPECT_EQ(views[batch][16 * 784 + row], originals[batch][16 * 784 + row]) << "label";
+    }
+  }
+  EXPECT_GT(mirrored, 10);  // of 64 at p = 0.5
+  EXPECT_GT(moved, 40);     // 24 of 25 offsets move
+  EXPECT_FALSE(FashionMnistDataset(glob, {.pad_crop = -1}).ok());
+  EXPECT_FALSE(FashionMnistDataset(glob, {.flip_left_right = 1.5f}).ok());
   fs::remove_all(dir);
 }
 

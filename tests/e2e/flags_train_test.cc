@@ -143,6 +143,31 @@ TEST_F(FlagsTrain, SeedLrOptimizerAndWeightDecayChangeTheRunAndDeterministicRepe
   EXPECT_TRUE(Has(rmsprop, "--optimizer must be sgd or adam")) << rmsprop.output;
 }
 
+// --label-smoothing changes the loss of any run; --pad-crop and --flip change what Fashion-MNIST's
+// pipeline feeds (the CIFAR file read as 28x28 gray `label`led images takes that pipeline), and
+// out-of-range values are refused naming the flag.
+TEST_F(FlagsTrain, LabelSmoothingPadCropAndFlipChangeTheRun) {
+  auto loss = [&](const std::string& extra) {
+    auto r = Train("--image-size 28 --channels 1 --steps-per-epoch 3 --summary-json " + Path("s.json") + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return ReadJson(Path("s.json"))["history"]["loss"].dump();
+  };
+  const std::string base = loss("");
+  ASSERT_NE(base, "null");
+  EXPECT_EQ(loss("--pad-crop 0 --flip 0 --label-smoothing 0"), base) << "the defaults are no augmentation";
+  EXPECT_NE(loss("--label-smoothing 0.1"), base);
+  EXPECT_NE(loss("--pad-crop 2"), base);
+  EXPECT_NE(loss("--flip 0.5"), base);
+  EXPECT_EQ(loss("--pad-crop 2 --flip 0.5"), loss("--pad-crop 2 --flip 0.5")) << "augmentation is seeded";
+  for (const auto& [flag, message] : {std::pair<std::string, std::string>{"--pad-crop 28", "--pad-crop must be"},
+                                      {"--flip 2", "--flip must be"},
+                                      {"--label-smoothing 1", "--label-smoothing must be"}}) {
+    auto r = Train(flag);
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.output;
+    EXPECT_TRUE(Has(r, message)) << r.output;
+  }
+}
+
 // --replicas, --batch-per-replica, --lr, --lr-scaling, --schedule, --warmup-epochs, --epochs and
 // --steps-per-epoch: the printed global batch, learning rate and schedule, and the work done.
 TEST_F(FlagsTrain, BatchAndLearningRateFlagsSetTheScheduleAndTheWork) {

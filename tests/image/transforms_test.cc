@@ -3,16 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <numeric>
 #include <vector>
 
 #include "strata/core/thread_pool.h"
+#include "strata/data/rng.h"
 #include "strata/image/color.h"
 #include "strata/image/crop.h"
 #include "strata/image/flip.h"
 #include "strata/image/jpeg.h"
 #include "strata/image/kernels.h"
 #include "strata/image/normalize.h"
+#include "strata/image/pad_crop.h"
 #include "strata/image/random.h"
 #include "strata/image/resize.h"
 #include "strata/image/rotate.h"
@@ -132,6 +136,47 @@ TEST(Flip, FloatAndU8FlipsAgreeWithIndexing) {
 std::vector<float> FloatImage(int h, int w, int c, uint32_t seed = 3) {
   Image img = MakeTestImage(h, w, c, seed);
   return std::vector<float>(img.data(), img.data() + img.size_bytes());
+}
+
+TEST(PadCrop, IsAWindowOfTheZeroPaddedMirroredImage) {
+  // 1..9 mirrored is [3 2 1; 6 5 4; 9 8 7]; padded by 1 and cut at row 1 + dy = 2, column
+  // 1 + dx = 0 it reads [0 6 5; 0 9 8; 0 0 0] (worked by hand).
+  const float src[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  float dst[9];
+  PadCropFlip(src, 3, 3, 1, {.dy = 1, .dx = -1, .flip = true}, dst);
+  EXPECT_EQ(std::vector<float>(dst, dst + 9), (std::vector<float>{0, 6, 5, 0, 9, 8, 0, 0, 0}));
+  // Unmirrored, dy = -1, dx = 2: [0 0 0; 3 0 0; 6 0 0].
+  PadCropFlip(src, 3, 3, 1, {.dy = -1, .dx = 2, .flip = false}, dst);
+  EXPECT_EQ(std::vector<float>(dst, dst + 9), (std::vector<float>{0, 0, 0, 3, 0, 0, 6, 0, 0}));
+  // Two channels move together; no offset and no mirror is a copy.
+  const float rgb[8] = {1, 10, 2, 20, 3, 30, 4, 40};  // [2, 2, 2]
+  float out[8];
+  PadCropFlip(rgb, 2, 2, 2, {.dy = 0, .dx = 0, .flip = true}, out);
+  EXPECT_EQ(std::vector<float>(out, out + 8), (std::vector<float>{2, 20, 1, 10, 4, 40, 3, 30}));
+  PadCropFlip(rgb, 2, 2, 2, {}, out);
+  EXPECT_EQ(std::vector<float>(out, out + 8), std::vector<float>(rgb, rgb + 8));
+  // An offset as large as the image leaves nothing.
+  PadCropFlip(src, 3, 3, 1, {.dy = 0, .dx = 3}, dst);
+  EXPECT_EQ(std::vector<float>(dst, dst + 9), std::vector<float>(9, 0.0f));
+}
+
+TEST(PadCrop, DrawsEveryPlacementAndTheMirrorAtTheirRates) {
+  data::Rng rng(11);
+  std::map<std::tuple<int, int, bool>, int> seen;
+  const int draws = 50000;
+  for (int i = 0; i < draws; ++i) {
+    const PadCropPlacement p = DrawPadCrop(2, 0.5f, [&rng] { return rng.NextU64(); });
+    ASSERT_GE(p.dy, -2);
+    ASSERT_LE(p.dy, 2);
+    ASSERT_GE(p.dx, -2);
+    ASSERT_LE(p.dx, 2);
+    ++seen[{p.dy, p.dx, p.flip}];
+  }
+  ASSERT_EQ(seen.size(), 50u);  // 5 x 5 offsets, mirrored or not
+  for (const auto& [placement, n] : seen) EXPECT_NEAR(n, draws / 50, 150) << "a placement's count";  // 5 sigma: 1,000 +- 31
+  const PadCropPlacement none = DrawPadCrop(0, 0.0f, [&rng] { return rng.NextU64(); });
+  EXPECT_EQ(none, PadCropPlacement{});
+  EXPECT_TRUE(DrawPadCrop(0, 1.0f, [&rng] { return rng.NextU64(); }).flip);
 }
 
 TEST(Color, SaturationFollowsTensorFlowSemantics) {

@@ -50,6 +50,14 @@ TEST(Losses, HostCrossEntropyMatchesClosedForm) {
   ASSERT_TRUE(HostLoss(losses::CategoricalCrossentropy({.label_smoothing = 0.1f}), probs, 1, 3, nullptr, onehot, &l).ok());
   double t0 = 0.9 + 0.1 / 3, t = 0.1 / 3;
   EXPECT_NEAR(l, -(t0 * std::log(0.5) + 2 * t * std::log(0.25)), 1e-6);
+  // The sparse loss smooths the same way from the class index (Strata's; Keras's sparse loss has
+  // no smoothing): -sum_j ((1 - e) [j == y] + e / K) log p_j, by hand for e = 0.1, K = 3.
+  ASSERT_TRUE(HostLoss(losses::SparseCategoricalCrossentropy({.label_smoothing = 0.1f}), probs, 1, 3, y, nullptr, &l).ok());
+  EXPECT_NEAR(l, -(t0 * std::log(0.5) + 2 * t * std::log(0.25)), 1e-6);
+  ASSERT_TRUE(HostLoss(losses::SparseCategoricalCrossentropy({.from_logits = true, .label_smoothing = 0.1f}), logits, 1,
+                       3, y, nullptr, &l)
+                  .ok());
+  EXPECT_NEAR(l, -(t0 * (2.0 - lse) + t * (1.0 - lse) + t * (0.1 - lse)), 1e-6);
   const float pred[] = {1.0f, 3.0f};
   const float target[] = {0.0f, 1.0f};
   ASSERT_TRUE(HostLoss(losses::MeanSquaredError(), pred, 1, 2, nullptr, target, &l).ok());

@@ -65,6 +65,11 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("schedule", &f.schedule, "cosine (warm-up then cosine decay to 0), constant, or rampup (--preset flowers)");
   flags.Double("warmup-epochs", &f.warmup_epochs, "linear warm-up length in epochs (default 0.5; rampup: whole epochs, 3)");
   flags.Double("weight-decay", &f.weight_decay, "weight decay: SGD's L2 term on the gradient (default 5e-4); with --preset flowers, Adam's decoupled decay as Keras's (default 0)");
+  flags.Double("label-smoothing", &f.label_smoothing,
+               "the cross-entropy's label smoothing e: targets (1 - e) one-hot + e / classes (default 0)");
+  flags.Int("pad-crop", &f.pad_crop,
+            "Fashion-MNIST augmentation: a random 28x28 window of the image padded by N zero pixels a side (default 0)");
+  flags.Double("flip", &f.flip, "Fashion-MNIST augmentation: mirror each training image left-right with this probability (default 0)");
   flags.String("precision", &f.precision,
                "f32 or bf16 (mixed_bfloat16: bf16 matmul/conv, f32 variables; needs AVX-512); --preset flowers: bf16 where the CPU has AVX512_BF16");
   flags.Int("seed", &f.seed, "seed for weights, shuffling and dropout (default 42)");

@@ -61,6 +61,7 @@ class TrainResult:
     steps_per_epoch: int
     wall_seconds: float
     train_seconds: float
+    validation_seconds: float
     images_per_second: float
     seconds_at_epoch_end: List[float]
     cross_host_json: str

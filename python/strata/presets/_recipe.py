@@ -12,7 +12,7 @@ class TrainResult:
     """What strata.train(...) returns: ``history`` (Keras's History.history: per-epoch "loss",
     "accuracy", "val_loss", ...), ``val_loss``/``val_accuracy``/``val_f1_macro`` on ``val`` after
     training, ``model_path`` (load it with ``strata evaluate --model``), ``replicas``,
-    ``global_batch``, ``steps_per_epoch``, ``train_seconds``, ``images_per_second``,
+    ``global_batch``, ``steps_per_epoch``, ``train_seconds`` (validation left out), ``validation_seconds``, ``images_per_second``,
     ``seconds_at_epoch_end`` and ``chief`` (False on the other workers of an MPI job)."""
 
     def __init__(self, report):

@@ -16,7 +16,8 @@
 namespace strata::datasets {
 
 //   list_files -> TFRecordDataset -> parse + decode -> cache -> shuffle -> repeat
-//   -> batch(GlobalBatch(batch_size, replicas), drop_remainder) -> prefetch(AUTOTUNE)
+//   [-> pad, random crop, flip] -> batch(GlobalBatch(batch_size, replicas), drop_remainder)
+//   -> prefetch(AUTOTUNE)
 struct FashionMnistOptions {
   int64_t batch_size = 128;        // per replica (batch_size.h)
   int replicas = 1;                // batches hold GlobalBatch(batch_size, replicas) elements
@@ -27,6 +28,11 @@ struct FashionMnistOptions {
   bool cache = true;               // decoded images kept in memory after the first epoch
   int64_t num_parallel_calls = data::AUTOTUNE;
   bool deterministic = true;
+  // Training augmentation of the decoded (cached) images, a fresh draw every epoch, seeded per
+  // element (image/pad_crop.h): a random 28 x 28 window of the image padded by `pad_crop` zero
+  // pixels a side, mirrored left-right with probability `flip_left_right`. 0, 0: none.
+  int pad_crop = 0;
+  float flip_left_right = 0;
   std::string image_key = "image";  // the PNG bytes feature (TFDS's name)
   std::string label_key = "label";  // the int64 class feature
 };

@@ -38,6 +38,10 @@ class Callback {
   // `logs` holds the epoch's training and validation values; callbacks may add to it.
   virtual Status OnEpochEnd(int epoch, Logs& logs) { return Status::OK(); }
   virtual Status OnTrainEnd(const Logs& logs) { return Status::OK(); }
+  // Around fit's validation at the end of each epoch (Keras's on_test_begin / on_test_end);
+  // `logs` holds the validation values, not yet prefixed with "val_".
+  virtual Status OnTestBegin() { return Status::OK(); }
+  virtual Status OnTestEnd(const Logs& logs) { return Status::OK(); }
 
  private:
   Model* model_ = nullptr;

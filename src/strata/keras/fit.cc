@@ -147,9 +147,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
     // 4. Validation, then the epoch's logs go to the callbacks and the History.
     if (options.validation_data) {
       if (observer_) observer_->Pause();  // no training steps while validating
+      for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTestBegin());
       auto validated = RunEvaluation(*options.validation_data, options.validation_steps, nullptr);
       if (observer_) observer_->Resume();
       STRATA_ASSIGN_OR_RETURN(Logs val, std::move(validated));
+      for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTestEnd(val));
       for (const auto& [k, v] : val) logs.emplace_back("val_" + k, v);
     }
     for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnEpochEnd(epoch, logs));

@@ -50,6 +50,11 @@ Status HostLoss(const Loss& loss, const float* out, int64_t n, int64_t k, const 
             return InvalidArgument("label " + std::to_string(y) + " of example " + std::to_string(i) +
                                    " is outside [0, " + std::to_string(k) + ") for " + loss.name());
           l = -logp(y);
+          if (loss.label_smoothing != 0) {  // -sum_j ((1 - e) [j == y] + e / k) log p_j
+            double all = 0;
+            for (int64_t j = 0; j < k; ++j) all += logp(j);
+            l = (1.0 - loss.label_smoothing) * l - loss.label_smoothing / static_cast<double>(k) * all;
+          }
         } else {
           const float* t = dense + i * k;
           for (int64_t j = 0; j < k; ++j) {

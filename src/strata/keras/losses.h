@@ -37,7 +37,8 @@ struct Loss {
   enum class Kind { kSparseCategoricalCrossentropy, kCategoricalCrossentropy, kBinaryCrossentropy, kMeanSquaredError };
   Kind kind = Kind::kSparseCategoricalCrossentropy;
   bool from_logits = false;     // Keras's default: the model ends in softmax/sigmoid
-  float label_smoothing = 0;    // categorical cross-entropy only
+  // Cross-entropies (sparse and categorical): the targets are (1 - e) one-hot + e / classes.
+  float label_smoothing = 0;
   std::string name() const;     // "sparse_categorical_crossentropy"
   bool sparse_labels() const { return kind == Kind::kSparseCategoricalCrossentropy; }
 
@@ -72,8 +73,10 @@ struct CrossentropyOptions {
   bool from_logits = false;
   float label_smoothing = 0;
 };
+// label_smoothing here is Strata's, not Keras's (whose sparse loss has none): the same smoothing
+// as CategoricalCrossentropy on the one-hot labels, without making them.
 inline Loss SparseCategoricalCrossentropy(CrossentropyOptions o = {}) {
-  return {Loss::Kind::kSparseCategoricalCrossentropy, o.from_logits, 0};
+  return {Loss::Kind::kSparseCategoricalCrossentropy, o.from_logits, o.label_smoothing};
 }
 inline Loss CategoricalCrossentropy(CrossentropyOptions o = {}) {
   return {Loss::Kind::kCategoricalCrossentropy, o.from_logits, o.label_smoothing};

@@ -37,6 +37,11 @@ struct Recipe {
   int64_t image_size = 0;  // 0: the model's own (a Keras application's default size, else 28)
   int64_t channels = 0;    // 1 or 3; 0: as the first record of `data` stores its image
   int64_t classes = 0;     // 0: the model's own
+  // Fashion-MNIST's training augmentation (datasets/fashion_mnist.h): a random 28 x 28 window of
+  // the image padded by `pad_crop` zero pixels a side, mirrored with probability `flip`.
+  // (The flowers pipeline has its own: random crop, flips, saturation.)
+  int64_t pad_crop = 0;
+  double flip = 0;
 
   // ---- model: a built-in spec name, a Keras application, or a spec JSON file
   std::string model = "reference-cnn";
@@ -56,8 +61,9 @@ struct Recipe {
   std::string schedule = "cosine";    // cosine (warm-up, then to 0), constant, or rampup (the flowers notebooks')
   double warmup_epochs = 0.5;
   double weight_decay = 5e-4;     // SGD: L2 on the gradient; Adam: decoupled, as Keras 3
+  double label_smoothing = 0;     // the cross-entropy's: targets (1 - e) one-hot + e / classes
   std::vector<std::string> metrics = {"accuracy"};
-  std::string precision = "f32";  // f32 or bf16 (mixed_bfloat16)
+  std::string precision = "f32";  // f32 or bf16 (mixed_bfloat16); the presets: bf16 where NativeBf16()
   int64_t seed = 42;
   bool deterministic = false;     // a fixed input order: the same seed gives the same weights
 
@@ -82,6 +88,9 @@ struct Recipe {
 Result<Recipe> Preset(const std::string& name);
 // The names Preset() takes.
 std::vector<std::string> PresetNames();
+// Whether this CPU runs bf16 at its full rate (AVX512_BF16 or AMX-BF16, within the ISA cap):
+// the presets' precision is bf16 where it does, f32 elsewhere.
+bool NativeBf16();
 
 // Checks the recipe's values and their combinations before any work: an InvalidArgument naming
 // the field (as its flag, --like-this) and what it takes.

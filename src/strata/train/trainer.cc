@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "strata/core/clock.h"
+#include "strata/core/cpu.h"
 #include "strata/core/peak_flops.h"
 #include "strata/datasets/batch_size.h"
 #include "strata/distribute/strategy.h"
@@ -51,11 +52,20 @@ Result<int64_t> CountRecords(const std::string& pattern) {
   return n;
 }
 
-// Seconds since the start of fit at each epoch end (validation included): time-to-accuracy.
+// Seconds since the start of fit at each epoch end (validation included): time-to-accuracy;
+// and the seconds spent validating after each epoch, which the training time leaves out.
 class EpochClock final : public keras::Callback {
  public:
   Status OnTrainBegin(const keras::TrainInfo&) override {
     if (seconds_.empty()) clock_.Reset();  // the second fit of freeze_backbone_epochs continues the count
+    return Status::OK();
+  }
+  Status OnTestBegin() override {
+    test_began_ = clock_.ElapsedSeconds();
+    return Status::OK();
+  }
+  Status OnTestEnd(const keras::Logs&) override {
+    validating_ += clock_.ElapsedSeconds() - test_began_;
     return Status::OK();
   }
   Status OnEpochEnd(int, keras::Logs&) override {
@@ -63,11 +73,24 @@ class EpochClock final : public keras::Callback {
     return Status::OK();
   }
   const std::vector<double>& seconds() const { return seconds_; }
+  double validating_seconds() const { return validating_; }
 
  private:
   Stopwatch clock_;
   std::vector<double> seconds_;
+  double test_began_ = 0, validating_ = 0;
 };
+
+// The run's first line: the precision, and why (the presets take bf16 where it is native).
+std::string PrecisionLine(const Recipe& r) {
+  const CpuIsa& isa = HostIsa();
+  const std::string unit = isa.amx_bf16 ? "AMX-BF16" : "AVX512_BF16";
+  if (r.precision == "bf16")
+    return "precision: mixed_bfloat16 (bf16 matmul and conv, f32 weights)" +
+           (NativeBf16() ? " · native on this CPU (" + unit + "); --precision f32 for float32" : std::string());
+  if (NativeBf16()) return "precision: float32 · --precision bf16 runs mixed_bfloat16 natively on this CPU (" + unit + ")";
+  return "precision: float32 · this CPU runs bf16 only through emulation (no AVX512_BF16 or AMX), so f32 is the default";
+}
 
 // `weights` into the compiled model: a Keras weight file (HDF5) by layer name, skipping the
 // layers whose shapes differ (a new head on an include_top=False file, or other classes), or a
@@ -180,6 +203,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe) {
   s.workers = s.strategy->num_workers();
   s.worker = s.strategy->worker_index();
   s.talk = r.verbose != 0 && s.chief();  // the chief prints, evaluates and saves
+  if (s.talk) std::printf("%s\n", PrecisionLine(r).c_str());
   s.global_batch = datasets::GlobalBatch(r.batch_per_replica, s.replicas);
   STRATA_ASSIGN_OR_RETURN(int64_t examples, CountRecords(r.data));
   s.steps_per_epoch = r.steps_per_epoch > 0 ? r.steps_per_epoch : examples / s.global_batch;
@@ -204,7 +228,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe) {
     // A spec's last layer either ends in softmax (probabilities) or gives logits.
     auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
       return {.optimizer = std::move(opt),
-              .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !s.model->ends_in_softmax()}),
+              .loss = keras::losses::SparseCategoricalCrossentropy(
+                  {.from_logits = !s.model->ends_in_softmax(), .label_smoothing = static_cast<float>(r.label_smoothing)}),
               .metrics = r.metrics,
               .precision = r.precision == "bf16" ? "mixed_bfloat16" : "float32",
               .seed = static_cast<uint64_t>(r.seed)};
@@ -320,7 +345,8 @@ Result<TrainReport> Trainer::Run() {
       all.insert(all.end(), values.begin(), values.end());
     }
   }
-  report.train_seconds = train_clock.ElapsedSeconds();
+  report.validation_seconds = epoch_clock->validating_seconds();
+  report.train_seconds = train_clock.ElapsedSeconds() - report.validation_seconds;
   report.seconds_at_epoch_end = epoch_clock->seconds();
   nlohmann::json worker_times;  // every worker's all-reduce wait: gathered before the chief goes on alone
   if (collective) {
@@ -344,8 +370,9 @@ Result<TrainReport> Trainer::Run() {
   const int64_t trained = s.steps_per_epoch * r.epochs * s.global_batch;
   report.images_per_second = static_cast<double>(trained) / report.train_seconds;
   if (s.talk) {
-    std::printf("trained %lld images in %.1f s (%.0f images/s)\n", static_cast<long long>(trained), report.train_seconds,
-                report.images_per_second);
+    std::printf("trained %lld images in %.1f s (%.0f images/s; validating after each epoch took %.1f s more)\n",
+                static_cast<long long>(trained), report.train_seconds, report.images_per_second,
+                report.validation_seconds);
     std::printf("model saved to %s\n", report.model_path.c_str());
   }
   // The MPI path's cost: what crossed between workers per step, and the time it took.
@@ -376,9 +403,17 @@ std::string ReportJson(const Recipe& r, const TrainReport& report) {
   nlohmann::json j = {{"test_accuracy", report.val_accuracy}, {"test_loss", report.val_loss},
                       {"preset", r.preset}, {"val_f1_macro", report.val_f1_macro},
                       {"wall_seconds", report.wall_seconds}, {"train_seconds", report.train_seconds},
+                      {"validation_seconds", report.validation_seconds},
                       {"images_per_second", report.images_per_second}, {"replicas", report.replicas},
                       {"global_batch", report.global_batch}, {"epochs", r.epochs}, {"model_path", report.model_path},
                       {"history", report.history.history}, {"seconds_at_epoch_end", report.seconds_at_epoch_end}};
+  // The recipe's values that decide the weights (the same names as its flags, with underscores):
+  // what a peer needs to run the same recipe (bench/time_to_accuracy.sh).
+  j["recipe"] = {{"model", r.model}, {"epochs", r.epochs}, {"batch_per_replica", r.batch_per_replica},
+                 {"optimizer", r.optimizer}, {"lr", r.lr}, {"lr_scaling", r.lr_scaling}, {"schedule", r.schedule},
+                 {"warmup_epochs", r.warmup_epochs}, {"weight_decay", r.weight_decay},
+                 {"label_smoothing", r.label_smoothing}, {"pad_crop", r.pad_crop}, {"flip", r.flip},
+                 {"precision", r.precision}, {"seed", r.seed}};
   if (!report.cross_host_json.empty()) j["cross_host"] = nlohmann::json::parse(report.cross_host_json);
   return j.dump(2) + "\n";
 }

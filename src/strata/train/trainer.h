@@ -31,7 +31,10 @@ struct TrainReport {
   std::string model_path;  // where the trained model was saved
   int replicas = 0;        // in sync, over every worker
   int64_t global_batch = 0, steps_per_epoch = 0;
-  double wall_seconds = 0, train_seconds = 0, images_per_second = 0;
+  // train_seconds: from fit's start (the first step's compile included) to the end of the last
+  // epoch, less validation_seconds, the validation passes after each epoch; images_per_second
+  // is over train_seconds.
+  double wall_seconds = 0, train_seconds = 0, validation_seconds = 0, images_per_second = 0;
   std::vector<double> seconds_at_epoch_end;  // since fit began, validation included: time to accuracy
   std::string cross_host_json;  // what crossed between workers (docs/distribute.md); "" with one worker
 };

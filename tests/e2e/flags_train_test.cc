@@ -12,6 +12,7 @@
 
 #include "cli_support.h"
 #include "common/bf16_expected.h"
+#include "strata/train/recipe.h"
 
 namespace strata::testing {
 namespace {
@@ -152,13 +153,13 @@ TEST_F(FlagsTrain, LabelSmoothingPadCropAndFlipChangeTheRun) {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return ReadJson(Path("s.json"))["history"]["loss"].dump();
   };
-  const std::string base = loss("");
+  const std::string base = loss("--flip 0 --label-smoothing 0");
   ASSERT_NE(base, "null");
-  EXPECT_EQ(loss("--pad-crop 0 --flip 0 --label-smoothing 0"), base) << "the defaults are no augmentation";
-  EXPECT_NE(loss("--label-smoothing 0.1"), base);
-  EXPECT_NE(loss("--pad-crop 2"), base);
-  EXPECT_NE(loss("--flip 0.5"), base);
-  EXPECT_EQ(loss("--pad-crop 2 --flip 0.5"), loss("--pad-crop 2 --flip 0.5")) << "augmentation is seeded";
+  EXPECT_EQ(loss(""), loss("--pad-crop 0 --flip 0.5 --label-smoothing 0.1")) << "the default job's values";
+  EXPECT_NE(loss("--flip 0 --label-smoothing 0.1"), base);
+  EXPECT_NE(loss("--flip 0 --label-smoothing 0 --pad-crop 2"), base);
+  EXPECT_NE(loss("--flip 0.5 --label-smoothing 0"), base);
+  EXPECT_EQ(loss("--pad-crop 2"), loss("--pad-crop 2")) << "augmentation is seeded";
   for (const auto& [flag, message] : {std::pair<std::string, std::string>{"--pad-crop 28", "--pad-crop must be"},
                                       {"--flip 2", "--flip must be"},
                                       {"--label-smoothing 1", "--label-smoothing must be"}}) {
@@ -210,6 +211,14 @@ TEST_F(FlagsTrain, PrecisionBf16RunsMixedOrIsRefused) {
         << "bf16 arithmetic gives other losses";
   }
   EXPECT_EQ(Train("--precision f16").exit_code, 2);
+  // Without the flag: bf16 where this CPU runs it natively (AVX512_BF16 or AMX-BF16), f32
+  // elsewhere, said on the run's first line.
+  auto preset = Train("--summary-json " + Path("default.json"));
+  ASSERT_EQ(preset.exit_code, 0) << preset.output;
+  const bool native = train::NativeBf16();
+  EXPECT_EQ(ReadJson(Path("default.json"))["recipe"]["precision"], native ? "bf16" : "f32");
+  EXPECT_EQ(preset.output.rfind(native ? "precision: mixed_bfloat16" : "precision: float32", 0), 0u) << preset.output;
+  EXPECT_EQ(Has(preset, "--precision f32 for float32"), native) << preset.output;
 }
 
 // The README's middle column: AVX-512 without AVX512_BF16 (Skylake-X, Ice Lake). With oneDNN

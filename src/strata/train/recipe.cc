@@ -107,6 +107,8 @@ Result<Recipe> Preset(const std::string& name) {
   r.weight_decay = 0;
   r.schedule = "rampup";
   r.metrics = {"accuracy", "f1_macro"};
+  r.label_smoothing = 0;  // the notebooks' plain cross-entropy
+  r.flip = 0;             // FlowersDataset's own augmentation applies
   return r;
 }
 

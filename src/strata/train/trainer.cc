@@ -88,7 +88,7 @@ std::string PrecisionLine(const Recipe& r) {
   if (r.precision == "bf16")
     return "precision: mixed_bfloat16 (bf16 matmul and conv, f32 weights)" +
            (NativeBf16() ? " · native on this CPU (" + unit + "); --precision f32 for float32" : std::string());
-  if (NativeBf16()) return "precision: float32 · --precision bf16 runs mixed_bfloat16 natively on this CPU (" + unit + ")";
+  if (NativeBf16()) return "precision: float32 · --precision bf16 runs bf16 natively on this CPU (" + unit + ")";
   return "precision: float32 · this CPU runs bf16 only through emulation (no AVX512_BF16 or AMX), so f32 is the default";
 }
 

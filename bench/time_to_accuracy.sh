@@ -4,12 +4,14 @@
 #
 #   bench/time_to_accuracy.sh [build-dir] [target]        (target default 0.94)
 #   SEEDS="1 2 3" TORCH_SEEDS="1" bench/time_to_accuracy.sh build
+#   REUSE=DIR bench/time_to_accuracy.sh build     # Strata's runs from DIR/strata-SEED.json, not run again
 #
 # Strata runs `strata train` as a user does (the default job: its recipe, precision and
 # monitor) once per seed in SEEDS; PyTorch 1.13 (Debian's python3-torch) runs the same recipe,
 # read from Strata's summary JSON ("recipe": lr, batch, warm-up, label smoothing, pad-crop, flip,
-# ...), through bench/torch_fashion_recipe.py at its best here (2 threads, OpenBLAS under torch:
-# libopenblas0-pthread, and GLIBC_TUNABLES without mmap and trim) once per seed in TORCH_SEEDS
+# ...), through bench/torch_fashion_recipe.py at its best here (2 threads, channels-last, bf16
+# autocast where Strata's recipe is bf16, OpenBLAS under torch: libopenblas0-pthread, and
+# GLIBC_TUNABLES without mmap and trim) once per seed in TORCH_SEEDS
 # (each is ~10 minutes). Times are training only, the validation after each epoch left out:
 # Strata's train_seconds, and its time to the target is the first epoch end at or above it less
 # the validation passes before it (equal shares of validation_seconds). The first line names the
@@ -31,6 +33,7 @@ isa=$("$STRATA" devices --json | python3 -c 'import json,sys; print(" ".join(jso
 echo "CPU: $cpu (family $family model $model), $(nproc) cores; ISA: $isa; target test accuracy $TARGET"
 
 for seed in $SEEDS; do
+  if [ -n "${REUSE:-}" ]; then cp "$REUSE/strata-$seed.json" "$OUT/"; continue; fi
   "$STRATA" train --seed "$seed" --summary-json "$OUT/strata-$seed.json" > "$OUT/strata-$seed.log" 2>&1 ||
     { cat "$OUT/strata-$seed.log"; exit 1; }
 done
@@ -43,7 +46,7 @@ if r["model"] != "reference-cnn" or r["optimizer"] != "sgd" or r["schedule"] != 
     sys.exit("torch_fashion_recipe.py runs the reference CNN, SGD, cosine, linear scaling only: " + json.dumps(r))
 print(f'--epochs {r["epochs"]} --batch-per-replica {r["batch_per_replica"]} --lr {r["lr"]} '
       f'--warmup-epochs {r["warmup_epochs"]} --label-smoothing {r["label_smoothing"]} '
-      f'--pad-crop {r["pad_crop"]} --flip {r["flip"]}')
+      f'--pad-crop {r["pad_crop"]} --flip {r["flip"]} --channels-last' + (" --bf16" if r["precision"] == "bf16" else ""))
 PY
 )
   GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
@@ -66,7 +69,7 @@ def strata_row(seed):
 def torch_row(seed):
     lines = [l for l in open(f"{out}/torch-{seed}.log") if l.startswith("{")]
     j = json.loads(lines[-1])
-    return j["final_test_accuracy"], j["train_seconds"], j["time_to_target_seconds"], j["blas"]
+    return j["final_test_accuracy"], j["train_seconds"], j["time_to_target_seconds"], j["blas"], "bf16" if j["bf16"] else "f32"
 
 fmt = lambda t: "not reached" if t is None else f"{t:.1f} s"
 rows = []
@@ -79,8 +82,8 @@ accs = [r[0] for r in rows]
 trains = [r[1] for r in rows]
 print(f"{'strata mean':28s} {statistics.mean(accs):9.4f} {statistics.mean(trains):9.1f}   min accuracy {min(accs):.4f}")
 for s in torch_seeds:
-    acc, train, t, blas = torch_row(s)
-    print(f"{'pytorch f32 seed ' + s:28s} {acc:9.4f} {train:9.1f} {fmt(t):>12s}   (BLAS: {blas})")
+    acc, train, t, blas, prec = torch_row(s)
+    print(f"{'pytorch ' + prec + ' seed ' + s:28s} {acc:9.4f} {train:9.1f} {fmt(t):>12s}   (BLAS: {blas})")
     if t is not None and all(r[2] is not None for r in rows):
         print(f"  time to {target}: pytorch / strata = {t / statistics.mean(r[2] for r in rows):.2f}x")
     print(f"  training time: pytorch / strata = {train / statistics.mean(trains):.2f}x")

@@ -137,7 +137,13 @@ def test_the_flowers_presets_pieces():
 def test_the_default_recipes_pieces():
     r = strata.presets.fashion_mnist.recipe()
     assert (r.preset, r.model, r.optimizer, r.schedule, r.lr, r.batch_per_replica, r.epochs) == \
-        ("", "reference-cnn", "sgd", "cosine", 0.05, 128, 10)
+        ("", "reference-cnn", "sgd", "cosine", 0.05, 128, 15)
+    assert (r.label_smoothing, r.flip, r.pad_crop) == (0.1, 0.5, 0)
+    # bf16 where this CPU runs it natively (bf16 trains here and the ISA has AVX512_BF16 or AMX-BF16,
+    # as strata.devices() reports them), f32 elsewhere.
+    [host] = strata.devices()
+    native = "bf16" in host.precisions and bool({"AVX512_BF16", "AMX-BF16"} & set(host.isa))
+    assert r.precision == ("bf16" if native else "f32")
     model = strata.presets.fashion_mnist.model(data=CIFAR, image_size=32)  # channels from the records: RGB
     assert model.input_shape == (None, 32, 32, 3) and model.output_shape == (None, 10)
     # Warm-up to lr x global batch / 128 over half an epoch, then cosine decay to 0.

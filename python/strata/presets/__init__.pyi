@@ -13,6 +13,8 @@ class Recipe:
     image_size: int
     channels: int
     classes: int
+    pad_crop: int
+    flip: float
     model: str
     weights: str
     freeze_until: str
@@ -28,6 +30,7 @@ class Recipe:
     schedule: str
     warmup_epochs: float
     weight_decay: float
+    label_smoothing: float
     metrics: List[str]
     precision: str
     seed: int

@@ -17,8 +17,8 @@ using data::MixSeed;
 Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionMnistOptions o) {
   if (o.batch_size <= 0 || o.replicas <= 0)
     return InvalidArgument("FashionMnistDataset: batch_size and replicas must be > 0");
-  if (o.pad_crop < 0 || o.pad_crop > 28 || !(o.flip_left_right >= 0 && o.flip_left_right <= 1))
-    return InvalidArgument("FashionMnistDataset: pad_crop must be in [0, 28] and flip_left_right in [0, 1], found " +
+  if (o.pad_crop < 0 || o.pad_crop > 27 || !(o.flip_left_right >= 0 && o.flip_left_right <= 1))
+    return InvalidArgument("FashionMnistDataset: pad_crop must be in [0, 27] and flip_left_right in [0, 1], found " +
                            std::to_string(o.pad_crop) + " and " + std::to_string(o.flip_left_right));
   const uint64_t seed = o.seed.value_or(std::random_device{}() * 0x100000001ull ^ std::random_device{}());
   STRATA_ASSIGN_OR_RETURN(Dataset files, data::list_files(file_glob));

@@ -84,8 +84,8 @@ bool NativeBf16() {
 Result<Recipe> Preset(const std::string& name) {
   Recipe r;
   // Both presets train in bf16 where it runs at its full rate (AVX512_BF16 instructions or AMX
-  // tiles, not oneDNN's emulation): the default job measured within 0.2 points of f32's
-  // accuracy (docs/fashion_mnist.md), the flowers preset within its seeds' spread.
+  // tiles, not oneDNN's emulation): the default job since it measured within 0.2 points of
+  // f32's accuracy (docs/fashion_mnist.md), the flowers preset already before (docs/flowers.md).
   r.precision = NativeBf16() ? "bf16" : "f32";
   if (name.empty() || name == "fashion_mnist") return r;
   if (name != "flowers") return InvalidArgument("--preset must be fashion_mnist or flowers, not " + name);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "strata/backend/compile.h"
 #include "strata/core/clock.h"
 #include "strata/core/cpu.h"
 #include "strata/core/peak_flops.h"
@@ -89,6 +90,7 @@ std::string PrecisionLine(const Recipe& r) {
     return "precision: mixed_bfloat16 (bf16 matmul and conv, f32 weights)" +
            (NativeBf16() ? " · native on this CPU (" + unit + "); --precision f32 for float32" : std::string());
   if (NativeBf16()) return "precision: float32 · --precision bf16 runs bf16 natively on this CPU (" + unit + ")";
+  if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) return "precision: float32 · bf16 needs AVX-512";
   return "precision: float32 · this CPU runs bf16 only through emulation (no AVX512_BF16 or AMX), so f32 is the default";
 }
 

@@ -38,10 +38,9 @@ struct Recipe {
   int64_t channels = 0;    // 1 or 3; 0: as the first record of `data` stores its image
   int64_t classes = 0;     // 0: the model's own
   // Fashion-MNIST's training augmentation (datasets/fashion_mnist.h): a random 28 x 28 window of
-  // the image padded by `pad_crop` zero pixels a side, mirrored with probability `flip`.
-  // (The flowers pipeline has its own: random crop, flips, saturation.)
-  // The default job mirrors (docs/fashion_mnist.md: random crops cost this small model more
-  // than they give at its length); the flowers preset sets 0 (its pipeline flips on its own).
+  // the image padded by `pad_crop` zero pixels a side, mirrored with probability `flip`. The
+  // default job mirrors only (docs/fashion_mnist.md: random crops cost this small model more than
+  // they give at its length); the flowers preset sets 0, its pipeline augmenting on its own.
   int64_t pad_crop = 0;
   double flip = 0.5;
 

@@ -47,6 +47,13 @@ class FlagsTrain : public ::testing::Test {
     return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   }
   static bool Has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+  // The training loss of a 3-step run (Train's, plus `extra`) as JSON text: runs that differ in
+  // what they compute differ here.
+  std::string LossHistory(const std::string& extra) const {
+    auto r = Train("--steps-per-epoch 3 --summary-json " + Path("s.json") + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return ReadJson(Path("s.json"))["history"]["loss"].dump();
+  }
 
   fs::path dir_;
 };
@@ -127,11 +134,7 @@ TEST_F(FlagsTrain, ImageKeyAndLabelKeyReadARealFileWithOtherNames) {
 // --deterministic with --seed gives the same run twice; --seed, --lr and --weight-decay each
 // change the weights (seen in the training loss of the later steps).
 TEST_F(FlagsTrain, SeedLrOptimizerAndWeightDecayChangeTheRunAndDeterministicRepeatsIt) {
-  auto loss = [&](const std::string& extra) {
-    auto r = Train("--steps-per-epoch 3 --summary-json " + Path("s.json") + " " + extra);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return ReadJson(Path("s.json"))["history"]["loss"].dump();
-  };
+  auto loss = [&](const std::string& extra) { return LossHistory(extra); };
   const std::string base = loss("");
   ASSERT_NE(base, "null");
   EXPECT_EQ(loss(""), base) << "--deterministic: the same seed gives the same run";
@@ -148,11 +151,7 @@ TEST_F(FlagsTrain, SeedLrOptimizerAndWeightDecayChangeTheRunAndDeterministicRepe
 // pipeline feeds (the CIFAR file read as 28x28 gray `label`led images takes that pipeline), and
 // out-of-range values are refused naming the flag.
 TEST_F(FlagsTrain, LabelSmoothingPadCropAndFlipChangeTheRun) {
-  auto loss = [&](const std::string& extra) {
-    auto r = Train("--image-size 28 --channels 1 --steps-per-epoch 3 --summary-json " + Path("s.json") + " " + extra);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return ReadJson(Path("s.json"))["history"]["loss"].dump();
-  };
+  auto loss = [&](const std::string& extra) { return LossHistory("--image-size 28 --channels 1 " + extra); };
   const std::string base = loss("--flip 0 --label-smoothing 0");
   ASSERT_NE(base, "null");
   EXPECT_EQ(loss(""), loss("--pad-crop 0 --flip 0.5 --label-smoothing 0.1")) << "the default job's values";

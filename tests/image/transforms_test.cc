@@ -165,7 +165,7 @@ TEST(PadCrop, DrawsEveryPlacementAndTheMirrorAtTheirRates) {
   std::map<std::tuple<int, int, bool>, int> seen;
   const int draws = 50000;
   for (int i = 0; i < draws; ++i) {
-    const PadCropPlacement p = DrawPadCrop(2, 0.5f, [&rng] { return rng.NextU64(); });
+    const PadCropPlacement p = DrawPadCrop(2, 0.5f, rng);
     ASSERT_GE(p.dy, -2);
     ASSERT_LE(p.dy, 2);
     ASSERT_GE(p.dx, -2);
@@ -174,9 +174,9 @@ TEST(PadCrop, DrawsEveryPlacementAndTheMirrorAtTheirRates) {
   }
   ASSERT_EQ(seen.size(), 50u);  // 5 x 5 offsets, mirrored or not
   for (const auto& [placement, n] : seen) EXPECT_NEAR(n, draws / 50, 150) << "a placement's count";  // 5 sigma: 1,000 +- 31
-  const PadCropPlacement none = DrawPadCrop(0, 0.0f, [&rng] { return rng.NextU64(); });
+  const PadCropPlacement none = DrawPadCrop(0, 0.0f, rng);
   EXPECT_EQ(none, PadCropPlacement{});
-  EXPECT_TRUE(DrawPadCrop(0, 1.0f, [&rng] { return rng.NextU64(); }).flip);
+  EXPECT_TRUE(DrawPadCrop(0, 1.0f, rng).flip);
 }
 
 TEST(Color, SaturationFollowsTensorFlowSemantics) {

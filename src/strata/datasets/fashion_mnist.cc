@@ -53,7 +53,7 @@ Result<data::Dataset> FashionMnistDataset(const std::string& file_glob, FashionM
           if (in.shape() != Shape{28, 28, 1} || in.dtype() != DType::kF32)
             return InvalidArgument("fashion_mnist augmentation: expected a decoded f32 [28, 28, 1] image, found " +
                                    std::string(DTypeName(in.dtype())) + in.shape().ToString());
-          const image::PadCropPlacement at = image::DrawPadCrop(pad, flip, [&rng] { return rng.NextU64(); });
+          const image::PadCropPlacement at = image::DrawPadCrop(pad, flip, rng);
           image::PadCropFlip(in.data<float>(), 28, 28, 1, at, out[0].data<float>());
           *out[1].data<int64_t>() = *e[1].data<int64_t>();
           return Status::OK();

@@ -19,16 +19,16 @@ struct PadCropPlacement {
 };
 
 // A uniformly drawn placement for padding `pad` (each offset one of 2 pad + 1) and a mirror with
-// probability `flip_probability`, from `random64`, a function returning uniform 64-bit words
-// (data::Rng::NextU64): two words, drawn in the order offset, mirror.
-template <typename Random64>
-PadCropPlacement DrawPadCrop(int pad, float flip_probability, Random64&& random64) {
+// probability `flip_probability`, from `rng`, a generator with data::Rng's Below(n) and
+// Bernoulli(p) (this layer does not include data): the offset first, then the mirror.
+template <typename Rng>
+PadCropPlacement DrawPadCrop(int pad, float flip_probability, Rng& rng) {
   PadCropPlacement p;
   const uint64_t span = 2 * static_cast<uint64_t>(pad) + 1;
-  const uint64_t offset = static_cast<uint64_t>((static_cast<unsigned __int128>(random64()) * (span * span)) >> 64);
+  const uint64_t offset = rng.Below(span * span);
   p.dy = static_cast<int>(offset / span) - pad;
   p.dx = static_cast<int>(offset % span) - pad;
-  p.flip = static_cast<double>(random64() >> 11) * 0x1.0p-53 < flip_probability;
+  p.flip = rng.Bernoulli(flip_probability);
   return p;
 }
 

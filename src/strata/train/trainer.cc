@@ -86,10 +86,11 @@ class EpochClock final : public keras::Callback {
 std::string PrecisionLine(const Recipe& r) {
   const CpuIsa& isa = HostIsa();
   const std::string unit = isa.amx_bf16 ? "AMX-BF16" : "AVX512_BF16";
+  const bool native = NativeBf16();
   if (r.precision == "bf16")
     return "precision: mixed_bfloat16 (bf16 matmul and conv, f32 weights)" +
-           (NativeBf16() ? " · native on this CPU (" + unit + "); --precision f32 for float32" : std::string());
-  if (NativeBf16()) return "precision: float32 · --precision bf16 runs bf16 natively on this CPU (" + unit + ")";
+           (native ? " · native on this CPU (" + unit + "); --precision f32 for float32" : std::string());
+  if (native) return "precision: float32 · --precision bf16 runs bf16 natively on this CPU (" + unit + ")";
   if (!backend::PrecisionSupported(backend::Precision::kBF16).ok()) return "precision: float32 · bf16 needs AVX-512";
   return "precision: float32 · this CPU runs bf16 only through emulation (no AVX512_BF16 or AMX), so f32 is the default";
 }

@@ -1,42 +1,11 @@
-// The ops that move or reshape data without arithmetic on it (broadcast, pad, concat, slice,
-// reshape, cast, reductions, identity): shape inference and argument checks, as graph.cc does
-// for the compute ops.
-#include <algorithm>
-
-#include "strata/graph/graph.h"
+// The shape family: ops that move data without arithmetic on it (concat, slice, reshape,
+// cast, identity), and ZeroPad2D, composed as a concatenation with zeros.
 #include "strata/graph/op_checks.h"
+#include "strata/graph/ops/ops.h"
 
 namespace strata::graph {
 
-using namespace checks;  // NOLINT: the shared argument checks
-
-Result<Value> Graph::BroadcastTo(Value x, Shape shape, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
-  const std::string label = OpLabel(name, OpKind::kBroadcast);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (x.shape() == shape) return x;
-  if (x.shape().rank() != shape.rank())
-    return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (ranks differ)");
-  std::vector<int> axes;
-  std::vector<int64_t> kept;
-  for (int d = 0; d < shape.rank(); ++d) {
-    if (x.shape()[d] == shape[d]) {
-      kept.push_back(shape[d]);
-    } else if (x.shape()[d] == 1) {
-      axes.push_back(d);
-    } else {
-      return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (dimension " +
-                             std::to_string(d) + " is neither equal nor 1)");
-    }
-  }
-  const DType dtype = x.dtype();
-  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(x, Cast(x, DType::kF32, name + "/to_f32")); }
-  STRATA_ASSIGN_OR_RETURN(Value r, Reshape(x, Shape(kept), name + "/squeeze"));
-  STRATA_ASSIGN_OR_RETURN(Value y, Broadcast(r, shape, axes, dtype == DType::kF32 ? name : name + "/f32"));
-  if (dtype == DType::kF32) return y;
-  return Cast(y, dtype, name);
-}
+using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 Result<Value> Graph::ZeroPad2D(Value x, int top, int bottom, int left, int right, const std::string& name_in) {
   const std::string name = UniqueName(name_in, OpKind::kConcat);
@@ -158,44 +127,6 @@ Result<Value> Graph::Cast(Value x, DType to, const std::string& name_in) {
   return Finish(std::move(n));
 }
 
-static Result<Value> Reduce(Graph* g, OpKind kind, Value x, std::vector<int> axes, const std::string& name) {
-
-  const std::string label = OpLabel(name, kind);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, g));
-  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
-  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(label, std::move(axes), x.shape().rank()));
-  std::vector<int64_t> dims;
-  for (int i = 0; i < x.shape().rank(); ++i)
-    if (!std::binary_search(ax.begin(), ax.end(), i)) dims.push_back(x.shape()[i]);
-  Node n{kind, name, {x}, {Shape(dims)}, {DType::kF32}, {}, false};
-  n.attrs.axes = ax;
-  return g->AddNode(std::move(n));
-}
-
-Result<Value> Graph::ReduceSum(Value x, std::vector<int> axes, const std::string& n) {
-  return Reduce(this, OpKind::kReduceSum, x, std::move(axes), UniqueName(n, OpKind::kReduceSum));
-}
-Result<Value> Graph::ReduceMean(Value x, std::vector<int> axes, const std::string& n) {
-  return Reduce(this, OpKind::kReduceMean, x, std::move(axes), UniqueName(n, OpKind::kReduceMean));
-}
-
-Result<Value> Graph::Broadcast(Value x, Shape shape, std::vector<int> axes, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
-  const std::string label = OpLabel(name, OpKind::kBroadcast);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
-  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(label, std::move(axes), shape.rank()));
-  std::vector<int64_t> kept;
-  for (int i = 0; i < shape.rank(); ++i)
-    if (!std::binary_search(ax.begin(), ax.end(), i)) kept.push_back(shape[i]);
-  if (Shape(kept) != x.shape())
-    return InvalidArgument(label + "input " + S(x.shape()) + " is not " + S(shape) + " reduced over the axes (" +
-                           S(Shape(kept)) + ")");
-  Node n{OpKind::kBroadcast, name, {x}, {shape}, {DType::kF32}, {}, false};
-  n.attrs.axes = ax;
-  return Finish(std::move(n));
-}
-
 Result<Value> Graph::Identity(Value x, const std::string& name_in) {
   const std::string name = UniqueName(name_in, OpKind::kIdentity);
   STRATA_RETURN_IF_ERROR(CheckValid(OpLabel(name, OpKind::kIdentity), {x}, this));
@@ -203,4 +134,73 @@ Result<Value> Graph::Identity(Value x, const std::string& name_in) {
   return Finish(std::move(n));
 }
 
+namespace ops {
+namespace {
+
+Status ConcatGradient(GradientContext& c) {
+  const int axis = c.n.attrs.axis;
+  int64_t begin = 0;
+  for (size_t k = 0; k < c.n.inputs.size(); ++k) {
+    const int64_t len = c.n.inputs[k].shape()[axis];
+    if (c.need(static_cast<int>(k))) {
+      STRATA_ASSIGN_OR_RETURN(Value d, c.g.Slice(c.dy(), axis, begin, begin + len, c.gname + "/" + std::to_string(k)));
+      STRATA_RETURN_IF_ERROR(c.Accumulate(c.n.inputs[k], d));
+    }
+    begin += len;
+  }
+  return Status::OK();
+}
+
+// dx = [zeros, dy, zeros] along the axis.
+Status SliceGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  const Value x = c.in(0);
+  const int axis = c.n.attrs.axis;
+  std::vector<Value> parts;
+  std::vector<int64_t> dims = x.shape().dims();
+  if (c.n.attrs.begin > 0) {
+    dims[axis] = c.n.attrs.begin;
+    parts.push_back(c.g.Constant(0, Shape(dims), c.gname + "/zeros_before"));
+  }
+  parts.push_back(c.dy());
+  if (c.n.attrs.end < x.shape()[axis]) {
+    dims[axis] = x.shape()[axis] - c.n.attrs.end;
+    parts.push_back(c.g.Constant(0, Shape(dims), c.gname + "/zeros_after"));
+  }
+  if (parts.size() == 1) return c.Accumulate(x, c.dy());
+  STRATA_ASSIGN_OR_RETURN(Value d, c.g.Concat(parts, axis, c.gname));
+  return c.Accumulate(x, d);
+}
+
+Status ReshapeGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(Value d, c.g.Reshape(c.dy(), c.in(0).shape(), c.gname));
+  return c.Accumulate(c.in(0), d);
+}
+
+Status CastGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(Value d, c.g.Cast(c.dy(), c.in(0).dtype(), c.gname));
+  return c.Accumulate(c.in(0), d);
+}
+
+Status IdentityGradient(GradientContext& c) { return c.need(0) ? c.Accumulate(c.in(0), c.dy()) : Status::OK(); }
+
+}  // namespace
+
+void RegisterShapeOps(OpTable& t) {
+  const char* f = "shape";
+  Register(t, {.kind = OpKind::kConcat, .name = "Concat", .family = f, .gradient = ConcatGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kSlice, .name = "Slice", .family = f, .gradient = SliceGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kReshape, .name = "Reshape", .family = f, .gradient = ReshapeGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kCast, .name = "Cast", .family = f, .gradient = CastGradient, .matrix_flops = NoFlops,
+               .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kIdentity, .name = "Identity", .family = f, .gradient = IdentityGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+}
+
+}  // namespace ops
 }  // namespace strata::graph

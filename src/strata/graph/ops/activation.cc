@@ -1,0 +1,126 @@
+// The activation family: elementwise activations (and Keras's clipped ReLU and hard sigmoid,
+// composed from them), softmax over the last axis, and their gradient ops.
+#include "strata/graph/op_checks.h"
+#include "strata/graph/ops/ops.h"
+
+namespace strata::graph {
+
+using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return "Relu";
+    case Activation::kRelu6: return "Relu6";
+    case Activation::kGelu: return "Gelu";
+    case Activation::kSwish: return "Swish";
+    case Activation::kSigmoid: return "Sigmoid";
+    case Activation::kTanh: return "Tanh";
+    case Activation::kLinear: return "Linear";
+  }
+  return "?";
+}
+
+Result<Value> Graph::Act(Activation a, Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in.empty() ? std::string() : name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  Node n{OpKind::kActivation, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  n.attrs.activation = a;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::Softmax(Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kSoftmax);
+  const std::string label = OpLabel(name, OpKind::kSoftmax);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
+  Node n{OpKind::kSoftmax, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::ClippedRelu(Value x, float max_value, float slope, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (!(slope >= 0)) return InvalidArgument(label + "negative_slope must be >= 0");
+  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
+  const bool has_max = max_value >= 0;
+  if (slope == 0 && !has_max) return Act(Activation::kRelu, x, name);
+  if (slope == 0 && max_value == 6) return Act(Activation::kRelu6, x, name);
+  STRATA_ASSIGN_OR_RETURN(Value y, Act(Activation::kRelu, x, name + "/relu"));
+  if (has_max) {
+    Value m = Constant(-max_value, Shape{x.shape()[-1]}, name + "/minus_max");
+    if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(m, Cast(m, x.dtype(), name + "/minus_max_cast")); }
+    STRATA_ASSIGN_OR_RETURN(Value shifted, BiasAdd(x, m, name + "/shifted"));
+    STRATA_ASSIGN_OR_RETURN(Value over, Act(Activation::kRelu, shifted, name + "/over_max"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, over, slope == 0 ? name : name + "/clipped"));
+  }
+  if (slope > 0) {
+    STRATA_ASSIGN_OR_RETURN(Value neg, Scale(x, -1.0f, name + "/negate"));
+    STRATA_ASSIGN_OR_RETURN(Value below, Act(Activation::kRelu, neg, name + "/below"));
+    STRATA_ASSIGN_OR_RETURN(Value leak, Scale(below, slope, name + "/leak"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, leak, name));
+  }
+  return y;
+}
+
+Result<Value> Graph::HardSigmoid(Value x, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kActivation);
+  const std::string label = OpLabel(name, OpKind::kActivation);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  if (x.shape().rank() < 1) return InvalidArgument(label + "hard_sigmoid expects rank >= 1, found a scalar");
+  STRATA_ASSIGN_OR_RETURN(Value a, Scale(x, 1.2f, name + "/scale"));
+  Value three = Constant(3.0f, Shape{x.shape()[-1]}, name + "/three");
+  if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(three, Cast(three, x.dtype(), name + "/three_cast")); }
+  STRATA_ASSIGN_OR_RETURN(Value b, BiasAdd(a, three, name + "/shift"));
+  STRATA_ASSIGN_OR_RETURN(Value c, Act(Activation::kRelu6, b, name + "/relu6"));
+  return Scale(c, 1.0f / 6.0f, name);
+}
+
+namespace ops {
+namespace {
+
+// Where the derivative is a function of the output, the gradient reads y (and x's buffer may
+// be reused); the others read x. The reference and cpu kernels of ActivationGrad follow this.
+bool ActivationGradUsesOutput(Activation a) {
+  return a == Activation::kRelu || a == Activation::kRelu6 || a == Activation::kSigmoid || a == Activation::kTanh;
+}
+
+Status ActivationGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  Attrs a = c.BackwardAttrs();
+  a.activation = c.n.attrs.activation;
+  const Value x = c.in(0);
+  const Value src = ActivationGradUsesOutput(c.n.attrs.activation) ? c.g.output(c.node, 0) : x;
+  return c.Accumulate(x, c.Emit(OpKind::kActivationGrad, c.gname, {src, c.dy()}, {x.shape()}, {x.dtype()}, a));
+}
+
+Status SoftmaxGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  const Value x = c.in(0);
+  return c.Accumulate(x, c.Emit(OpKind::kSoftmaxGrad, c.gname, {c.g.output(c.node, 0), c.dy()}, {x.shape()},
+                                {x.dtype()}, c.BackwardAttrs()));
+}
+
+// Per element of a row: subtract the maximum, exponentiate, sum, divide.
+int64_t SoftmaxFlops(const Node& n) { return 4 * n.inputs[0].shape().num_elements(); }
+
+}  // namespace
+
+void RegisterActivationOps(OpTable& t) {
+  Register(t, {.kind = OpKind::kActivation, .name = "Activation", .family = "activation",
+               .gradient = ActivationGradient, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
+  Register(t, {.kind = OpKind::kActivationGrad, .name = "ActivationGrad", .family = "activation",
+               .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
+  Register(t, {.kind = OpKind::kSoftmax, .name = "Softmax", .family = "activation", .gradient = SoftmaxGradient,
+               .matrix_flops = NoFlops, .other_flops = SoftmaxFlops});
+  Register(t, {.kind = OpKind::kSoftmaxGrad, .name = "SoftmaxGrad", .family = "activation",
+               .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
+}
+
+}  // namespace ops
+}  // namespace strata::graph

@@ -3,8 +3,11 @@
 // Strata's own kernels where it has none (losses, dropout, broadcast, synchronized batch norm:
 // loss_kernels.h, elementwise_kernels.h, norm_kernels.h). The optimizer update is no op here: it
 // runs outside the program (CpuBackend::ApplyUpdate, optimizer_kernels.h).
-// This file holds the dispatcher and the helpers every family shares (ops_internal.h); each
-// family's Plan functions are in ops_<family>.cc.
+// This file holds the op table and the helpers every family shares (ops_internal.h); each
+// family's Plan functions and their registration are in ops_<family>.cc.
+#include <cstdio>
+#include <cstdlib>
+
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu {
@@ -14,21 +17,37 @@ namespace {
 
 std::string ShapeStr(const Value& v) { return std::string(DTypeName(v.dtype())) + v.shape().ToString(); }
 
-bool AcceptsBF16(OpKind k) {
-  switch (k) {
-    case OpKind::kConv2D: case OpKind::kConv2DBackpropInput: case OpKind::kConv2DBackpropFilter:
-    case OpKind::kMatMul: case OpKind::kBatchNorm: case OpKind::kBatchNormInference: case OpKind::kBatchNormGrad:
-    case OpKind::kMaxPool: case OpKind::kMaxPoolGrad: case OpKind::kAvgPool: case OpKind::kAvgPoolGrad:
-    case OpKind::kActivation: case OpKind::kActivationGrad: case OpKind::kReshape: case OpKind::kAdd:
-    case OpKind::kSub: case OpKind::kMultiply: case OpKind::kConcat: case OpKind::kBiasAdd:
-      return true;
-    default: return false;
-  }
-}
-
-Status PlanConstant(Planner& p, int i) { return Status::OK(); }
+// Leaves are program memory, pinned by CpuBackend before planning: nothing to run.
+Status PlanLeaf(Planner&, int) { return Status::OK(); }
 
 }  // namespace
+
+void Register(PlanTable& table, OpKind kind, PlanFn* plan, bool takes_bf16) {
+  CpuOp& slot = table[static_cast<int>(kind)];
+  if (slot.plan != nullptr) {
+    std::fprintf(stderr, "strata: cpu lowering of %s registered twice\n", graph::OpKindName(kind));
+    std::abort();
+  }
+  slot = {plan, takes_bf16};
+}
+
+const CpuOp& CpuOpOf(OpKind kind) {
+  static const PlanTable table = [] {
+    PlanTable t{};
+    for (OpKind leaf : {OpKind::kInput, OpKind::kVariable, OpKind::kConstant}) Register(t, leaf, PlanLeaf);
+    RegisterConvPlans(t);
+    RegisterMatMulPlans(t);
+    RegisterNormPlans(t);
+    RegisterPoolPlans(t);
+    RegisterActivationPlans(t);
+    RegisterElementwisePlans(t);
+    RegisterReducePlans(t);
+    RegisterShapePlans(t);
+    RegisterLossPlans(t);
+    return t;
+  }();
+  return table[static_cast<int>(kind)];
+}
 
 KernelInfo Info(Planner& p, int i, const std::string& op, const std::string& impl) {
   const graph::Graph& g = p.graph();
@@ -56,7 +75,7 @@ dt OutType(Planner& p, Value v) {
   for (int pos : p.schedule.consumers[v.node][v.output]) {
     const int c = p.schedule.order[pos];
     const int head = p.fusion.absorbed_by[c] >= 0 ? p.fusion.absorbed_by[c] : c;
-    if (!AcceptsBF16(p.graph().node(head).kind)) return dt::f32;
+    if (!CpuOpOf(p.graph().node(head).kind).takes_bf16) return dt::f32;
   }
   return dt::bf16;
 }
@@ -186,40 +205,12 @@ std::optional<ChannelBlockFormat> WholeChannelBlocks(const md& d, const Shape& s
 }  // namespace ops
 
 Status PlanNode(Planner& p, int i) {
-  using namespace ops;  // NOLINT: the Plan functions of every family
-  const Node& n = p.graph().node(i);
-  switch (n.kind) {
-    case OpKind::kConv2D: return PlanConv(p, i);
-    case OpKind::kConv2DBackpropInput: return PlanConvBackpropInput(p, i);
-    case OpKind::kConv2DBackpropFilter: return PlanConvBackpropFilter(p, i);
-    case OpKind::kMatMul: return PlanMatMul(p, i);
-    case OpKind::kBiasAdd: return PlanBiasAdd(p, i);
-    case OpKind::kBiasAddGrad: case OpKind::kReduceSum: case OpKind::kReduceMean: return PlanReduce(p, i);
-    case OpKind::kBatchNorm: case OpKind::kBatchNormInference: return PlanBatchNorm(p, i);
-    case OpKind::kBatchNormGrad: return PlanBatchNormGrad(p, i);
-    case OpKind::kActivation: return PlanActivation(p, i);
-    case OpKind::kActivationGrad: return PlanActivationGrad(p, i);
-    case OpKind::kSoftmax: return PlanSoftmax(p, i, false);
-    case OpKind::kSoftmaxGrad: return PlanSoftmax(p, i, true);
-    case OpKind::kMaxPool: case OpKind::kAvgPool: return PlanPool(p, i);
-    case OpKind::kMaxPoolGrad: case OpKind::kAvgPoolGrad: return PlanPoolGrad(p, i);
-    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMultiply: return PlanBinary(p, i);
-    case OpKind::kScale: return PlanScale(p, i);
-    case OpKind::kConcat: return PlanConcat(p, i);
-    case OpKind::kSlice: return PlanSlice(p, i);
-    case OpKind::kReshape: return PlanAliasOrCopy(p, i, DataDesc(p, n.inputs[0]).data_type());
-    case OpKind::kIdentity: return PlanAliasOrCopy(p, i, ToDnnl(n.out_dtypes[0]));
-    case OpKind::kCast: return PlanAliasOrCopy(p, i, ToDnnl(n.attrs.dtype));
-    case OpKind::kDropout: return PlanDropout(p, i);
-    case OpKind::kBroadcast: return PlanBroadcast(p, i);
-    case OpKind::kSoftmaxCrossEntropy: return PlanSoftmaxCrossEntropy(p, i);
-    case OpKind::kSoftmaxCrossEntropyGrad: return PlanSoftmaxCrossEntropyGrad(p, i);
-    case OpKind::kMeanSquaredError: return PlanMse(p, i, false);
-    case OpKind::kMeanSquaredErrorGrad: return PlanMse(p, i, true);
-    case OpKind::kConstant: return PlanConstant(p, i);
-    default:
-      return Unimplemented(graph::OpLabel(n.name, n.kind) + "no cpu kernel");
-  }
+  const graph::Node& n = p.graph().node(i);
+  const ops::CpuOp& op = ops::CpuOpOf(n.kind);
+  if (op.plan == nullptr) return Unimplemented(graph::OpLabel(n.name, n.kind) + "no cpu kernel");
+  return op.plan(p, i);
 }
+
+bool HasCpuKernel(graph::OpKind kind) { return ops::CpuOpOf(kind).plan != nullptr; }
 
 }  // namespace strata::backend::cpu

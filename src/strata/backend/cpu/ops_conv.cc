@@ -499,4 +499,10 @@ Status PlanConvBackpropFilter(Planner& p, int i) {  // inputs x, dy
   return AppendPrimitive<dnnl::convolution_backward_weights>(p, std::move(info), pd, std::move(args));
 }
 
+void RegisterConvPlans(PlanTable& t) {
+  Register(t, OpKind::kConv2D, PlanConv, kTakesBF16);
+  Register(t, OpKind::kConv2DBackpropInput, PlanConvBackpropInput, kTakesBF16);
+  Register(t, OpKind::kConv2DBackpropFilter, PlanConvBackpropFilter, kTakesBF16);
+}
+
 }  // namespace strata::backend::cpu::ops

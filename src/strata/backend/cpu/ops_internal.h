@@ -1,9 +1,10 @@
-// Internals of PlanNode (planner.h) shared by the op families: ops.cc holds the dispatcher and
-// these helpers, ops_<family>.cc one family's Plan functions each (conv, matmul, norm, pool,
-// eltwise, loss). A Plan function appends node i's kernels (and those of the nodes
+// Internals of PlanNode (planner.h) shared by the op families: ops.cc holds the op table and
+// these helpers, ops_<family>.cc one family's Plan functions each and their registration (the
+// families of graph/op_registry.h). A Plan function appends node i's kernels (and those of the nodes
 // fused into it) to the planner.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "strata/backend/cpu/planner.h"
+#include "strata/graph/op_registry.h"
 
 namespace strata::backend::cpu::ops {
 
@@ -96,22 +98,33 @@ struct MiddleRun {
 };
 std::optional<MiddleRun> BroadcastRun(const Shape& full, const Shape& part);
 
-// ---- Plan functions, by family ---------------------------------------------------------------
+// ---- the op table: each family's file registers its ops' Plan functions ----------------------
 
 using PlanFn = Status(Planner& p, int i);
-PlanFn PlanConv, PlanConvBackpropInput, PlanConvBackpropFilter;  // ops_conv.cc
-PlanFn PlanMatMul;                                               // ops_matmul.cc
-PlanFn PlanBatchNorm, PlanBatchNormGrad;                         // ops_norm.cc
-PlanFn PlanPool, PlanPoolGrad;                                   // ops_pool.cc
-// ops_eltwise.cc
-PlanFn PlanActivation, PlanActivationGrad, PlanScale, PlanBinary, PlanBiasAdd, PlanReduce, PlanConcat, PlanSlice,
-    PlanDropout, PlanBroadcast;
-Status PlanSoftmax(Planner& p, int i, bool backward);
-Status PlanAliasOrCopy(Planner& p, int i, dt type);  // Reshape, Cast, Identity
-// ops_loss.cc
-PlanFn PlanSoftmaxCrossEntropy, PlanSoftmaxCrossEntropyGrad;
-Status PlanMse(Planner& p, int i, bool grad);
+// Whether the op reads bf16 operands as they are; OutType gives an op that does not f32.
+inline constexpr bool kTakesBF16 = true;
+struct CpuOp {
+  PlanFn* plan = nullptr;
+  bool takes_bf16 = false;
+};
+using PlanTable = std::array<CpuOp, graph::kNumOpKinds>;
+// Sets table[kind]; registering a kind twice aborts at the table's construction.
+void Register(PlanTable& table, OpKind kind, PlanFn* plan, bool takes_bf16 = false);
+// The entry of `kind` (plan nullptr: no lowering).
+const CpuOp& CpuOpOf(OpKind kind);
 
+void RegisterConvPlans(PlanTable& t);         // ops_conv.cc
+void RegisterMatMulPlans(PlanTable& t);       // ops_matmul.cc
+void RegisterNormPlans(PlanTable& t);         // ops_norm.cc
+void RegisterPoolPlans(PlanTable& t);         // ops_pool.cc
+void RegisterActivationPlans(PlanTable& t);   // ops_activation.cc
+void RegisterElementwisePlans(PlanTable& t);  // ops_elementwise.cc
+void RegisterReducePlans(PlanTable& t);       // ops_reduce.cc
+void RegisterShapePlans(PlanTable& t);        // ops_shape.cc
+void RegisterLossPlans(PlanTable& t);         // ops_loss.cc
+
+// Plan functions one family's file defines and another's entry uses (BiasAddGrad is a reduction).
+PlanFn PlanReduce;
 
 // ---- hand-written kernels --------------------------------------------------------------------
 

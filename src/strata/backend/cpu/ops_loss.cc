@@ -54,4 +54,11 @@ Status PlanMse(Planner& p, int i, bool grad) {  // inputs prediction, target (, 
                   });
 }
 
+void RegisterLossPlans(PlanTable& t) {
+  Register(t, OpKind::kSoftmaxCrossEntropy, PlanSoftmaxCrossEntropy);
+  Register(t, OpKind::kSoftmaxCrossEntropyGrad, PlanSoftmaxCrossEntropyGrad);
+  Register(t, OpKind::kMeanSquaredError, [](Planner& p, int i) { return PlanMse(p, i, false); });
+  Register(t, OpKind::kMeanSquaredErrorGrad, [](Planner& p, int i) { return PlanMse(p, i, true); });
+}
+
 }  // namespace strata::backend::cpu::ops

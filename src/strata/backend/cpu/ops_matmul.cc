@@ -44,4 +44,6 @@ Status PlanMatMul(Planner& p, int i) {
   return AppendPrimitive<dnnl::matmul>(p, std::move(info), pd, std::move(args));
 }
 
+void RegisterMatMulPlans(PlanTable& t) { Register(t, OpKind::kMatMul, PlanMatMul, kTakesBF16); }
+
 }  // namespace strata::backend::cpu::ops

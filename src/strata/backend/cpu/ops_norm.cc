@@ -257,4 +257,10 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   return AppendPrimitive<dnnl::batch_normalization_backward>(p, std::move(info), pd, std::move(args));
 }
 
+void RegisterNormPlans(PlanTable& t) {
+  Register(t, OpKind::kBatchNorm, PlanBatchNorm, kTakesBF16);
+  Register(t, OpKind::kBatchNormInference, PlanBatchNorm, kTakesBF16);
+  Register(t, OpKind::kBatchNormGrad, PlanBatchNormGrad, kTakesBF16);
+}
+
 }  // namespace strata::backend::cpu::ops

@@ -97,4 +97,11 @@ Status PlanPoolGrad(Planner& p, int i) {  // MaxPoolGrad: x, dy; AvgPoolGrad: dy
                                                  pd, std::move(args));
 }
 
+void RegisterPoolPlans(PlanTable& t) {
+  Register(t, OpKind::kMaxPool, PlanPool, kTakesBF16);
+  Register(t, OpKind::kAvgPool, PlanPool, kTakesBF16);
+  Register(t, OpKind::kMaxPoolGrad, PlanPoolGrad, kTakesBF16);
+  Register(t, OpKind::kAvgPoolGrad, PlanPoolGrad, kTakesBF16);
+}
+
 }  // namespace strata::backend::cpu::ops

@@ -141,7 +141,9 @@ class Planner {
   std::vector<std::tuple<graph::Value, int, md, md>> pending_copies_;  // value, temp buf, from, to
 };
 
-// Appends the kernels of node i (and of the nodes fused into it).
+// Appends the kernels of node i (and of the nodes fused into it), by the op table (ops.cc).
 Status PlanNode(Planner& p, int i);
+// Whether the cpu backend lowers ops of `kind` (the op-registry test asks).
+bool HasCpuKernel(graph::OpKind kind);
 
 }  // namespace strata::backend::cpu

@@ -1,0 +1,73 @@
+// The activation family on the cpu backend: activations, their gradients and softmax as
+// oneDNN eltwise and softmax primitives.
+#include <string>
+
+#include "strata/backend/cpu/ops_internal.h"
+
+namespace strata::backend::cpu::ops {
+
+Status PlanActivation(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const EltwiseAlg a = ForwardAlg(n.attrs.activation, HasBackward(p, i));
+  auto d = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, DataDesc(p, x), a.alpha, a.beta);
+  dnnl::eltwise_forward::primitive_desc pd(d, p.Attr(), p.engine());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, pd.src_desc()));
+  const int yb = p.Define(g.output(i), pd.dst_desc());
+  return AppendPrimitive<dnnl::eltwise_forward>(
+      p, Info(p, i, std::string("eltwise_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str()), pd,
+      {{DNNL_ARG_SRC, xb, pd.src_desc()}, {DNNL_ARG_DST, yb, pd.dst_desc()}});
+}
+
+Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value v = n.inputs[0], dy = n.inputs[1];
+  const EltwiseAlg a = ForwardAlg(n.attrs.activation, true);
+  const md data = DataDesc(p, v);
+  auto fd = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, data, a.alpha, a.beta);
+  dnnl::eltwise_forward::primitive_desc hint(fd, p.Attr(), p.engine());
+  auto d = dnnl::eltwise_backward::desc(a.alg, data, data, a.alpha, a.beta);
+  dnnl::eltwise_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
+  STRATA_ASSIGN_OR_RETURN(int vb, p.Use(v, data));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(dy, pd.diff_dst_desc()));
+  const int xb = p.Define(g.output(i), pd.diff_src_desc());
+  return AppendPrimitive<dnnl::eltwise_backward>(
+      p, Info(p, i, std::string("eltwise_bwd_") + graph::ActivationName(n.attrs.activation), pd.impl_info_str()), pd,
+      {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, data}, {DNNL_ARG_DIFF_DST, db, pd.diff_dst_desc()},
+       {DNNL_ARG_DIFF_SRC, xb, pd.diff_src_desc()}});
+}
+
+Status PlanSoftmax(Planner& p, int i, bool backward) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const md data = PlainDesc(x.shape(), dt::f32);
+  const int axis = DnnlAxis(x.shape().rank(), x.shape().rank() - 1);
+  dnnl::softmax_forward::primitive_desc fpd(dnnl::softmax_forward::desc(prop_kind::forward_training, data, axis),
+                                            p.Attr(), p.engine());
+  if (!backward) {
+    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
+    const int yb = p.Define(g.output(i), data);
+    return AppendPrimitive<dnnl::softmax_forward>(p, Info(p, i, "softmax", fpd.impl_info_str()), fpd,
+                                                  {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}});
+  }
+  // inputs y, dy
+  dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, axis), p.Attr(), p.engine(), fpd);
+  STRATA_ASSIGN_OR_RETURN(int yb, p.Use(x, data));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[1], data));
+  const int xb = p.Define(g.output(i), data);
+  return AppendPrimitive<dnnl::softmax_backward>(
+      p, Info(p, i, "softmax_bwd", pd.impl_info_str()), pd,
+      {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}});
+}
+
+void RegisterActivationPlans(PlanTable& t) {
+  Register(t, OpKind::kActivation, PlanActivation, kTakesBF16);
+  Register(t, OpKind::kActivationGrad, PlanActivationGrad, kTakesBF16);
+  Register(t, OpKind::kSoftmax, [](Planner& p, int i) { return PlanSoftmax(p, i, false); });
+  Register(t, OpKind::kSoftmaxGrad, [](Planner& p, int i) { return PlanSoftmax(p, i, true); });
+}
+
+}  // namespace strata::backend::cpu::ops

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/graph/autodiff.h"
 #include "strata/graph/graph.h"
 
 namespace strata::testing {
@@ -208,6 +209,7 @@ inline std::vector<OpCase> AllOpCases() {
                1e-6, 1e-5, 0, 1e-4, true, 5});
   c.push_back({"mean_squared_error", {{3, 4}, {3, 4}},
                [](Graph& g, const std::vector<Value>& x) { return g.MeanSquaredError(x[0], x[1]); }});
+  c.push_back({"cast_f32", {{3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Cast(x[0], DType::kF32); }});
   c.push_back({"cast_bf16_round_trip", {{3, 4}},
                [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
                  STRATA_ASSIGN_OR_RETURN(Value b, g.Cast(x[0], DType::kBF16));
@@ -248,6 +250,38 @@ inline std::vector<OpCase> AllOpCases() {
   c.push_back({"global_avg_pool_37_channels", {{2, 3, 5, 37}},
                [](Graph& g, const std::vector<Value>& x) { return g.GlobalAvgPool(x[0]); }});
   return c;
+}
+
+// The graph of one case: the op, projected to a scalar loss by a fixed random weighting so
+// that every output element's gradient matters: loss = sum(y * r).
+struct CaseGraph {
+  Graph g;
+  std::vector<Value> xs;
+  Value y, loss;
+  std::vector<Value> grads;
+  int first_grad_node = 0;
+  int forward_nodes = 0;
+};
+
+inline Status BuildCase(const OpCase& c, CaseGraph& cg) {
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    cg.xs.push_back(cg.g.Input("x" + std::to_string(i), DType::kF32, c.inputs[i]));
+  const int before = cg.g.num_nodes();
+  STRATA_ASSIGN_OR_RETURN(cg.y, c.build(cg.g, cg.xs));
+  cg.forward_nodes = cg.g.num_nodes() - before;
+  if (cg.y.dtype() != DType::kF32) return InvalidArgument("case output must be f32");
+  if (cg.y.shape() == Shape{}) {
+    cg.loss = cg.y;
+  } else {
+    Value r = cg.g.Input("projection", DType::kF32, cg.y.shape());
+    STRATA_ASSIGN_OR_RETURN(Value prod, cg.g.Multiply(cg.y, r, "project"));
+    STRATA_ASSIGN_OR_RETURN(cg.loss, cg.g.ReduceSum(prod, {}, "loss"));
+  }
+  cg.first_grad_node = cg.g.num_nodes();
+  if (c.finite_differences) {
+    STRATA_ASSIGN_OR_RETURN(cg.grads, graph::Gradients(cg.g, cg.loss, cg.xs));
+  }
+  return Status::OK();
 }
 
 }  // namespace strata::testing

@@ -18,38 +18,6 @@ namespace {
 
 using backend::reference::Evaluator;
 
-// The graph of one case: the op, projected to a scalar loss by a fixed random weighting so
-// that every output element's gradient matters: loss = sum(y * r).
-struct CaseGraph {
-  Graph g;
-  std::vector<Value> xs;
-  Value y, loss;
-  std::vector<Value> grads;
-  int first_grad_node = 0;
-  int forward_nodes = 0;
-};
-
-Status BuildCase(const OpCase& c, CaseGraph& cg) {
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    cg.xs.push_back(cg.g.Input("x" + std::to_string(i), DType::kF32, c.inputs[i]));
-  const int before = cg.g.num_nodes();
-  STRATA_ASSIGN_OR_RETURN(cg.y, c.build(cg.g, cg.xs));
-  cg.forward_nodes = cg.g.num_nodes() - before;
-  if (cg.y.dtype() != DType::kF32) return InvalidArgument("case output must be f32");
-  if (cg.y.shape() == Shape{}) {
-    cg.loss = cg.y;
-  } else {
-    Value r = cg.g.Input("projection", DType::kF32, cg.y.shape());
-    STRATA_ASSIGN_OR_RETURN(Value prod, cg.g.Multiply(cg.y, r, "project"));
-    STRATA_ASSIGN_OR_RETURN(cg.loss, cg.g.ReduceSum(prod, {}, "loss"));
-  }
-  cg.first_grad_node = cg.g.num_nodes();
-  if (c.finite_differences) {
-    STRATA_ASSIGN_OR_RETURN(cg.grads, graph::Gradients(cg.g, cg.loss, cg.xs));
-  }
-  return Status::OK();
-}
-
 // Random values for every Input and Variable: f32 inputs U(-1, 1), labels in [0, classes),
 // variables U(0.5, 1.5) (positive: they may be variances). Rounded to f32 so the cpu
 // backend sees exactly the same numbers.

@@ -71,6 +71,8 @@ Status MeanSquaredErrorGradient(GradientContext& c) {
 
 // Per logit: the four of Softmax, the log-likelihood folded in.
 int64_t CrossEntropyFlops(const Node& n) { return 4 * n.inputs[0].shape().num_elements(); }
+// Per element: the difference, its square and the sum.
+int64_t SquaredErrorFlops(const Node& n) { return 3 * n.inputs[0].shape().num_elements(); }
 
 }  // namespace
 
@@ -80,9 +82,8 @@ void RegisterLossOps(OpTable& t) {
                .gradient = SoftmaxCrossEntropyGradient, .matrix_flops = NoFlops, .other_flops = CrossEntropyFlops});
   Register(t, {.kind = OpKind::kSoftmaxCrossEntropyGrad, .name = "SoftmaxCrossEntropyGrad", .family = f,
                .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
-  // One FLOP per element of the scalar output: what the monitor has always counted for it.
   Register(t, {.kind = OpKind::kMeanSquaredError, .name = "MeanSquaredError", .family = f,
-               .gradient = MeanSquaredErrorGradient, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
+               .gradient = MeanSquaredErrorGradient, .matrix_flops = NoFlops, .other_flops = SquaredErrorFlops});
   Register(t, {.kind = OpKind::kMeanSquaredErrorGrad, .name = "MeanSquaredErrorGrad", .family = f,
                .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
 }

@@ -34,6 +34,8 @@ const KernelTable& Kernels() {
 
 }  // namespace
 
+bool HasReferenceKernel(OpKind kind) { return IsLeaf(kind) || Kernels().Find(kind) != nullptr; }
+
 Evaluator::Evaluator(const Graph& g, std::vector<Value> fetches) : g_(g), schedule_(MakeSchedule(g, fetches)) {}
 
 const std::vector<double>& Evaluator::value(Value v) const {

@@ -15,6 +15,10 @@
 
 namespace strata::backend::reference {
 
+// Whether the evaluator computes `kind`: a leaf, or an op some family registered a kernel for
+// (ops.h). The op registry's test walks every kind through every layer with it.
+bool HasReferenceKernel(graph::OpKind kind);
+
 class Evaluator {
  public:
   Evaluator(const graph::Graph& g, std::vector<graph::Value> fetches);

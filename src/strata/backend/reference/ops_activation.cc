@@ -1,0 +1,98 @@
+// Reference kernels of the activation family: Activation and Softmax and their gradients.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "strata/backend/reference/ops.h"
+
+namespace strata::backend::reference {
+
+using namespace graph;  // NOLINT: this file is a list of ops
+
+namespace {
+
+double Act(Activation a, double x) {
+  switch (a) {
+    case Activation::kRelu: return x > 0 ? x : 0;
+    case Activation::kRelu6: return std::min(std::max(x, 0.0), 6.0);
+    case Activation::kGelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kSwish: return x / (1 + std::exp(-x));
+    case Activation::kSigmoid: return 1 / (1 + std::exp(-x));
+    case Activation::kTanh: return std::tanh(x);
+    case Activation::kLinear: return x;
+  }
+  return x;
+}
+
+// d act / d x, given x or y as the forward op stored (autodiff.cc: ActivationGradUsesOutput).
+double ActGrad(Activation a, double v) {
+  switch (a) {
+    case Activation::kRelu: return v > 0 ? 1 : 0;                 // v = y
+    case Activation::kRelu6: return v > 0 && v < 6 ? 1 : 0;       // v = y
+    case Activation::kSigmoid: return v * (1 - v);                // v = y
+    case Activation::kTanh: return 1 - v * v;                     // v = y
+    case Activation::kGelu: {                                     // v = x
+      const double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+      const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      return cdf + v * pdf;
+    }
+    case Activation::kSwish: {                                    // v = x
+      const double s = 1 / (1 + std::exp(-v));
+      return s + v * s * (1 - s);
+    }
+    case Activation::kLinear: return 1;
+  }
+  return 1;
+}
+
+Status ActivationOp(const KernelContext& c) {
+  const Vec& x = c.in(0);
+  Vec& y = c.out(0);
+  for (size_t e = 0; e < y.size(); ++e) y[e] = Act(c.node.attrs.activation, x[e]);
+  return Status::OK();
+}
+
+Status ActivationGrad(const KernelContext& c) {  // inputs x or y (ActGrad), dy
+  const Vec &v = c.in(0), &dy = c.in(1);
+  Vec& dx = c.out(0);
+  for (size_t e = 0; e < dx.size(); ++e) dx[e] = dy[e] * ActGrad(c.node.attrs.activation, v[e]);
+  return Status::OK();
+}
+
+Status Softmax(const KernelContext& c) {
+  const Vec& x = c.in(0);
+  Vec& y = c.out(0);
+  const Shape& xs = c.in_shape(0);
+  const int64_t K = xs[-1], rows = xs.num_elements() / K;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t k = 0; k < K; ++k) mx = std::max(mx, x[r * K + k]);
+    for (int64_t k = 0; k < K; ++k) s += (y[r * K + k] = std::exp(x[r * K + k] - mx));
+    for (int64_t k = 0; k < K; ++k) y[r * K + k] /= s;
+  }
+  return Status::OK();
+}
+
+Status SoftmaxGrad(const KernelContext& c) {  // inputs y, dy
+  const Vec &y = c.in(0), &dy = c.in(1);
+  Vec& dx = c.out(0);
+  const Shape& ys = c.in_shape(0);
+  const int64_t K = ys[-1], rows = ys.num_elements() / K;
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0;
+    for (int64_t k = 0; k < K; ++k) dot += y[r * K + k] * dy[r * K + k];
+    for (int64_t k = 0; k < K; ++k) dx[r * K + k] = y[r * K + k] * (dy[r * K + k] - dot);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterActivationOps(KernelTable& t) {
+  t.Add(OpKind::kActivation, ActivationOp);
+  t.Add(OpKind::kActivationGrad, ActivationGrad);
+  t.Add(OpKind::kSoftmax, Softmax);
+  t.Add(OpKind::kSoftmaxGrad, SoftmaxGrad);
+}
+
+}  // namespace strata::backend::reference

@@ -1,0 +1,58 @@
+// Reference kernels of the shape family: Concat and Slice along one axis, and Reshape, Cast
+// and Identity, which copy (a bf16 Cast rounds in the evaluator, as every bf16 output does).
+#include "strata/backend/reference/ops.h"
+
+namespace strata::backend::reference {
+
+using namespace graph;  // NOLINT: this file is a list of ops
+
+namespace {
+
+Status Concat(const KernelContext& c) {
+  const Node& n = c.node;
+  Vec& y = c.out(0);
+  const Shape& ys = c.out_shape(0);
+  const int axis = n.attrs.axis;
+  int64_t inner = 1;
+  for (int d = axis + 1; d < ys.rank(); ++d) inner *= ys[d];
+  int64_t outer = ys.num_elements() / (ys[axis] * inner), offset = 0;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const Vec& x = c.in(static_cast<int>(k));
+    const int64_t len = n.inputs[k].shape()[axis];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t e = 0; e < len * inner; ++e) y[(o * ys[axis] + offset) * inner + e] = x[o * len * inner + e];
+    offset += len;
+  }
+  return Status::OK();
+}
+
+Status Slice(const KernelContext& c) {
+  const Node& n = c.node;
+  const Vec& x = c.in(0);
+  Vec& y = c.out(0);
+  const Shape& xs = c.in_shape(0);
+  const int axis = n.attrs.axis;
+  int64_t inner = 1;
+  for (int d = axis + 1; d < xs.rank(); ++d) inner *= xs[d];
+  const int64_t outer = xs.num_elements() / (xs[axis] * inner), len = n.attrs.end - n.attrs.begin;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t e = 0; e < len * inner; ++e) y[o * len * inner + e] = x[(o * xs[axis] + n.attrs.begin) * inner + e];
+  return Status::OK();
+}
+
+Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
+  c.out(0) = c.in(0);
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterShapeOps(KernelTable& t) {
+  t.Add(OpKind::kConcat, Concat);
+  t.Add(OpKind::kSlice, Slice);
+  t.Add(OpKind::kReshape, Copy);
+  t.Add(OpKind::kCast, Copy);
+  t.Add(OpKind::kIdentity, Copy);
+}
+
+}  // namespace strata::backend::reference

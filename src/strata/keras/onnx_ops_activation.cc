@@ -1,0 +1,53 @@
+// ONNX translation of the activation family: Activation (each graph::Activation as the ONNX ops
+// that compute it the way Strata does) and Softmax.
+#include <cmath>
+#include <string>
+
+#include "strata/keras/onnx_exporter.h"
+
+namespace strata::keras::onnx {
+namespace {
+
+using graph::Activation;
+using graph::Node;
+using graph::OpKind;
+
+Result<std::string> ActivationOf(Exporter& e, Activation a, const std::string& x, const std::string& name) {
+  switch (a) {
+    case Activation::kLinear: return e.Op("Identity", {x}, name);
+    case Activation::kRelu: return e.Op("Relu", {x}, name);
+    case Activation::kRelu6: return e.Op("Clip", {x, e.Scalar(name + "/min", 0), e.Scalar(name + "/max", 6)}, name);
+    case Activation::kSigmoid: return e.Op("Sigmoid", {x}, name);
+    case Activation::kTanh: return e.Op("Tanh", {x}, name);
+    case Activation::kSwish: return e.Op("Mul", {x, e.Op("Sigmoid", {x}, name + "/sigmoid")}, name);
+    case Activation::kGelu: {  // 0.5 x (1 + erf(x / sqrt 2)): the erf form oneDNN's gelu_erf computes
+      std::string scaled = e.Op("Div", {x, e.Scalar(name + "/sqrt2", std::sqrt(2.0f))}, name + "/scaled");
+      std::string erf = e.Op("Erf", {scaled}, name + "/erf");
+      std::string one_plus = e.Op("Add", {erf, e.Scalar(name + "/one", 1)}, name + "/one_plus");
+      return e.Op("Mul", {e.Op("Mul", {x, one_plus}, name + "/x_times"), e.Scalar(name + "/half", 0.5f)}, name);
+    }
+  }
+  return InvalidArgument("ONNX export: unknown activation in " + name);
+}
+
+Status ActivationOp(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::string y, ActivationOf(e, n.attrs.activation, x, n.name));
+  e.Set(n, y);
+  return Status::OK();
+}
+
+Status Softmax(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  e.Set(n, e.Op("Softmax", {x}, n.name, {AttrInt("axis", n.out_shapes[0].rank() == 4 ? 1 : -1)}));  // NCHW's C
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterActivationOnnx(OnnxTable& t) {
+  t.Add(OpKind::kActivation, ActivationOp);
+  t.Add(OpKind::kSoftmax, Softmax);
+}
+
+}  // namespace strata::keras::onnx

@@ -1,0 +1,57 @@
+// ONNX translation of the elementwise family: Add, Sub, Multiply (ONNX broadcasts size-1
+// dimensions as Strata's Multiply does), Scale and BiasAdd.
+#include <string>
+#include <vector>
+
+#include "strata/keras/onnx_exporter.h"
+
+namespace strata::keras::onnx {
+namespace {
+
+using graph::Node;
+using graph::OpKind;
+
+Status Binary(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string a, e.Operand(n.inputs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::string b, e.Operand(n.inputs[1]));
+  const char* op = n.kind == OpKind::kAdd ? "Add" : n.kind == OpKind::kSub ? "Sub" : "Mul";
+  e.Set(n, e.Op(op, {a, b}, n.name));
+  return Status::OK();
+}
+
+Status Scale(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  e.Set(n, e.Op("Mul", {x, e.Scalar(n.name + "/factor", n.attrs.scalar)}, n.name));
+  return Status::OK();
+}
+
+Status BiasAdd(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  std::string b;
+  if (n.out_shapes[0].rank() == 4) {  // bias [C] against NCHW: [C, 1, 1]
+    const int64_t c = n.inputs[1].shape()[0];
+    if (e.IsLeaf(n.inputs[1])) {
+      STRATA_ASSIGN_OR_RETURN(std::vector<float> v, e.LeafValues(n.inputs[1]));
+      b = e.FloatInit(e.NodeThrough(n.inputs[1]).name, {c, 1, 1}, v);
+    } else {
+      STRATA_ASSIGN_OR_RETURN(std::string b1, e.Operand(n.inputs[1]));
+      b = e.Op("Reshape", {b1, e.Int64Init(n.name + "/bias_shape", {c, 1, 1})}, n.name + "/bias");
+    }
+  } else {
+    STRATA_ASSIGN_OR_RETURN(b, e.Operand(n.inputs[1]));
+  }
+  e.Set(n, e.Op("Add", {x, b}, n.name));
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterElementwiseOnnx(OnnxTable& t) {
+  t.Add(OpKind::kAdd, Binary);
+  t.Add(OpKind::kSub, Binary);
+  t.Add(OpKind::kMultiply, Binary);
+  t.Add(OpKind::kScale, Scale);
+  t.Add(OpKind::kBiasAdd, BiasAdd);
+}
+
+}  // namespace strata::keras::onnx

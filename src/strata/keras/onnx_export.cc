@@ -1,7 +1,8 @@
 // ONNX export: Strata's inference graph op by op into ONNX nodes (the mapping table is
 // docs/formats/onnx.md), serialized with record/wire.h from onnx.proto's field numbers. This file
-// is the exporter's core: the walk over the graph, the wire encoding and the table of translations
-// by op kind; each op family's translations are in onnx_ops_<family>.cc (onnx_exporter.h).
+// is the exporter's core: the walk over the graph, the wire encoding, the table of translations
+// by op kind and the list of kinds left out on purpose; each op family's translations are in
+// onnx_ops_<family>.cc (onnx_exporter.h).
 //
 // Layout: Strata's images are NHWC and ONNX's convolutions and pools take NCHW, so every rank-4
 // value lives in the ONNX graph as NCHW: the input is transposed once after it comes in, rank-4
@@ -98,6 +99,30 @@ void RegisterLeafOnnx(OnnxTable& t) {
   t.Add(OpKind::kVariable, Leaf);
   t.Add(OpKind::kConstant, Leaf);
 }
+
+// The kinds with no translation on purpose: none of them is in the graph predict() compiles.
+struct TrainingOnly {
+  OpKind kind;
+  const char* why;
+};
+constexpr char kGradient[] = "a gradient, emitted by autodiff for training";
+constexpr char kLoss[] = "a loss, computed after the model's output in training";
+constexpr TrainingOnly kTrainingOnly[] = {
+    {OpKind::kBatchNorm, "batch norm on the batch's own statistics (training); inference has BatchNormInference"},
+    {OpKind::kDropout, "dropout, which the inference graph leaves out"},
+    {OpKind::kSoftmaxCrossEntropy, kLoss},
+    {OpKind::kMeanSquaredError, kLoss},
+    {OpKind::kConv2DBackpropInput, kGradient},
+    {OpKind::kConv2DBackpropFilter, kGradient},
+    {OpKind::kBiasAddGrad, kGradient},
+    {OpKind::kBatchNormGrad, kGradient},
+    {OpKind::kActivationGrad, kGradient},
+    {OpKind::kSoftmaxGrad, kGradient},
+    {OpKind::kMaxPoolGrad, kGradient},
+    {OpKind::kAvgPoolGrad, kGradient},
+    {OpKind::kSoftmaxCrossEntropyGrad, kGradient},
+    {OpKind::kMeanSquaredErrorGrad, kGradient},
+};
 
 }  // namespace
 
@@ -271,7 +296,7 @@ std::string Exporter::ToNchw(const std::string& t, const std::string& name) {
 Status Exporter::Translate(int i) {
   const Node& n = g_.node(i);
   const OnnxTranslation translate = OnnxTranslations().Find(n.kind);
-  if (translate == nullptr)
+  if (translate == nullptr)  // training-only or forgotten alike (OnnxSupportOf tells which): the user needs the layer
     return Unsupported(n, "no ONNX mapping (an inference graph has no training or gradient ops)");
   return translate(*this, n);
 }
@@ -323,6 +348,17 @@ const OnnxTable& OnnxTranslations() {
 }
 
 }  // namespace onnx
+
+OnnxSupport OnnxSupportOf(graph::OpKind kind, const char** why) {
+  if (why != nullptr) *why = nullptr;
+  if (onnx::OnnxTranslations().Find(kind) != nullptr) return OnnxSupport::kTranslated;
+  for (const auto& t : onnx::kTrainingOnly) {
+    if (t.kind != kind) continue;
+    if (why != nullptr) *why = t.why;
+    return OnnxSupport::kTrainingOnly;
+  }
+  return OnnxSupport::kMissing;
+}
 
 Result<std::string> ExportOnnx(const Model& model, const OnnxExportOptions& options) {
   const backend::VariableStore* store = model.variables();

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "strata/core/status.h"
+#include "strata/graph/graph.h"
 #include "strata/keras/model.h"
 
 namespace strata::keras {
@@ -28,6 +29,17 @@ struct OnnxExportOptions {
 Result<std::string> ExportOnnx(const Model& model, const OnnxExportOptions& options = {});
 // ExportOnnx written to `path` atomically (temporary, fsync, rename).
 Status SaveOnnx(const Model& model, const std::string& path, const OnnxExportOptions& options = {});
+
+// Whether ExportOnnx can translate an op kind, so that a test over every graph::OpKind tells an op
+// left out on purpose from one forgotten.
+enum class OnnxSupport {
+  kTranslated,    // has a translation (leaves, Cast and Identity included, though they write no node)
+  kTrainingOnly,  // in training graphs only (gradients, training batch norm, dropout, losses): never exported
+  kMissing,       // neither: a kind added to the graph and not to the exporter
+};
+// `why`, when given: for kTrainingOnly, why the kind has no place in an inference graph; null otherwise.
+// Either way a node of a kind other than kTranslated fails the export naming its layer.
+OnnxSupport OnnxSupportOf(graph::OpKind kind, const char** why = nullptr);
 
 }  // namespace strata::keras
 

@@ -28,6 +28,7 @@ using graph::OpKind;
 using graph::Value;
 namespace wire = record::wire;
 
+constexpr int64_t kOpset = 13;
 constexpr int64_t kIrVersion = 7;  // the IR of opset 13 (onnx 1.8)
 
 // onnx.proto's numbers.

@@ -22,8 +22,6 @@
 
 namespace strata::keras::onnx {
 
-inline constexpr int64_t kOpset = 13;
-
 struct Attr {
   std::string bytes;  // a serialized AttributeProto
 };
@@ -101,9 +99,9 @@ class OnnxTable {
   std::array<OnnxTranslation, std::numeric_limits<std::underlying_type_t<graph::OpKind>>::max() + 1> by_kind_{};
 };
 
-// Every family's translations, registered on first use by the Register*Onnx functions below
-// (called from this one place: the library is a static archive, whose self-registering objects
-// the linker would drop).
+// Every family's translations. Built on first use by calling each Register*Onnx below once, from
+// this function only: the library is a static archive, whose self-registering objects the linker
+// would drop.
 const OnnxTable& OnnxTranslations();
 
 // Each family's translations (onnx_ops_<family>.cc; the leaves' in onnx_export.cc).

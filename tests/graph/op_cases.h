@@ -209,6 +209,7 @@ inline std::vector<OpCase> AllOpCases() {
                1e-6, 1e-5, 0, 1e-4, true, 5});
   c.push_back({"mean_squared_error", {{3, 4}, {3, 4}},
                [](Graph& g, const std::vector<Value>& x) { return g.MeanSquaredError(x[0], x[1]); }});
+  c.push_back({"identity", {{3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Identity(x[0]); }});
   c.push_back({"cast_f32", {{3, 4}}, [](Graph& g, const std::vector<Value>& x) { return g.Cast(x[0], DType::kF32); }});
   c.push_back({"cast_bf16_round_trip", {{3, 4}},
                [](Graph& g, const std::vector<Value>& x) -> Result<Value> {

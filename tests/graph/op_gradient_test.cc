@@ -146,7 +146,9 @@ TEST_P(OpCaseTest, FlopCount) {
   // Each matrix op's backward costs what its forward does, per operand differentiated.
   int64_t backward = 0;
   for (int i = cg.first_grad_node; i < cg.g.num_nodes(); ++i) backward += cg.g.MatrixFlops(i);
-  if (c.finite_differences && c.matrix_flops > 0) EXPECT_EQ(backward, 2 * c.matrix_flops) << c.name;
+  if (c.finite_differences && c.matrix_flops > 0) {
+    EXPECT_EQ(backward, 2 * c.matrix_flops) << c.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpCaseTest, ::testing::ValuesIn(AllOpCases()),

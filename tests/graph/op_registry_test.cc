@@ -108,8 +108,9 @@ TEST(OpRegistry, EveryOpIsCheckedByARowOfTheOpTable) {
   }
   for (OpKind k : AllKinds()) {
     const OpDef& op = Op(k);
-    if (op.gradient != nullptr && op.family != std::string("leaf"))
+    if (op.gradient != nullptr && op.family != std::string("leaf")) {
       EXPECT_TRUE(forward_checked.count(k)) << op.name << ": no row of op_cases.h differentiates it";
+    }
     EXPECT_TRUE(anywhere.count(k)) << op.name << ": no row of op_cases.h reaches it";
   }
 }
@@ -144,9 +145,9 @@ const HandCount kHandCounts[] = {
     // max_pool_valid: [2, 6, 6, 3] in 2x2 windows: 54 outputs of 4 taps; the gradient one per input.
     {"MaxPool", "max_pool_valid", 0, 54 * 4},
     {"MaxPoolGrad", "max_pool_valid", 0, 2 * 6 * 6 * 3},
-    // avg_pool_same_3x3: [2, 5, 5, 2], 50 outputs of 9 taps (padding counted as the window's).
-    {"AvgPool", "avg_pool_same_3x3", 0, 50 * 9},
-    {"AvgPoolGrad", "avg_pool_same_3x3", 0, 50},
+    // avg_pool_same_3x3: [2, 5, 5, 2] at stride 1, 100 outputs of 9 taps (padded ones too).
+    {"AvgPool", "avg_pool_same_3x3", 0, 100 * 9},
+    {"AvgPoolGrad", "avg_pool_same_3x3", 0, 100},
     {"Add", "add", 0, 2 * 3 * 4},
     {"Sub", "sub", 0, 2 * 3 * 4},
     {"Multiply", "multiply", 0, 2 * 3 * 2 * 4},
@@ -155,10 +156,10 @@ const HandCount kHandCounts[] = {
     {"Slice", "slice", 0, 0},
     {"Reshape", "reshape", 0, 0},
     {"Cast", "cast_f32", 0, 0},
-    {"Identity", "add", 0, 0},  // the gradient's copy into its own buffer
+    {"Identity", "identity", 0, 0},
     {"ReduceSum", "reduce_sum_axes", 0, 2 * 3 * 4},
     {"ReduceMean", "reduce_mean_all", 0, 2 * 3 * 4},
-    {"Broadcast", "reduce_sum_axes", 0, 2 * 3 * 4},
+    {"Broadcast", "reduce_mean_all", 0, 2 * 3 * 4},  // the mean's gradient, back to [2, 3, 4]
     {"SoftmaxCrossEntropy", "softmax_cross_entropy", 0, 4 * 4 * 5},
     {"SoftmaxCrossEntropyGrad", "softmax_cross_entropy", 0, 4 * 5},
     // [3, 4]: difference, square and sum per element; the gradient one per element.

@@ -8,24 +8,21 @@
 namespace strata::graph {
 namespace ops {
 
-void Register(OpTable& table, const OpDef& def) {
-  OpDef& slot = table[static_cast<int>(def.kind)];
-  if (slot.name != nullptr) {
-    std::fprintf(stderr, "strata: op %s registered twice (families %s and %s)\n", def.name, slot.family, def.family);
-    std::abort();
-  }
-  slot = def;
-}
-
 int64_t NoFlops(const Node&) { return 0; }
 int64_t PerOutputElement(const Node& n) { return n.out_shapes.empty() ? 0 : n.out_shapes[0].num_elements(); }
 int64_t PerInputElement(const Node& n) { return n.inputs[0].shape().num_elements(); }
 
 }  // namespace ops
 
+// The kind's number only: naming it would ask the table being built.
+void DuplicateOpEntry(OpKind kind, const char* table) {
+  std::fprintf(stderr, "strata: op kind %d registered twice in the %s\n", static_cast<int>(kind), table);
+  std::abort();
+}
+
 const OpDef& Op(OpKind kind) {
   static const ops::OpTable table = [] {
-    ops::OpTable t{};
+    ops::OpTable t("graph's op registry");
     ops::RegisterLeafOps(t);
     ops::RegisterConvOps(t);
     ops::RegisterMatMulOps(t);
@@ -38,7 +35,9 @@ const OpDef& Op(OpKind kind) {
     ops::RegisterLossOps(t);
     return t;
   }();
-  return table[static_cast<int>(kind)];
+  static const OpDef kUnregistered{};
+  const OpDef* op = table.Find(kind);
+  return op ? *op : kUnregistered;
 }
 
 const char* OpKindName(OpKind kind) {

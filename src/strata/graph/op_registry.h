@@ -9,7 +9,7 @@
 //
 // A layer cannot include a higher one, so the entries of one op are spread over those files,
 // each registered by kind from one function per family (explicit calls, no static
-// initialisers: a static library drops unreferenced objects). tests/keras/op_registry_test.cc
+// initialisers: a static library drops unreferenced objects). tests/graph/op_registry_test.cc
 // walks every OpKind and fails where a layer lacks its entry, where an op has no gradient rule
 // and is not listed as having none on purpose, or where an op has no case in
 // tests/graph/op_cases.h (the gradient, backend and FLOP-count checks).
@@ -17,7 +17,9 @@
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +85,32 @@ struct OpDef {
 // The entry of `kind`; a kind that no family registered has name nullptr (the registry test
 // fails on it).
 const OpDef& Op(OpKind kind);
+
+// [[noreturn]]: a kind registered twice in one layer's table (a programming error).
+[[noreturn]] void DuplicateOpEntry(OpKind kind, const char* table);
+
+// One layer's entry for each OpKind (the graph's OpDefs, the reference kernels, the cpu
+// lowerings, the ONNX translations), filled by that layer's Register functions, one per family,
+// called from one place in the layer on first use.
+template <class Entry>
+class OpTable {
+ public:
+  explicit OpTable(const char* name) : name_(name) {}
+  void Set(OpKind kind, Entry entry) {
+    std::optional<Entry>& slot = entries_[static_cast<int>(kind)];
+    if (slot) DuplicateOpEntry(kind, name_);
+    slot = std::move(entry);
+  }
+  // nullptr: no entry for `kind`.
+  const Entry* Find(OpKind kind) const {
+    const int k = static_cast<int>(kind);
+    return k < kNumOpKinds && entries_[k] ? &*entries_[k] : nullptr;
+  }
+
+ private:
+  const char* name_;
+  std::array<std::optional<Entry>, kNumOpKinds> entries_{};
+};
 
 }  // namespace strata::graph
 

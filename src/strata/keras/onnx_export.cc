@@ -96,9 +96,9 @@ Status Leaf(Exporter&, const Node&) { return Status::OK(); }
 Status SecondInput(Exporter&, const Node& n) { return Internal("ONNX export: a second input " + n.name); }
 
 void RegisterLeafOnnx(OnnxTable& t) {
-  t.Add(OpKind::kInput, SecondInput);
-  t.Add(OpKind::kVariable, Leaf);
-  t.Add(OpKind::kConstant, Leaf);
+  t.Set(OpKind::kInput, SecondInput);
+  t.Set(OpKind::kVariable, Leaf);
+  t.Set(OpKind::kConstant, Leaf);
 }
 
 // The kinds with no translation on purpose: none of them is in the graph predict() compiles.
@@ -296,10 +296,10 @@ std::string Exporter::ToNchw(const std::string& t, const std::string& name) {
 
 Status Exporter::Translate(int i) {
   const Node& n = g_.node(i);
-  const OnnxTranslation translate = OnnxTranslations().Find(n.kind);
+  const OnnxTranslation* translate = OnnxTranslations().Find(n.kind);
   if (translate == nullptr)  // training-only or forgotten alike (OnnxSupportOf tells which): the user needs the layer
     return Unsupported(n, "no ONNX mapping (an inference graph has no training or gradient ops)");
-  return translate(*this, n);
+  return (*translate)(*this, n);
 }
 
 Status Exporter::Run(Value input, Value output, bool add_softmax) {
@@ -333,7 +333,7 @@ Status Exporter::Run(Value input, Value output, bool add_softmax) {
 
 const OnnxTable& OnnxTranslations() {
   static const OnnxTable table = [] {
-    OnnxTable t;
+    OnnxTable t("ONNX exporter's op table");
     RegisterLeafOnnx(t);
     RegisterConvOnnx(t);
     RegisterMatMulOnnx(t);

@@ -8,17 +8,15 @@
 // needs Keras's order.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <limits>
 #include <set>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "strata/backend/compile.h"
 #include "strata/core/status.h"
 #include "strata/graph/graph.h"
+#include "strata/graph/op_registry.h"
 
 namespace strata::keras::onnx {
 
@@ -88,16 +86,7 @@ class Exporter {
 // use, and Exporter::Operand looks through the other two.
 using OnnxTranslation = Status (*)(Exporter& e, const graph::Node& n);
 
-class OnnxTable {
- public:
-  void Add(graph::OpKind kind, OnnxTranslation t) { by_kind_[Index(kind)] = t; }
-  OnnxTranslation Find(graph::OpKind kind) const { return by_kind_[Index(kind)]; }
-
- private:
-  static size_t Index(graph::OpKind kind) { return static_cast<size_t>(kind); }
-  // Every value OpKind's storage can hold, so no count of kinds has to be kept in step here.
-  std::array<OnnxTranslation, std::numeric_limits<std::underlying_type_t<graph::OpKind>>::max() + 1> by_kind_{};
-};
+using OnnxTable = graph::OpTable<OnnxTranslation>;
 
 // Every family's translations. Built on first use by calling each Register*Onnx below once, from
 // this function only: the library is a static archive, whose self-registering objects the linker

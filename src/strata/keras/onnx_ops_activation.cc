@@ -46,8 +46,8 @@ Status Softmax(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterActivationOnnx(OnnxTable& t) {
-  t.Add(OpKind::kActivation, ActivationOp);
-  t.Add(OpKind::kSoftmax, Softmax);
+  t.Set(OpKind::kActivation, ActivationOp);
+  t.Set(OpKind::kSoftmax, Softmax);
 }
 
 }  // namespace strata::keras::onnx

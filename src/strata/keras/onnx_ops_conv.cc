@@ -38,6 +38,6 @@ Status Conv(Exporter& e, const Node& n) {
 
 }  // namespace
 
-void RegisterConvOnnx(OnnxTable& t) { t.Add(OpKind::kConv2D, Conv); }
+void RegisterConvOnnx(OnnxTable& t) { t.Set(OpKind::kConv2D, Conv); }
 
 }  // namespace strata::keras::onnx

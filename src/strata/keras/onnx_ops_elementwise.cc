@@ -47,11 +47,11 @@ Status BiasAdd(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterElementwiseOnnx(OnnxTable& t) {
-  t.Add(OpKind::kAdd, Binary);
-  t.Add(OpKind::kSub, Binary);
-  t.Add(OpKind::kMultiply, Binary);
-  t.Add(OpKind::kScale, Scale);
-  t.Add(OpKind::kBiasAdd, BiasAdd);
+  t.Set(OpKind::kAdd, Binary);
+  t.Set(OpKind::kSub, Binary);
+  t.Set(OpKind::kMultiply, Binary);
+  t.Set(OpKind::kScale, Scale);
+  t.Set(OpKind::kBiasAdd, BiasAdd);
 }
 
 }  // namespace strata::keras::onnx

@@ -21,6 +21,6 @@ Status MatMul(Exporter& e, const Node& n) {
 
 }  // namespace
 
-void RegisterMatMulOnnx(OnnxTable& t) { t.Add(OpKind::kMatMul, MatMul); }
+void RegisterMatMulOnnx(OnnxTable& t) { t.Set(OpKind::kMatMul, MatMul); }
 
 }  // namespace strata::keras::onnx

@@ -26,6 +26,6 @@ Status BatchNormInference(Exporter& e, const Node& n) {
 
 }  // namespace
 
-void RegisterNormOnnx(OnnxTable& t) { t.Add(OpKind::kBatchNormInference, BatchNormInference); }
+void RegisterNormOnnx(OnnxTable& t) { t.Set(OpKind::kBatchNormInference, BatchNormInference); }
 
 }  // namespace strata::keras::onnx

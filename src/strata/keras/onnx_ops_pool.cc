@@ -34,8 +34,8 @@ Status Pool(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterPoolOnnx(OnnxTable& t) {
-  t.Add(OpKind::kMaxPool, Pool);
-  t.Add(OpKind::kAvgPool, Pool);
+  t.Set(OpKind::kMaxPool, Pool);
+  t.Set(OpKind::kAvgPool, Pool);
 }
 
 }  // namespace strata::keras::onnx

@@ -59,9 +59,9 @@ Status Broadcast(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterReduceOnnx(OnnxTable& t) {
-  t.Add(OpKind::kReduceSum, Reduce);
-  t.Add(OpKind::kReduceMean, Reduce);
-  t.Add(OpKind::kBroadcast, Broadcast);
+  t.Set(OpKind::kReduceSum, Reduce);
+  t.Set(OpKind::kReduceMean, Reduce);
+  t.Set(OpKind::kBroadcast, Broadcast);
 }
 
 }  // namespace strata::keras::onnx

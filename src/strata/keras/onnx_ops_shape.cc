@@ -82,11 +82,11 @@ Status LookedThrough(Exporter&, const Node&) { return Status::OK(); }
 }  // namespace
 
 void RegisterShapeOnnx(OnnxTable& t) {
-  t.Add(OpKind::kConcat, Concat);
-  t.Add(OpKind::kSlice, Slice);
-  t.Add(OpKind::kReshape, Reshape);
-  t.Add(OpKind::kCast, LookedThrough);
-  t.Add(OpKind::kIdentity, LookedThrough);
+  t.Set(OpKind::kConcat, Concat);
+  t.Set(OpKind::kSlice, Slice);
+  t.Set(OpKind::kReshape, Reshape);
+  t.Set(OpKind::kCast, LookedThrough);
+  t.Set(OpKind::kIdentity, LookedThrough);
 }
 
 }  // namespace strata::keras::onnx

@@ -5,9 +5,6 @@
 // runs outside the program (CpuBackend::ApplyUpdate, optimizer_kernels.h).
 // This file holds the op table and the helpers every family shares (ops_internal.h); each
 // family's Plan functions and their registration are in ops_<family>.cc.
-#include <cstdio>
-#include <cstdlib>
-
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu {
@@ -22,18 +19,9 @@ Status PlanLeaf(Planner&, int) { return Status::OK(); }
 
 }  // namespace
 
-void Register(PlanTable& table, OpKind kind, PlanFn* plan, bool takes_bf16) {
-  CpuOp& slot = table[static_cast<int>(kind)];
-  if (slot.plan != nullptr) {
-    std::fprintf(stderr, "strata: cpu lowering of %s registered twice\n", graph::OpKindName(kind));
-    std::abort();
-  }
-  slot = {plan, takes_bf16};
-}
-
 const CpuOp& CpuOpOf(OpKind kind) {
   static const PlanTable table = [] {
-    PlanTable t{};
+    PlanTable t("cpu backend's op table");
     for (OpKind leaf : {OpKind::kInput, OpKind::kVariable, OpKind::kConstant}) Register(t, leaf, PlanLeaf);
     RegisterConvPlans(t);
     RegisterMatMulPlans(t);
@@ -46,7 +34,9 @@ const CpuOp& CpuOpOf(OpKind kind) {
     RegisterLossPlans(t);
     return t;
   }();
-  return table[static_cast<int>(kind)];
+  static const CpuOp kNone{};
+  const CpuOp* op = table.Find(kind);
+  return op ? *op : kNone;
 }
 
 KernelInfo Info(Planner& p, int i, const std::string& op, const std::string& impl) {

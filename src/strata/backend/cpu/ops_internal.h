@@ -4,7 +4,6 @@
 // fused into it) to the planner.
 #pragma once
 
-#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -107,9 +106,10 @@ struct CpuOp {
   PlanFn* plan = nullptr;
   bool takes_bf16 = false;
 };
-using PlanTable = std::array<CpuOp, graph::kNumOpKinds>;
-// Sets table[kind]; registering a kind twice aborts at the table's construction.
-void Register(PlanTable& table, OpKind kind, PlanFn* plan, bool takes_bf16 = false);
+using PlanTable = graph::OpTable<CpuOp>;
+inline void Register(PlanTable& table, OpKind kind, PlanFn* plan, bool takes_bf16 = false) {
+  table.Set(kind, {plan, takes_bf16});
+}
 // The entry of `kind` (plan nullptr: no lowering).
 const CpuOp& CpuOpOf(OpKind kind);
 

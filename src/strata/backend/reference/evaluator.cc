@@ -17,7 +17,7 @@ double RoundBF16(double v) { return ToF32(ToBF16(static_cast<float>(v))); }
 // initialization); built on first use, read-only after.
 const KernelTable& Kernels() {
   static const KernelTable table = [] {
-    KernelTable t;
+    KernelTable t("reference evaluator's op table");
     RegisterConvOps(t);
     RegisterMatMulOps(t);
     RegisterNormOps(t);
@@ -78,9 +78,9 @@ Status Evaluator::RunNode(int i, std::map<int, std::vector<double>>& leaves, uin
     o.assign(n.out_shapes[k].num_elements(), 0.0);
     y.push_back(&o);
   }
-  const Kernel kernel = Kernels().Find(n.kind);
+  const Kernel* kernel = Kernels().Find(n.kind);
   if (kernel == nullptr) return Unimplemented(label + "not supported by the reference evaluator");
-  STRATA_RETURN_IF_ERROR(kernel({g_, n, i, std::move(x), std::move(y), leaves, step, label}));
+  STRATA_RETURN_IF_ERROR((*kernel)({g_, n, i, std::move(x), std::move(y), leaves, step, label}));
   for (size_t k = 0; k < n.out_dtypes.size(); ++k)
     if (n.out_dtypes[k] == DType::kBF16)
       for (double& v : out(i, static_cast<int>(k))) v = RoundBF16(v);

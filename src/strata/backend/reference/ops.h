@@ -6,16 +6,14 @@
 // the linker.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "strata/graph/graph.h"
+#include "strata/graph/op_registry.h"
 
 namespace strata::backend::reference {
 
@@ -41,18 +39,7 @@ struct KernelContext {
 
 using Kernel = Status (*)(const KernelContext& c);
 
-// Indexed by the whole range of OpKind's underlying type, so a kind added to the enum needs no
-// change here: it simply has no kernel until a family registers one.
-class KernelTable {
- public:
-  void Add(graph::OpKind kind, Kernel k) { kernels_[Index(kind)] = k; }
-  Kernel Find(graph::OpKind kind) const { return kernels_[Index(kind)]; }  // nullptr: none
-
- private:
-  using Underlying = std::underlying_type_t<graph::OpKind>;
-  static size_t Index(graph::OpKind kind) { return static_cast<Underlying>(kind); }
-  std::array<Kernel, size_t{std::numeric_limits<Underlying>::max()} + 1> kernels_{};
-};
+using KernelTable = graph::OpTable<Kernel>;
 
 void RegisterConvOps(KernelTable& t);
 void RegisterMatMulOps(KernelTable& t);

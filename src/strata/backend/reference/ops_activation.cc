@@ -89,10 +89,10 @@ Status SoftmaxGrad(const KernelContext& c) {  // inputs y, dy
 }  // namespace
 
 void RegisterActivationOps(KernelTable& t) {
-  t.Add(OpKind::kActivation, ActivationOp);
-  t.Add(OpKind::kActivationGrad, ActivationGrad);
-  t.Add(OpKind::kSoftmax, Softmax);
-  t.Add(OpKind::kSoftmaxGrad, SoftmaxGrad);
+  t.Set(OpKind::kActivation, ActivationOp);
+  t.Set(OpKind::kActivationGrad, ActivationGrad);
+  t.Set(OpKind::kSoftmax, Softmax);
+  t.Set(OpKind::kSoftmaxGrad, SoftmaxGrad);
 }
 
 }  // namespace strata::backend::reference

@@ -66,9 +66,9 @@ Status Conv2DBackpropFilter(const KernelContext& c) {  // inputs x, dy
 }  // namespace
 
 void RegisterConvOps(KernelTable& t) {
-  t.Add(OpKind::kConv2D, Conv2D);
-  t.Add(OpKind::kConv2DBackpropInput, Conv2DBackpropInput);
-  t.Add(OpKind::kConv2DBackpropFilter, Conv2DBackpropFilter);
+  t.Set(OpKind::kConv2D, Conv2D);
+  t.Set(OpKind::kConv2DBackpropInput, Conv2DBackpropInput);
+  t.Set(OpKind::kConv2DBackpropFilter, Conv2DBackpropFilter);
 }
 
 }  // namespace strata::backend::reference

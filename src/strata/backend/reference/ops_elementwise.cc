@@ -85,13 +85,13 @@ Status Dropout(const KernelContext& c) {  // outputs y, mask (kept elements scal
 }  // namespace
 
 void RegisterElementwiseOps(KernelTable& t) {
-  t.Add(OpKind::kAdd, Add);
-  t.Add(OpKind::kSub, Sub);
-  t.Add(OpKind::kMultiply, Multiply);
-  t.Add(OpKind::kScale, Scale);
-  t.Add(OpKind::kBiasAdd, BiasAdd);
-  t.Add(OpKind::kBiasAddGrad, BiasAddGrad);
-  t.Add(OpKind::kDropout, Dropout);
+  t.Set(OpKind::kAdd, Add);
+  t.Set(OpKind::kSub, Sub);
+  t.Set(OpKind::kMultiply, Multiply);
+  t.Set(OpKind::kScale, Scale);
+  t.Set(OpKind::kBiasAdd, BiasAdd);
+  t.Set(OpKind::kBiasAddGrad, BiasAddGrad);
+  t.Set(OpKind::kDropout, Dropout);
 }
 
 }  // namespace strata::backend::reference

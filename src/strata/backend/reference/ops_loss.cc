@@ -71,10 +71,10 @@ Status MeanSquaredErrorGrad(const KernelContext& c) {  // inputs a, b, dloss: d/
 }  // namespace
 
 void RegisterLossOps(KernelTable& t) {
-  t.Add(OpKind::kSoftmaxCrossEntropy, SoftmaxCrossEntropy);
-  t.Add(OpKind::kSoftmaxCrossEntropyGrad, SoftmaxCrossEntropyGrad);
-  t.Add(OpKind::kMeanSquaredError, MeanSquaredError);
-  t.Add(OpKind::kMeanSquaredErrorGrad, MeanSquaredErrorGrad);
+  t.Set(OpKind::kSoftmaxCrossEntropy, SoftmaxCrossEntropy);
+  t.Set(OpKind::kSoftmaxCrossEntropyGrad, SoftmaxCrossEntropyGrad);
+  t.Set(OpKind::kMeanSquaredError, MeanSquaredError);
+  t.Set(OpKind::kMeanSquaredErrorGrad, MeanSquaredErrorGrad);
 }
 
 }  // namespace strata::backend::reference

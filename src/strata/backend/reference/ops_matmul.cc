@@ -27,6 +27,6 @@ Status MatMul(const KernelContext& c) {
 
 }  // namespace
 
-void RegisterMatMulOps(KernelTable& t) { t.Add(OpKind::kMatMul, MatMul); }
+void RegisterMatMulOps(KernelTable& t) { t.Set(OpKind::kMatMul, MatMul); }
 
 }  // namespace strata::backend::reference

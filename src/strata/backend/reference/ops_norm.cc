@@ -79,9 +79,9 @@ Status BatchNormGrad(const KernelContext& c) {
 }  // namespace
 
 void RegisterNormOps(KernelTable& t) {
-  t.Add(OpKind::kBatchNorm, BatchNorm);
-  t.Add(OpKind::kBatchNormInference, BatchNormInference);
-  t.Add(OpKind::kBatchNormGrad, BatchNormGrad);
+  t.Set(OpKind::kBatchNorm, BatchNorm);
+  t.Set(OpKind::kBatchNormInference, BatchNormInference);
+  t.Set(OpKind::kBatchNormGrad, BatchNormGrad);
 }
 
 }  // namespace strata::backend::reference

@@ -84,10 +84,10 @@ Status AvgPoolGrad(const KernelContext& c) {  // input dy
 }  // namespace
 
 void RegisterPoolOps(KernelTable& t) {
-  t.Add(OpKind::kMaxPool, MaxPool);
-  t.Add(OpKind::kAvgPool, AvgPool);
-  t.Add(OpKind::kMaxPoolGrad, MaxPoolGrad);
-  t.Add(OpKind::kAvgPoolGrad, AvgPoolGrad);
+  t.Set(OpKind::kMaxPool, MaxPool);
+  t.Set(OpKind::kAvgPool, AvgPool);
+  t.Set(OpKind::kMaxPoolGrad, MaxPoolGrad);
+  t.Set(OpKind::kAvgPoolGrad, AvgPoolGrad);
 }
 
 }  // namespace strata::backend::reference

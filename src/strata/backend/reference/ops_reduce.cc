@@ -48,9 +48,9 @@ Status Broadcast(const KernelContext& c) {
 }  // namespace
 
 void RegisterReduceOps(KernelTable& t) {
-  t.Add(OpKind::kReduceSum, Reduce);
-  t.Add(OpKind::kReduceMean, Reduce);
-  t.Add(OpKind::kBroadcast, Broadcast);
+  t.Set(OpKind::kReduceSum, Reduce);
+  t.Set(OpKind::kReduceMean, Reduce);
+  t.Set(OpKind::kBroadcast, Broadcast);
 }
 
 }  // namespace strata::backend::reference

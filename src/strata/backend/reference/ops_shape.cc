@@ -48,11 +48,11 @@ Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
 }  // namespace
 
 void RegisterShapeOps(KernelTable& t) {
-  t.Add(OpKind::kConcat, Concat);
-  t.Add(OpKind::kSlice, Slice);
-  t.Add(OpKind::kReshape, Copy);
-  t.Add(OpKind::kCast, Copy);
-  t.Add(OpKind::kIdentity, Copy);
+  t.Set(OpKind::kConcat, Concat);
+  t.Set(OpKind::kSlice, Slice);
+  t.Set(OpKind::kReshape, Copy);
+  t.Set(OpKind::kCast, Copy);
+  t.Set(OpKind::kIdentity, Copy);
 }
 
 }  // namespace strata::backend::reference

@@ -3,17 +3,13 @@
 // (called from op_registry.cc, the only place that lists them).
 #pragma once
 
-#include <array>
-
 #include "strata/graph/op_registry.h"
 
 namespace strata::graph::ops {
 
-using OpTable = std::array<OpDef, kNumOpKinds>;
+using OpTable = graph::OpTable<OpDef>;
 
-// Sets table[def.kind]; registering a kind twice is a programming error and aborts at the
-// table's construction (the first use of Op()).
-void Register(OpTable& table, const OpDef& def);
+inline void Register(OpTable& table, const OpDef& def) { table.Set(def.kind, def); }
 
 // FLOP rules: none, one per element of the first output, one per element of the first input.
 int64_t NoFlops(const Node& n);

@@ -288,6 +288,7 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   t = keras::Call(L::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .dilation_rate = 2, .activation = "gelu"}), t);
   t = keras::Call(L::Conv2D(4, 3, {.strides = 2, .padding = "same", .activation = "swish"}), t);  // [5, 5, 4]
   t = keras::Call(L::BatchNormalization(), t);
+  t = keras::Call(L::LayerNormalization({.epsilon = 1e-5f}), t);  // over the channels: NCHW's axis 1
   t = keras::Call(L::ReLU(L::ReLUOptions{.max_value = 4, .negative_slope = 0.1f}), t);
   auto hs = keras::Call(L::Activation("hard_sigmoid"), t);
   auto th = keras::Call(L::Activation("tanh"), t);
@@ -303,7 +304,8 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   auto flat = keras::Call(L::Flatten(), conv);  // 54
   auto gmax = keras::Call(L::GlobalMaxPooling2D(), sum);  // 8
   auto head = keras::Call(L::Concatenate(), {flat, gmax});
-  head = keras::Call(L::Dense(16, {.activation = "relu"}), head);
+  head = keras::Call(L::Dense(16, {.activation = "gelu_approximate"}), head);
+  head = keras::Call(L::LayerNormalization(), head);
   head = keras::Call(L::BatchNormalization(), head);
   head = keras::Call(L::Dropout(0.5f), head);
   auto logits = keras::Call(L::Dense(5), head);

@@ -127,7 +127,17 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.Relu(y);
                },
                1e-6, 1e-5, 0, 1e-4, false});  // no gradient rule for inference batch norm
-  for (Activation a : {Activation::kRelu, Activation::kRelu6, Activation::kGelu, Activation::kSwish,
+  // Layer normalization over the last axis: a row of 6 (a transformer's tokens) and the
+  // channels of [N, H, W, C].
+  c.push_back({"layer_norm_rows", {{4, 6}, {6}, {6}},
+               [](Graph& g, const std::vector<Value>& x) { return g.LayerNorm(x[0], x[1], x[2], {}, "ln"); }, 1e-5,
+               1e-5, 0, 2e-4});
+  c.push_back({"layer_norm_channels", {{2, 3, 3, 5}, {5}, {5}},
+               [](Graph& g, const std::vector<Value>& x) {
+                 return g.LayerNorm(x[0], x[1], x[2], {.epsilon = 1e-6f}, "ln");
+               },
+               1e-5, 1e-5, 0, 2e-4});
+  for (Activation a : {Activation::kRelu, Activation::kRelu6, Activation::kGelu, Activation::kGeluTanh, Activation::kSwish,
                        Activation::kSigmoid, Activation::kTanh}) {
     c.push_back({std::string("activation_") + graph::ActivationName(a), {{3, 4, 5}},
                  [a](Graph& g, const std::vector<Value>& x) -> Result<Value> {

@@ -37,7 +37,7 @@ std::vector<OpKind> AllKinds() {
 const std::set<std::string> kNoGradient = {
     "Conv2DBackpropInput", "Conv2DBackpropFilter", "BatchNormInference", "BatchNormGrad",
     "ActivationGrad",      "SoftmaxGrad",          "MaxPoolGrad",        "AvgPoolGrad",
-    "BiasAddGrad",         "SoftmaxCrossEntropyGrad", "MeanSquaredErrorGrad"};
+    "BiasAddGrad",         "SoftmaxCrossEntropyGrad", "MeanSquaredErrorGrad", "LayerNormGrad"};
 
 // The ops an inference model never holds, so the ONNX exporter does not translate them: the
 // gradient ops, training batch norm, dropout (identity at inference) and the losses.
@@ -45,7 +45,7 @@ const std::set<std::string> kNotExported = {
     "Conv2DBackpropInput", "Conv2DBackpropFilter", "BatchNorm",         "BatchNormGrad",
     "ActivationGrad",      "SoftmaxGrad",          "MaxPoolGrad",       "AvgPoolGrad",
     "BiasAddGrad",         "Dropout",              "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
-    "MeanSquaredError",    "MeanSquaredErrorGrad"};
+    "MeanSquaredError",    "MeanSquaredErrorGrad", "LayerNormGrad"};
 
 TEST(OpRegistry, EveryKindHasItsGraphEntry) {
   std::set<std::string> names;
@@ -137,6 +137,9 @@ const HandCount kHandCounts[] = {
     {"BatchNorm", "batch_norm_training", 0, 4 * 180},
     {"BatchNormGrad", "batch_norm_training", 0, 6 * 180},
     {"BatchNormInference", "batch_norm_inference_relu", 0, 4 * 180},
+    // [4, 6]: a pass for the rows' statistics (4 per element) and one to normalise (4); backward 10.
+    {"LayerNorm", "layer_norm_rows", 0, 8 * 24},
+    {"LayerNormGrad", "layer_norm_rows", 0, 10 * 24},
     {"Activation", "activation_Relu", 0, 3 * 4 * 5},
     {"ActivationGrad", "activation_Relu", 0, 3 * 4 * 5},
     {"Scale", "activation_Relu", 0, 3 * 4 * 5},

@@ -10,8 +10,8 @@ predict, callbacks, weights) over Strata's compiled training step.
 
 docs/python.md ("strata.keras") lists the Keras names Strata has and what differs.
 """
-from . import applications, callbacks, datasets, layers, losses, optimizers, regularizers
+from . import activations, applications, callbacks, datasets, layers, losses, optimizers, regularizers
 from .models import Input, Model, Sequential
 
-__all__ = ["Input", "Model", "Sequential", "applications", "callbacks", "datasets", "layers", "losses",
+__all__ = ["Input", "Model", "Sequential", "activations", "applications", "callbacks", "datasets", "layers", "losses",
            "optimizers", "regularizers"]

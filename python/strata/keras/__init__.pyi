@@ -1,3 +1,3 @@
-from . import applications, callbacks, datasets, layers, losses, optimizers, regularizers
+from . import activations, applications, callbacks, datasets, layers, losses, optimizers, regularizers
 from .models import Input, Model, Sequential
-__all__ = ['Input', 'Model', 'Sequential', 'applications', 'callbacks', 'datasets', 'layers', 'losses', 'optimizers', 'regularizers']
+__all__ = ['Input', 'Model', 'Sequential', 'activations', 'applications', 'callbacks', 'datasets', 'layers', 'losses', 'optimizers', 'regularizers']

@@ -16,7 +16,7 @@ __all__ = [
     "Layer", "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "BatchNormalization",
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
     "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "Rescaling", "Reshape",
-    "ZeroPadding2D", "Normalization", "KerasTensor",
+    "ZeroPadding2D", "Normalization", "LayerNormalization", "KerasTensor",
 ]
 
 
@@ -54,11 +54,18 @@ def _symbolic(inputs):
 
 
 def _activation(a):
+    """A Keras activation name, or a function of strata.keras.activations (gelu with approximate=True
+    bound by functools.partial included), as the name its C++ layer reads."""
     if a is None:
         return "linear"
-    if not isinstance(a, str):
-        raise TypeError(f"activation: expected a Keras activation name ('relu', 'softmax', ...), got {type(a).__name__}")
-    return a
+    if isinstance(a, str):
+        return a
+    from . import activations
+    name = activations._name_of(a)
+    if name is None:
+        raise TypeError(f"activation: expected a Keras activation name ('relu', 'softmax', ...) or a function of "
+                        f"strata.keras.activations, got {a!r}")
+    return name
 
 
 class Layer:
@@ -252,6 +259,14 @@ class Reshape(Layer):
 class ZeroPadding2D(Layer):
     def __init__(self, padding=(1, 1), **kwargs):
         super().__init__(_config=dict(padding=padding), **kwargs)
+
+
+class LayerNormalization(Layer):
+    """Keras's LayerNormalization over the last axis: weights gamma (scale) and beta (center)."""
+
+    def __init__(self, axis=-1, epsilon=0.001, center=True, scale=True, rms_scaling=False, **kwargs):
+        super().__init__(_config=dict(axis=axis, epsilon=epsilon, center=center, scale=scale, rms_scaling=rms_scaling),
+                         **kwargs)
 
 
 class Normalization(Layer):

@@ -38,17 +38,19 @@ enum class OpKind : uint8_t {
   // Leaves.
   kInput, kVariable, kConstant,
   // Forward compute.
-  kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kActivation, kSoftmax,
+  kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kLayerNorm, kActivation, kSoftmax,
   kMaxPool, kAvgPool, kAdd, kSub, kMultiply, kScale, kConcat, kSlice, kReshape, kDropout,
   kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity,
   kSoftmaxCrossEntropy, kMeanSquaredError,
   // Gradients (emitted by autodiff; usable directly).
-  kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kActivationGrad,
+  kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kLayerNormGrad, kActivationGrad,
   kSoftmaxGrad, kMaxPoolGrad, kAvgPoolGrad, kSoftmaxCrossEntropyGrad, kMeanSquaredErrorGrad,
 };
 const char* OpKindName(OpKind kind);  // "Conv2D"
 
-enum class Activation : uint8_t { kRelu, kRelu6, kGelu, kSwish, kSigmoid, kTanh, kLinear };
+// kGelu: x Φ(x) with the normal CDF through erf (Keras's gelu, approximate=False);
+// kGeluTanh: its tanh approximation 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (approximate=True).
+enum class Activation : uint8_t { kRelu, kRelu6, kGelu, kGeluTanh, kSwish, kSigmoid, kTanh, kLinear };
 const char* ActivationName(Activation a);
 
 enum class Padding : uint8_t { kValid, kSame };  // TensorFlow's rules (same: extra pad at the end)
@@ -107,11 +109,16 @@ struct BatchNormOptions {
   bool synchronized = false;
 };
 
+struct LayerNormOptions {
+  float epsilon = 1e-3f;  // Keras's default
+};
+
 // Everything a node may carry; each op reads only its own fields.
 struct Attrs {
   Conv2DOptions conv;
   PoolOptions pool;
   BatchNormOptions bn;
+  LayerNormOptions ln;
   Activation activation = Activation::kLinear;
   bool transpose_a = false, transpose_b = false;  // MatMul
   int axis = 0;                                  // Concat, Slice
@@ -165,6 +172,9 @@ class Graph {
                           BatchNormOptions o, const std::string& name = "");
   Result<Value> BatchNormInference(Value x, Value gamma, Value beta, Value moving_mean,
                                    Value moving_var, BatchNormOptions o, const std::string& name = "");
+  // Normalises over the last axis, then y = gamma * x̂ + beta (gamma, beta [C], f32).
+  // Outputs: y, and the mean and variance of each row (f32, x's shape without its last axis).
+  Result<Value> LayerNorm(Value x, Value gamma, Value beta, LayerNormOptions o, const std::string& name = "");
   Result<Value> Act(Activation a, Value x, const std::string& name = "");
   Result<Value> Relu(Value x, const std::string& name = "") { return Act(Activation::kRelu, x, name); }
   Result<Value> Softmax(Value x, const std::string& name = "");  // over the last axis

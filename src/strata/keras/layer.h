@@ -51,7 +51,8 @@ struct BuildContext {
 
 // Keras initializer names: "glorot_uniform" (default for kernels), "he_normal", "zeros", "ones".
 Result<graph::Init> ParseInitializer(const std::string& name);
-// Keras activation names: "linear"/"" , "relu", "relu6", "gelu", "swish"/"silu", "sigmoid", "tanh".
+// Keras activation names: "linear"/"" , "relu", "relu6", "gelu" (the erf form), "gelu_approximate"
+// (the tanh form: keras.activations.gelu(approximate=True)), "swish"/"silu", "sigmoid", "tanh".
 // "softmax" (not element-wise) and "hard_sigmoid" (tf.keras 2.x: clip(0.2 x + 0.5, 0, 1),
 // composed from relu6) are handled by the layers (Activation, Dense, Conv2D...), not here.
 Result<graph::Activation> ParseActivation(const std::string& name);

@@ -46,11 +46,12 @@ Result<graph::Activation> ParseActivation(const std::string& name) {
   if (name == "relu") return Activation::kRelu;
   if (name == "relu6") return Activation::kRelu6;
   if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_approximate") return Activation::kGeluTanh;  // keras.activations.gelu(approximate=True)
   if (name == "swish" || name == "silu") return Activation::kSwish;
   if (name == "sigmoid") return Activation::kSigmoid;
   if (name == "tanh") return Activation::kTanh;
   return InvalidArgument("unknown activation '" + name +
-                         "' (linear, relu, relu6, gelu, swish, silu, sigmoid, tanh, hard_sigmoid, softmax)");
+                         "' (linear, relu, relu6, gelu, gelu_approximate, swish, silu, sigmoid, tanh, hard_sigmoid, softmax)");
 }
 
 Status Layer::ExpectInputs(const std::vector<Value>& inputs) const {

@@ -75,6 +75,18 @@ struct BatchNormalizationOptions {
 };
 LayerPtr BatchNormalization(BatchNormalizationOptions o = {});
 
+// Keras's LayerNormalization over the last axis (the features of a token, the channels of a
+// pixel): each row to mean 0 and variance 1, then gamma * x + beta per feature. Weights
+// "gamma" [C] (scale) and "beta" [C] (center), each absent when off, as in Keras.
+struct LayerNormalizationOptions {
+  int axis = -1;  // -1 or rank - 1: the last axis only
+  float epsilon = 1e-3f;
+  bool center = true;  // beta
+  bool scale = true;   // gamma
+  std::string name;
+};
+LayerPtr LayerNormalization(LayerNormalizationOptions o = {});
+
 LayerPtr Activation(const std::string& activation, const std::string& name = "");  // incl. "softmax"
 LayerPtr ReLU(const std::string& name = "");
 // Keras ReLU(max_value, negative_slope, threshold); max_value < 0: none. ReLU(6.) is relu6:

@@ -1,4 +1,4 @@
-// The normalization layers (BatchNormalization, Normalization): each class, its factory
+// The normalization layers (BatchNormalization, LayerNormalization, Normalization): each class, its factory
 // (layers.h), how a Keras config builds it, and its registry entries.
 #include "strata/keras/layers.h"
 
@@ -84,6 +84,35 @@ class BatchNormalizationLayer final : public Layer {
   BatchNormalizationOptions o_;
 };
 
+class LayerNormalizationLayer final : public Layer {
+ public:
+  explicit LayerNormalizationLayer(LayerNormalizationOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "LayerNormalization"; }
+  std::string default_name() const override { return "layer_normalization"; }
+  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
+    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+    graph::Graph& g = *ctx.graph;
+    const Value x = in[0];
+    const int rank = x.shape().rank();
+    if (rank < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + x.shape().ToString());
+    if (o_.axis != -1 && o_.axis != rank - 1)
+      return Unimplemented(Label() + ": only the last axis is supported, got axis " + std::to_string(o_.axis) +
+                           " of input " + x.shape().ToString());
+    const int64_t c = x.shape()[-1];
+    graph::VariableOptions ones;
+    ones.init = graph::Init::kOnes;
+    // Off: a constant, not a weight (Keras creates none, so the weight files and counts agree).
+    Value gamma = g.Constant(1.0f, Shape{c}, name() + "/no_gamma");
+    Value beta = g.Constant(0.0f, Shape{c}, name() + "/no_beta");
+    if (o_.scale) { STRATA_ASSIGN_OR_RETURN(gamma, ctx.Variable(name(), "gamma", {c}, ones)); }
+    if (o_.center) { STRATA_ASSIGN_OR_RETURN(beta, ctx.Variable(name(), "beta", {c}, {})); }
+    return g.LayerNorm(x, gamma, beta, {.epsilon = o_.epsilon}, name());
+  }
+
+ private:
+  LayerNormalizationOptions o_;
+};
+
 class NormalizationLayer final : public Layer {
  public:
   explicit NormalizationLayer(NormalizationOptions o) : o_(std::move(o)) {}
@@ -148,6 +177,26 @@ Result<LayerPtr> BatchNormalizationFromConfig(LayerConfig& c, const std::string&
   return BatchNormalization(o);
 }
 
+Result<LayerPtr> LayerNormalizationFromConfig(LayerConfig& c, const std::string& name) {
+  LayerNormalizationOptions o;
+  o.name = name;
+  // Keras writes the axis as an int or a one-element list.
+  if (const nlohmann::json* axis = c.Raw("axis")) {
+    const nlohmann::json& a = axis->is_array() && axis->size() == 1 ? (*axis)[0] : *axis;
+    if (!a.is_number_integer())
+      return Unimplemented(c.label() + ": only one axis, the last, is supported, got " + axis->dump());
+    o.axis = a.get<int>();
+  }
+  STRATA_ASSIGN_OR_RETURN(double e, c.Number("epsilon", 1e-3));
+  o.epsilon = static_cast<float>(e);
+  STRATA_ASSIGN_OR_RETURN(o.center, c.Bool("center", true));
+  STRATA_ASSIGN_OR_RETURN(o.scale, c.Bool("scale", true));
+  STRATA_ASSIGN_OR_RETURN(bool rms, c.Bool("rms_scaling", false));
+  if (rms) return Unimplemented(c.label() + ": rms_scaling=true is not supported");
+  if (!(o.epsilon > 0)) return InvalidArgument(c.label() + ": epsilon must be > 0, got " + std::to_string(e));
+  return LayerNormalization(o);
+}
+
 Result<LayerPtr> NormalizationFromConfig(LayerConfig& c, const std::string& name) {
   NormalizationOptions o;
   o.name = name;
@@ -173,6 +222,7 @@ Result<LayerPtr> NormalizationFromConfig(LayerConfig& c, const std::string& name
 }  // namespace
 
 LayerPtr BatchNormalization(BatchNormalizationOptions o) { std::string n = o.name; return Named<BatchNormalizationLayer>(n, std::move(o)); }
+LayerPtr LayerNormalization(LayerNormalizationOptions o) { std::string n = o.name; return Named<LayerNormalizationLayer>(n, std::move(o)); }
 LayerPtr Normalization(NormalizationOptions o) { std::string n = o.name; return Named<NormalizationLayer>(n, std::move(o)); }
 
 }  // namespace layers
@@ -180,6 +230,7 @@ LayerPtr Normalization(NormalizationOptions o) { std::string n = o.name; return 
 std::vector<LayerClass> NormalizationLayerClasses() {
   using namespace layers;
   return {{"BatchNormalization", BatchNormalizationFromConfig},
+          {"LayerNormalization", LayerNormalizationFromConfig},
           {"Normalization", NormalizationFromConfig}};
 }
 

@@ -117,6 +117,7 @@ constexpr TrainingOnly kTrainingOnly[] = {
     {OpKind::kConv2DBackpropFilter, kGradient},
     {OpKind::kBiasAddGrad, kGradient},
     {OpKind::kBatchNormGrad, kGradient},
+    {OpKind::kLayerNormGrad, kGradient},
     {OpKind::kActivationGrad, kGradient},
     {OpKind::kSoftmaxGrad, kGradient},
     {OpKind::kMaxPoolGrad, kGradient},
@@ -279,6 +280,18 @@ Result<std::string> Exporter::Operand(Value v) {
   slot.assign(n.out_shapes.size(), "");
   slot[0] = FloatInit(n.name, dims, data);
   return slot[0];
+}
+
+Result<std::string> Exporter::ChannelVector(const Node& n, int k) {
+  const Value v = n.inputs[k];
+  if (n.out_shapes[0].rank() != 4) return Operand(v);
+  const int64_t c = v.shape()[0];
+  if (IsLeaf(v)) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<float> values, LeafValues(v));
+    return FloatInit(NodeThrough(v).name, {c, 1, 1}, values);
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string flat, Operand(v));
+  return Op("Reshape", {flat, Int64Init(n.name + "/bias_shape", {c, 1, 1})}, n.name + "/bias");
 }
 
 void Exporter::Set(const Node& n, std::string name) {

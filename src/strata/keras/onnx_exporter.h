@@ -64,6 +64,9 @@ class Exporter {
   Result<std::vector<float>> LeafValues(graph::Value v) const;
   // The ONNX tensor of a value (rank 4: NCHW). Leaves become initializers on first use.
   Result<std::string> Operand(graph::Value v);
+  // Input k of node n, a [C] vector along the last axis of its output (a bias, a scale): as it
+  // is, or [C, 1, 1] against a rank-4 output's NCHW.
+  Result<std::string> ChannelVector(const graph::Node& n, int k);
   // Names `name` the ONNX tensor of node `n`'s (first) output.
   void Set(const graph::Node& n, std::string name);
   // A rank-4 NCHW tensor back to NHWC, or NHWC to NCHW.

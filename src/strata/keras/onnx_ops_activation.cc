@@ -26,6 +26,16 @@ Result<std::string> ActivationOf(Exporter& e, Activation a, const std::string& x
       std::string one_plus = e.Op("Add", {erf, e.Scalar(name + "/one", 1)}, name + "/one_plus");
       return e.Op("Mul", {e.Op("Mul", {x, one_plus}, name + "/x_times"), e.Scalar(name + "/half", 0.5f)}, name);
     }
+    case Activation::kGeluTanh: {  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))): opset 13 has no Gelu
+      std::string cube = e.Op("Mul", {e.Op("Mul", {x, x}, name + "/square"), x}, name + "/cube");
+      std::string inner = e.Op("Add", {x, e.Op("Mul", {cube, e.Scalar(name + "/cubic", 0.044715f)}, name + "/cubic_term")},
+                               name + "/inner");
+      std::string scaled = e.Op("Mul", {inner, e.Scalar(name + "/sqrt_2_over_pi", std::sqrt(2.0f / 3.14159265358979f))},
+                                name + "/scaled");
+      std::string one_plus = e.Op("Add", {e.Op("Tanh", {scaled}, name + "/tanh"), e.Scalar(name + "/one", 1)},
+                                  name + "/one_plus");
+      return e.Op("Mul", {e.Op("Mul", {x, one_plus}, name + "/x_times"), e.Scalar(name + "/half", 0.5f)}, name);
+    }
   }
   return InvalidArgument("ONNX export: unknown activation in " + name);
 }

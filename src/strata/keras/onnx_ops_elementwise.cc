@@ -27,19 +27,7 @@ Status Scale(Exporter& e, const Node& n) {
 
 Status BiasAdd(Exporter& e, const Node& n) {
   STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
-  std::string b;
-  if (n.out_shapes[0].rank() == 4) {  // bias [C] against NCHW: [C, 1, 1]
-    const int64_t c = n.inputs[1].shape()[0];
-    if (e.IsLeaf(n.inputs[1])) {
-      STRATA_ASSIGN_OR_RETURN(std::vector<float> v, e.LeafValues(n.inputs[1]));
-      b = e.FloatInit(e.NodeThrough(n.inputs[1]).name, {c, 1, 1}, v);
-    } else {
-      STRATA_ASSIGN_OR_RETURN(std::string b1, e.Operand(n.inputs[1]));
-      b = e.Op("Reshape", {b1, e.Int64Init(n.name + "/bias_shape", {c, 1, 1})}, n.name + "/bias");
-    }
-  } else {
-    STRATA_ASSIGN_OR_RETURN(b, e.Operand(n.inputs[1]));
-  }
+  STRATA_ASSIGN_OR_RETURN(std::string b, e.ChannelVector(n, 1));
   e.Set(n, e.Op("Add", {x, b}, n.name));
   return Status::OK();
 }

@@ -1,6 +1,7 @@
 // ONNX translation of the norm family: BatchNormInference, kept as BatchNormalization on the
-// moving statistics (not folded into the convolution). Training batch norm is never exported
-// (onnx_export.cc's training-only list).
+// moving statistics (not folded into the convolution), and LayerNorm, decomposed (opset 13 has
+// no LayerNormalization; it came in 17). Training batch norm is never exported (onnx_export.cc's
+// training-only list).
 #include <string>
 #include <vector>
 
@@ -24,8 +25,31 @@ Status BatchNormInference(Exporter& e, const Node& n) {
   return Status::OK();
 }
 
+// (x - mean) / sqrt(var + epsilon) * gamma + beta over the last axis: NCHW's C for rank 4.
+Status LayerNorm(Exporter& e, const Node& n) {
+  const std::string& name = n.name;
+  const int rank = n.out_shapes[0].rank();
+  const std::vector<int64_t> axis = {rank == 4 ? 1 : -1};
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::string gamma, e.ChannelVector(n, 1));
+  STRATA_ASSIGN_OR_RETURN(std::string beta, e.ChannelVector(n, 2));
+  const std::vector<Attr> mean_over = {AttrInts("axes", axis), AttrInt("keepdims", 1)};
+  std::string centered = e.Op("Sub", {x, e.Op("ReduceMean", {x}, name + "/mean", mean_over)}, name + "/centered");
+  std::string var = e.Op("ReduceMean", {e.Op("Mul", {centered, centered}, name + "/square")}, name + "/variance",
+                         mean_over);
+  std::string stddev =
+      e.Op("Sqrt", {e.Op("Add", {var, e.Scalar(name + "/epsilon", n.attrs.ln.epsilon)}, name + "/var_eps")},
+           name + "/stddev");
+  std::string normalized = e.Op("Div", {centered, stddev}, name + "/normalized");
+  e.Set(n, e.Op("Add", {e.Op("Mul", {normalized, gamma}, name + "/scaled"), beta}, name));
+  return Status::OK();
+}
+
 }  // namespace
 
-void RegisterNormOnnx(OnnxTable& t) { t.Set(OpKind::kBatchNormInference, BatchNormInference); }
+void RegisterNormOnnx(OnnxTable& t) {
+  t.Set(OpKind::kBatchNormInference, BatchNormInference);
+  t.Set(OpKind::kLayerNorm, LayerNorm);
+}
 
 }  // namespace strata::keras::onnx

@@ -83,6 +83,7 @@ EltwiseAlg ForwardAlg(Activation a, bool for_backward) {
     case Activation::kSigmoid: return {for_backward ? algorithm::eltwise_logistic_use_dst_for_bwd : algorithm::eltwise_logistic, 0, 0, for_backward};
     case Activation::kTanh: return {for_backward ? algorithm::eltwise_tanh_use_dst_for_bwd : algorithm::eltwise_tanh, 0, 0, for_backward};
     case Activation::kGelu: return {algorithm::eltwise_gelu_erf, 0, 0, false};
+    case Activation::kGeluTanh: return {algorithm::eltwise_gelu_tanh, 0, 0, false};
     case Activation::kSwish: return {algorithm::eltwise_swish, 1, 0, false};
     case Activation::kLinear: return {algorithm::eltwise_linear, 1, 0, false};
   }

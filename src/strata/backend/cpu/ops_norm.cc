@@ -257,7 +257,75 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   return AppendPrimitive<dnnl::batch_normalization_backward>(p, std::move(info), pd, std::move(args));
 }
 
+namespace {
+
+// Layer norm over the last axis as oneDNN sees it: x's plain bytes as [rows, C] (oneDNN
+// normalises over the last logical dimension, which for rank 4 would be W), and the rows'
+// statistics as [rows].
+struct RowsView {
+  md data, stat;
+};
+RowsView RowsOf(const Shape& xs, dt type) {
+  const int64_t c = xs[-1], rows = xs.num_elements() / c;
+  return {md({rows, c}, type, tag::ab), md({rows}, dt::f32, tag::a)};
+}
+
+const dnnl::normalization_flags kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+
+dnnl::layer_normalization_forward::primitive_desc LayerNormForwardPd(Planner& p, const RowsView& v, float epsilon) {
+  auto d = dnnl::layer_normalization_forward::desc(prop_kind::forward_training, v.data, v.stat, epsilon, kScaleShift);
+  return dnnl::layer_normalization_forward::primitive_desc(d, p.Attr(), p.engine());
+}
+
+}  // namespace
+
+Status PlanLayerNorm(Planner& p, int i) {  // inputs x, gamma, beta; outputs y, mean, variance
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const RowsView v = RowsOf(x.shape(), DataDesc(p, x).data_type());
+  const auto pd = LayerNormForwardPd(p, v, n.attrs.ln.epsilon);
+  const md cdesc = PlainDesc(Shape{x.shape()[-1]}, dt::f32);
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, v.data, v.data));
+  STRATA_ASSIGN_OR_RETURN(int gb, p.Use(n.inputs[1], cdesc));
+  STRATA_ASSIGN_OR_RETURN(int bb, p.Use(n.inputs[2], cdesc));
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, v.data}, {DNNL_ARG_SCALE, gb, cdesc}, {DNNL_ARG_SHIFT, bb, cdesc}};
+  args.push_back({DNNL_ARG_MEAN, p.Define(g.output(i, 1), v.stat, v.stat), v.stat});
+  args.push_back({DNNL_ARG_VARIANCE, p.Define(g.output(i, 2), v.stat, v.stat), v.stat});
+  args.push_back({DNNL_ARG_DST, p.Define(g.output(i, 0), v.data, v.data), v.data});
+  return AppendPrimitive<dnnl::layer_normalization_forward>(p, Info(p, i, "ln_fwd", pd.impl_info_str()), pd,
+                                                            std::move(args));
+}
+
+Status PlanLayerNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy; outputs dx, dgamma, dbeta
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const RowsView v = RowsOf(x.shape(), DataDesc(p, x).data_type());
+  const float epsilon = n.attrs.ln.epsilon;
+  const auto hint = LayerNormForwardPd(p, v, epsilon);
+  auto d = dnnl::layer_normalization_backward::desc(prop_kind::backward, v.data, v.data, v.stat, epsilon, kScaleShift);
+  dnnl::layer_normalization_backward::primitive_desc pd(d, p.Attr(), p.engine(), hint);
+  const md cdesc = PlainDesc(Shape{x.shape()[-1]}, dt::f32);
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, v.data, v.data));
+  STRATA_ASSIGN_OR_RETURN(int gb, p.Use(n.inputs[1], cdesc));
+  STRATA_ASSIGN_OR_RETURN(int mb, p.Use(n.inputs[2], v.stat, v.stat));
+  STRATA_ASSIGN_OR_RETURN(int vb, p.Use(n.inputs[3], v.stat, v.stat));
+  STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[4], v.data, v.data));
+  // As batch norm's: oneDNN 2.6 validates a shift argument under use_shift backward too.
+  const int unused_shift = p.NewScratchBuffer(cdesc);
+  DnnlArgs args = {{DNNL_ARG_SRC, xb, v.data},        {DNNL_ARG_SCALE, gb, cdesc},     {DNNL_ARG_MEAN, mb, v.stat},
+                   {DNNL_ARG_VARIANCE, vb, v.stat},   {DNNL_ARG_DIFF_DST, db, v.data}, {DNNL_ARG_SHIFT, unused_shift, cdesc}};
+  args.push_back({DNNL_ARG_DIFF_SRC, p.Define(g.output(i, 0), v.data, v.data), v.data});
+  args.push_back({DNNL_ARG_DIFF_SCALE, p.Define(g.output(i, 1), cdesc), cdesc});
+  args.push_back({DNNL_ARG_DIFF_SHIFT, p.Define(g.output(i, 2), cdesc), cdesc});
+  return AppendPrimitive<dnnl::layer_normalization_backward>(p, Info(p, i, "ln_bwd", pd.impl_info_str()), pd,
+                                                             std::move(args));
+}
+
 void RegisterNormPlans(PlanTable& t) {
+  Register(t, OpKind::kLayerNorm, PlanLayerNorm, kTakesBF16);
+  Register(t, OpKind::kLayerNormGrad, PlanLayerNormGrad, kTakesBF16);
   Register(t, OpKind::kBatchNorm, PlanBatchNorm, kTakesBF16);
   Register(t, OpKind::kBatchNormInference, PlanBatchNorm, kTakesBF16);
   Register(t, OpKind::kBatchNormGrad, PlanBatchNormGrad, kTakesBF16);

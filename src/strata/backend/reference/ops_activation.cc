@@ -11,11 +11,16 @@ using namespace graph;  // NOLINT: this file is a list of ops
 
 namespace {
 
+// GELU's tanh approximation: 0.5 x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³).
+constexpr double kGeluCubic = 0.044715;
+double GeluTanhInner(double x) { return std::sqrt(2 / M_PI) * (x + kGeluCubic * x * x * x); }
+
 double Act(Activation a, double x) {
   switch (a) {
     case Activation::kRelu: return x > 0 ? x : 0;
     case Activation::kRelu6: return std::min(std::max(x, 0.0), 6.0);
     case Activation::kGelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh: return 0.5 * x * (1 + std::tanh(GeluTanhInner(x)));
     case Activation::kSwish: return x / (1 + std::exp(-x));
     case Activation::kSigmoid: return 1 / (1 + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
@@ -24,7 +29,7 @@ double Act(Activation a, double x) {
   return x;
 }
 
-// d act / d x, given x or y as the forward op stored (autodiff.cc: ActivationGradUsesOutput).
+// d act / d x, given x or y as the forward op stored (graph/ops/activation.cc: ActivationGradUsesOutput).
 double ActGrad(Activation a, double v) {
   switch (a) {
     case Activation::kRelu: return v > 0 ? 1 : 0;                 // v = y
@@ -35,6 +40,10 @@ double ActGrad(Activation a, double v) {
       const double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
       const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
       return cdf + v * pdf;
+    }
+    case Activation::kGeluTanh: {                                 // v = x
+      const double t = std::tanh(GeluTanhInner(v));
+      return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * std::sqrt(2 / M_PI) * (1 + 3 * kGeluCubic * v * v);
     }
     case Activation::kSwish: {                                    // v = x
       const double s = 1 / (1 + std::exp(-v));

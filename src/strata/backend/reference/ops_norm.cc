@@ -1,5 +1,6 @@
 // Reference kernels of the norm family: training BatchNorm (batch statistics, and the moving
-// statistics updated in place), BatchNormInference (the moving statistics) and BatchNormGrad.
+// statistics updated in place), BatchNormInference (the moving statistics) and BatchNormGrad;
+// LayerNorm over the last axis and LayerNormGrad.
 #include <cmath>
 
 #include "strata/backend/reference/ops.h"
@@ -76,9 +77,52 @@ Status BatchNormGrad(const KernelContext& c) {
   return Status::OK();
 }
 
+// Inputs x, gamma, beta; outputs y, and each row's mean and variance (rows: all axes but the last).
+Status LayerNorm(const KernelContext& c) {
+  const Vec &x = c.in(0), &gamma = c.in(1), &beta = c.in(2);
+  const int64_t C = c.in_shape(0)[-1], rows = c.in_shape(0).num_elements() / C;
+  Vec &y = c.out(0), &mean = c.out(1), &var = c.out(2);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = &x[r * C];
+    for (int64_t k = 0; k < C; ++k) mean[r] += xr[k] / static_cast<double>(C);
+    for (int64_t k = 0; k < C; ++k) var[r] += (xr[k] - mean[r]) * (xr[k] - mean[r]) / static_cast<double>(C);
+    const double istd = 1 / std::sqrt(var[r] + c.node.attrs.ln.epsilon);
+    for (int64_t k = 0; k < C; ++k) y[r * C + k] = gamma[k] * (xr[k] - mean[r]) * istd + beta[k];
+  }
+  return Status::OK();
+}
+
+// Inputs x, gamma, mean, var, dy; outputs dx, dgamma, dbeta. With g = gamma dy along a row,
+// dx = (g - mean(g) - x̂ mean(g x̂)) / σ.
+Status LayerNormGrad(const KernelContext& c) {
+  const Vec &x = c.in(0), &gamma = c.in(1), &mean = c.in(2), &var = c.in(3), &dy = c.in(4);
+  const int64_t C = c.in_shape(0)[-1], rows = c.in_shape(0).num_elements() / C;
+  Vec &dx = c.out(0), &dgamma = c.out(1), &dbeta = c.out(2);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double istd = 1 / std::sqrt(var[r] + c.node.attrs.ln.epsilon);
+    double g_mean = 0, gx_mean = 0;
+    for (int64_t k = 0; k < C; ++k) {
+      const int64_t e = r * C + k;
+      const double xhat = (x[e] - mean[r]) * istd;
+      dbeta[k] += dy[e];
+      dgamma[k] += dy[e] * xhat;
+      g_mean += gamma[k] * dy[e] / static_cast<double>(C);
+      gx_mean += gamma[k] * dy[e] * xhat / static_cast<double>(C);
+    }
+    for (int64_t k = 0; k < C; ++k) {
+      const int64_t e = r * C + k;
+      const double xhat = (x[e] - mean[r]) * istd;
+      dx[e] = (gamma[k] * dy[e] - g_mean - xhat * gx_mean) * istd;
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterNormOps(KernelTable& t) {
+  t.Set(OpKind::kLayerNorm, LayerNorm);
+  t.Set(OpKind::kLayerNormGrad, LayerNormGrad);
   t.Set(OpKind::kBatchNorm, BatchNorm);
   t.Set(OpKind::kBatchNormInference, BatchNormInference);
   t.Set(OpKind::kBatchNormGrad, BatchNormGrad);

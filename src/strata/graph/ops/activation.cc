@@ -12,6 +12,7 @@ const char* ActivationName(Activation a) {
     case Activation::kRelu: return "Relu";
     case Activation::kRelu6: return "Relu6";
     case Activation::kGelu: return "Gelu";
+    case Activation::kGeluTanh: return "GeluTanh";
     case Activation::kSwish: return "Swish";
     case Activation::kSigmoid: return "Sigmoid";
     case Activation::kTanh: return "Tanh";

@@ -1,5 +1,6 @@
 // The normalization family: batch normalization in training (batch statistics, moving
-// statistics updated in place) and inference (moving statistics), and its gradient op.
+// statistics updated in place) and inference (moving statistics), layer normalization over the
+// last axis, and their gradient ops.
 #include "strata/graph/op_checks.h"
 #include "strata/graph/ops/ops.h"
 
@@ -9,7 +10,7 @@ using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 namespace {
 
-Status CheckBnParams(const std::string& label, const Graph* g, Value x, const std::vector<Value>& ps) {
+Status CheckChannelParams(const std::string& label, const Graph* g, Value x, const std::vector<Value>& ps) {
   STRATA_RETURN_IF_ERROR(CheckValid(label, ps, g));
   STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
   if (x.shape().rank() < 2) return InvalidArgument(label + "expected input of rank >= 2, found " + S(x.shape()));
@@ -30,7 +31,7 @@ Result<Value> Graph::BatchNorm(Value x, Value gamma, Value beta, Value mm, Value
   const std::string name = UniqueName(name_in, OpKind::kBatchNorm);
   const std::string label = OpLabel(name, OpKind::kBatchNorm);
   STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckBnParams(label, this, x, {gamma, beta, mm, mv}));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta, mm, mv}));
   if (nodes_[mm.node].kind != OpKind::kVariable || nodes_[mv.node].kind != OpKind::kVariable)
     return InvalidArgument(label + "moving statistics must be variables (they are updated in place)");
   const Shape c{x.shape()[-1]};
@@ -45,9 +46,23 @@ Result<Value> Graph::BatchNormInference(Value x, Value gamma, Value beta, Value 
   const std::string name = UniqueName(name_in, OpKind::kBatchNormInference);
   const std::string label = OpLabel(name, OpKind::kBatchNormInference);
   STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckBnParams(label, this, x, {gamma, beta, mm, mv}));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta, mm, mv}));
   Node n{OpKind::kBatchNormInference, name, {x, gamma, beta, mm, mv}, {x.shape()}, {x.dtype()}, {}, false};
   n.attrs.bn = o;
+  return Finish(std::move(n));
+}
+
+Result<Value> Graph::LayerNorm(Value x, Value gamma, Value beta, LayerNormOptions o, const std::string& name_in) {
+  const std::string name = UniqueName(name_in, OpKind::kLayerNorm);
+  const std::string label = OpLabel(name, OpKind::kLayerNorm);
+  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta}));
+  if (!(o.epsilon > 0)) return InvalidArgument(label + "epsilon must be > 0, found " + std::to_string(o.epsilon));
+  std::vector<int64_t> rows = x.shape().dims();
+  rows.pop_back();
+  Node n{OpKind::kLayerNorm, name, {x, gamma, beta}, {x.shape(), Shape(rows), Shape(rows)},
+         {x.dtype(), DType::kF32, DType::kF32}, {}, false};
+  n.attrs.ln = o;
   return Finish(std::move(n));
 }
 
@@ -70,9 +85,29 @@ Status BatchNormGradient(GradientContext& c) {
   return Status::OK();
 }
 
+// One LayerNormGrad node gives dx, dgamma and dbeta from x, gamma and the rows' statistics.
+Status LayerNormGradient(GradientContext& c) {
+  if (c.dys[1].valid() || c.dys[2].valid())
+    return Unimplemented(c.label + "gradients through the mean and variance outputs are not supported");
+  const Value x = c.in(0);
+  Attrs a = c.BackwardAttrs();
+  a.ln = c.n.attrs.ln;
+  const Shape ch{x.shape()[-1]};
+  Value r = c.Emit(OpKind::kLayerNormGrad, c.gname, {x, c.in(1), c.g.output(c.node, 1), c.g.output(c.node, 2), c.dy()},
+                   {x.shape(), ch, ch}, {x.dtype(), DType::kF32, DType::kF32}, a);
+  if (c.need(0)) STRATA_RETURN_IF_ERROR(c.Accumulate(x, r));
+  if (c.need(1)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(1), c.g.output(r.node, 1)));
+  if (c.need(2)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(2), c.g.output(r.node, 2)));
+  return Status::OK();
+}
+
 // Per element: subtract, multiply, multiply, add (the statistics' cost folded in).
 int64_t ForwardFlops(const Node& n) { return 4 * n.inputs[0].shape().num_elements(); }
 int64_t GradFlops(const Node& n) { return 6 * n.inputs[0].shape().num_elements(); }
+// Layer norm's statistics are a pass of their own over each row (sum; difference, square,
+// sum): 4 per element more than batch norm's count, both ways.
+int64_t LayerNormFlops(const Node& n) { return 8 * n.inputs[0].shape().num_elements(); }
+int64_t LayerNormGradFlops(const Node& n) { return 10 * n.inputs[0].shape().num_elements(); }
 
 }  // namespace
 
@@ -84,6 +119,10 @@ void RegisterNormOps(OpTable& t) {
                .matrix_flops = NoFlops, .other_flops = ForwardFlops});
   Register(t, {.kind = OpKind::kBatchNormGrad, .name = "BatchNormGrad", .family = "norm", .no_gradient = kSecondOrder,
                .matrix_flops = NoFlops, .other_flops = GradFlops});
+  Register(t, {.kind = OpKind::kLayerNorm, .name = "LayerNorm", .family = "norm", .gradient = LayerNormGradient,
+               .matrix_flops = NoFlops, .other_flops = LayerNormFlops});
+  Register(t, {.kind = OpKind::kLayerNormGrad, .name = "LayerNormGrad", .family = "norm", .no_gradient = kSecondOrder,
+               .matrix_flops = NoFlops, .other_flops = LayerNormGradFlops});
 }
 
 }  // namespace ops

@@ -126,3 +126,36 @@ def test_layer_normalization_refuses_what_it_does_not_do():
         strata.keras.Model(inp, layers.LayerNormalization(axis=1)(inp)).compile(loss="mse")
     with pytest.raises(Exception, match="rms_scaling"):
         layers.LayerNormalization(rms_scaling=True)
+
+
+def test_layer_normalization_and_gelu_in_mixed_bfloat16_follow_torch_or_are_refused():
+    """Under mixed_bfloat16 (where the CPU runs it: AVX-512) the convolution and the layer norm read
+    bf16, and the results stay within bf16's rounding of PyTorch's float64; elsewhere compile refuses."""
+    rng = np.random.default_rng(5)
+    inp = strata.keras.Input(shape=(5, 5, 4))
+    h = layers.Conv2D(6, 3, padding="same", groups=2, name="conv")(inp)
+    h = layers.LayerNormalization(name="ln")(h)
+    h = activations.gelu(h, approximate=True)
+    model = strata.keras.Model(inp, layers.Flatten()(h))
+    if "bf16" not in strata.devices()[0].precisions:
+        with pytest.raises(Exception, match="bf16|bfloat16"):
+            model.compile(optimizer="sgd", loss="mse", precision="mixed_bfloat16")
+        return
+    model.compile(optimizer="sgd", loss="mse", precision="mixed_bfloat16")
+    w = set_weights(model, rng)
+    x = rng.uniform(-1, 1, (3, 5, 5, 4)).astype(np.float32)
+    y = rng.uniform(-1, 1, (3, 5 * 5 * 6)).astype(np.float32)
+    pred = model.predict(x, batch_size=3, verbose=0)
+    model.compute_gradients(x, y)
+    flat = np.array(model.gradients(), copy=True)
+    xt = torch.tensor(x.astype(np.float64)).permute(0, 3, 1, 2)
+    conv = F.conv2d(xt, w["conv/kernel"].permute(3, 2, 0, 1), w["conv/bias"], padding=1, groups=2)
+    ln = F.layer_norm(conv.permute(0, 2, 3, 1), (6,), w["ln/gamma"], w["ln/beta"], eps=1e-3)
+    ref = F.gelu(ln, approximate="tanh").reshape(3, -1)
+    want = torch_grads(ref, y, w)
+    np.testing.assert_allclose(pred, ref.detach().numpy(), atol=0.05)  # bf16: 8 bits of mantissa
+    at = 0
+    for name, array, trainable in model._cc.weights():
+        g = flat[at:at + array.size].reshape(array.shape)
+        at += array.size
+        np.testing.assert_allclose(g, want[name], atol=0.05 * np.abs(want[name]).max(), err_msg=name)

@@ -19,8 +19,10 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/graph/graph.h"
@@ -100,6 +102,9 @@ class OpTable {
     std::optional<Entry>& slot = entries_[static_cast<int>(kind)];
     if (slot) DuplicateOpEntry(kind, name_);
     slot = std::move(entry);
+  }
+  void SetAll(std::initializer_list<std::pair<OpKind, Entry>> entries) {
+    for (const auto& [kind, entry] : entries) Set(kind, entry);
   }
   // nullptr: no entry for `kind`.
   const Entry* Find(OpKind kind) const {

@@ -56,8 +56,7 @@ Status Softmax(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterActivationOnnx(OnnxTable& t) {
-  t.Set(OpKind::kActivation, ActivationOp);
-  t.Set(OpKind::kSoftmax, Softmax);
+  t.SetAll({{OpKind::kActivation, ActivationOp}, {OpKind::kSoftmax, Softmax}});
 }
 
 }  // namespace strata::keras::onnx

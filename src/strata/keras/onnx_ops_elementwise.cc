@@ -35,11 +35,8 @@ Status BiasAdd(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterElementwiseOnnx(OnnxTable& t) {
-  t.Set(OpKind::kAdd, Binary);
-  t.Set(OpKind::kSub, Binary);
-  t.Set(OpKind::kMultiply, Binary);
-  t.Set(OpKind::kScale, Scale);
-  t.Set(OpKind::kBiasAdd, BiasAdd);
+  t.SetAll({{OpKind::kAdd, Binary}, {OpKind::kSub, Binary}, {OpKind::kMultiply, Binary}, {OpKind::kScale, Scale},
+            {OpKind::kBiasAdd, BiasAdd}});
 }
 
 }  // namespace strata::keras::onnx

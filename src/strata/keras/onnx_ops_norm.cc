@@ -48,8 +48,7 @@ Status LayerNorm(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterNormOnnx(OnnxTable& t) {
-  t.Set(OpKind::kBatchNormInference, BatchNormInference);
-  t.Set(OpKind::kLayerNorm, LayerNorm);
+  t.SetAll({{OpKind::kBatchNormInference, BatchNormInference}, {OpKind::kLayerNorm, LayerNorm}});
 }
 
 }  // namespace strata::keras::onnx

@@ -34,8 +34,7 @@ Status Pool(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterPoolOnnx(OnnxTable& t) {
-  t.Set(OpKind::kMaxPool, Pool);
-  t.Set(OpKind::kAvgPool, Pool);
+  t.SetAll({{OpKind::kMaxPool, Pool}, {OpKind::kAvgPool, Pool}});
 }
 
 }  // namespace strata::keras::onnx

@@ -59,9 +59,7 @@ Status Broadcast(Exporter& e, const Node& n) {
 }  // namespace
 
 void RegisterReduceOnnx(OnnxTable& t) {
-  t.Set(OpKind::kReduceSum, Reduce);
-  t.Set(OpKind::kReduceMean, Reduce);
-  t.Set(OpKind::kBroadcast, Broadcast);
+  t.SetAll({{OpKind::kReduceSum, Reduce}, {OpKind::kReduceMean, Reduce}, {OpKind::kBroadcast, Broadcast}});
 }
 
 }  // namespace strata::keras::onnx

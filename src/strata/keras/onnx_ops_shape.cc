@@ -82,11 +82,8 @@ Status LookedThrough(Exporter&, const Node&) { return Status::OK(); }
 }  // namespace
 
 void RegisterShapeOnnx(OnnxTable& t) {
-  t.Set(OpKind::kConcat, Concat);
-  t.Set(OpKind::kSlice, Slice);
-  t.Set(OpKind::kReshape, Reshape);
-  t.Set(OpKind::kCast, LookedThrough);
-  t.Set(OpKind::kIdentity, LookedThrough);
+  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Reshape},
+            {OpKind::kCast, LookedThrough}, {OpKind::kIdentity, LookedThrough}});
 }
 
 }  // namespace strata::keras::onnx

@@ -98,10 +98,8 @@ Status SoftmaxGrad(const KernelContext& c) {  // inputs y, dy
 }  // namespace
 
 void RegisterActivationOps(KernelTable& t) {
-  t.Set(OpKind::kActivation, ActivationOp);
-  t.Set(OpKind::kActivationGrad, ActivationGrad);
-  t.Set(OpKind::kSoftmax, Softmax);
-  t.Set(OpKind::kSoftmaxGrad, SoftmaxGrad);
+  t.SetAll({{OpKind::kActivation, ActivationOp}, {OpKind::kActivationGrad, ActivationGrad}, {OpKind::kSoftmax, Softmax},
+            {OpKind::kSoftmaxGrad, SoftmaxGrad}});
 }
 
 }  // namespace strata::backend::reference

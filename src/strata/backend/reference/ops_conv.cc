@@ -66,9 +66,8 @@ Status Conv2DBackpropFilter(const KernelContext& c) {  // inputs x, dy
 }  // namespace
 
 void RegisterConvOps(KernelTable& t) {
-  t.Set(OpKind::kConv2D, Conv2D);
-  t.Set(OpKind::kConv2DBackpropInput, Conv2DBackpropInput);
-  t.Set(OpKind::kConv2DBackpropFilter, Conv2DBackpropFilter);
+  t.SetAll({{OpKind::kConv2D, Conv2D}, {OpKind::kConv2DBackpropInput, Conv2DBackpropInput},
+            {OpKind::kConv2DBackpropFilter, Conv2DBackpropFilter}});
 }
 
 }  // namespace strata::backend::reference

@@ -85,13 +85,8 @@ Status Dropout(const KernelContext& c) {  // outputs y, mask (kept elements scal
 }  // namespace
 
 void RegisterElementwiseOps(KernelTable& t) {
-  t.Set(OpKind::kAdd, Add);
-  t.Set(OpKind::kSub, Sub);
-  t.Set(OpKind::kMultiply, Multiply);
-  t.Set(OpKind::kScale, Scale);
-  t.Set(OpKind::kBiasAdd, BiasAdd);
-  t.Set(OpKind::kBiasAddGrad, BiasAddGrad);
-  t.Set(OpKind::kDropout, Dropout);
+  t.SetAll({{OpKind::kAdd, Add}, {OpKind::kSub, Sub}, {OpKind::kMultiply, Multiply}, {OpKind::kScale, Scale},
+            {OpKind::kBiasAdd, BiasAdd}, {OpKind::kBiasAddGrad, BiasAddGrad}, {OpKind::kDropout, Dropout}});
 }
 
 }  // namespace strata::backend::reference

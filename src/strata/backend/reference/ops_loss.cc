@@ -71,10 +71,9 @@ Status MeanSquaredErrorGrad(const KernelContext& c) {  // inputs a, b, dloss: d/
 }  // namespace
 
 void RegisterLossOps(KernelTable& t) {
-  t.Set(OpKind::kSoftmaxCrossEntropy, SoftmaxCrossEntropy);
-  t.Set(OpKind::kSoftmaxCrossEntropyGrad, SoftmaxCrossEntropyGrad);
-  t.Set(OpKind::kMeanSquaredError, MeanSquaredError);
-  t.Set(OpKind::kMeanSquaredErrorGrad, MeanSquaredErrorGrad);
+  t.SetAll({{OpKind::kSoftmaxCrossEntropy, SoftmaxCrossEntropy},
+            {OpKind::kSoftmaxCrossEntropyGrad, SoftmaxCrossEntropyGrad}, {OpKind::kMeanSquaredError, MeanSquaredError},
+            {OpKind::kMeanSquaredErrorGrad, MeanSquaredErrorGrad}});
 }
 
 }  // namespace strata::backend::reference

@@ -121,11 +121,8 @@ Status LayerNormGrad(const KernelContext& c) {
 }  // namespace
 
 void RegisterNormOps(KernelTable& t) {
-  t.Set(OpKind::kLayerNorm, LayerNorm);
-  t.Set(OpKind::kLayerNormGrad, LayerNormGrad);
-  t.Set(OpKind::kBatchNorm, BatchNorm);
-  t.Set(OpKind::kBatchNormInference, BatchNormInference);
-  t.Set(OpKind::kBatchNormGrad, BatchNormGrad);
+  t.SetAll({{OpKind::kLayerNorm, LayerNorm}, {OpKind::kLayerNormGrad, LayerNormGrad}, {OpKind::kBatchNorm, BatchNorm},
+            {OpKind::kBatchNormInference, BatchNormInference}, {OpKind::kBatchNormGrad, BatchNormGrad}});
 }
 
 }  // namespace strata::backend::reference

@@ -84,10 +84,8 @@ Status AvgPoolGrad(const KernelContext& c) {  // input dy
 }  // namespace
 
 void RegisterPoolOps(KernelTable& t) {
-  t.Set(OpKind::kMaxPool, MaxPool);
-  t.Set(OpKind::kAvgPool, AvgPool);
-  t.Set(OpKind::kMaxPoolGrad, MaxPoolGrad);
-  t.Set(OpKind::kAvgPoolGrad, AvgPoolGrad);
+  t.SetAll({{OpKind::kMaxPool, MaxPool}, {OpKind::kAvgPool, AvgPool}, {OpKind::kMaxPoolGrad, MaxPoolGrad},
+            {OpKind::kAvgPoolGrad, AvgPoolGrad}});
 }
 
 }  // namespace strata::backend::reference

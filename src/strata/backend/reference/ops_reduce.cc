@@ -48,9 +48,7 @@ Status Broadcast(const KernelContext& c) {
 }  // namespace
 
 void RegisterReduceOps(KernelTable& t) {
-  t.Set(OpKind::kReduceSum, Reduce);
-  t.Set(OpKind::kReduceMean, Reduce);
-  t.Set(OpKind::kBroadcast, Broadcast);
+  t.SetAll({{OpKind::kReduceSum, Reduce}, {OpKind::kReduceMean, Reduce}, {OpKind::kBroadcast, Broadcast}});
 }
 
 }  // namespace strata::backend::reference

@@ -48,11 +48,8 @@ Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
 }  // namespace
 
 void RegisterShapeOps(KernelTable& t) {
-  t.Set(OpKind::kConcat, Concat);
-  t.Set(OpKind::kSlice, Slice);
-  t.Set(OpKind::kReshape, Copy);
-  t.Set(OpKind::kCast, Copy);
-  t.Set(OpKind::kIdentity, Copy);
+  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Copy}, {OpKind::kCast, Copy},
+            {OpKind::kIdentity, Copy}});
 }
 
 }  // namespace strata::backend::reference

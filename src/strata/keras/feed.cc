@@ -2,8 +2,7 @@
 // checked and converted (sparse class ids or one-hot), short batches padded with zeros.
 #include <cstring>
 
-#include "strata/keras/model.h"
-#include "strata/keras/model_internal.h"
+#include "strata/keras/feed.h"
 
 namespace strata::keras {
 namespace {
@@ -51,21 +50,24 @@ Status CopyInto(const Tensor& src, Tensor& dst, int64_t row0, int64_t rows, cons
 
 }  // namespace
 
-Status Model::PrepareLabels(const data::Element& batch, int64_t rows, int64_t k, size_t label_index) {
+Status ClassIndicesOf(const Loss& loss, const data::Element& batch, int64_t rows, int64_t k, size_t label_index,
+                      const std::string& model, std::vector<int64_t>* labels) {
   if (batch.size() <= label_index)
-    return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has no labels (expected (x, y))");
-  return compile_.loss.ClassIndices(batch[label_index], rows, k, &label_scratch_);
+    return InvalidArgument("model " + model + ": a dataset element " + batch.DebugString() + " has no labels (expected (x, y))");
+  return loss.ClassIndices(batch[label_index], rows, k, labels);
 }
 
-Status Model::FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels) {
+Status FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t row0, int64_t rows,
+                  const std::vector<int64_t>* labels, const std::string& model) {
+  const bool with_labels = labels != nullptr;
   const size_t nx = c.inputs.size();
   if (batch.size() < nx + (with_labels ? 1 : 0))
-    return InvalidArgument("model " + name_ + ": a dataset element " + batch.DebugString() + " has " +
+    return InvalidArgument("model " + model + ": a dataset element " + batch.DebugString() + " has " +
                            std::to_string(batch.size()) + " components; expected " + std::to_string(nx) +
                            (with_labels ? " input(s) and the labels" : " input(s)"));
   for (size_t i = 0; i < nx; ++i) {
     STRATA_RETURN_IF_ERROR(CopyInto(batch[i], c.program->input(c.inputs[i]), row0, rows,
-                                    "model " + name_ + " input " + std::to_string(i)));
+                                    "model " + model + " input " + std::to_string(i)));
   }
   if (!with_labels || !c.labels.valid()) return Status::OK();
   if (c.labels.dtype() == DType::kI32) {  // class indices (K per row for binary_crossentropy)
@@ -73,7 +75,7 @@ Status Model::FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t
     int32_t* dst = in.data<int32_t>();
     const int64_t per_row = in.num_elements() / c.batch;
     for (int64_t i = 0; i < in.num_elements(); ++i)
-      dst[i] = i < rows * per_row ? static_cast<int32_t>(label_scratch_[static_cast<size_t>(row0 * per_row + i)]) : 0;
+      dst[i] = i < rows * per_row ? static_cast<int32_t>((*labels)[static_cast<size_t>(row0 * per_row + i)]) : 0;
     return Status::OK();
   }
   return CopyInto(batch[nx], c.program->input(c.labels), row0, rows, "labels");

@@ -1,10 +1,10 @@
 // Model::fit: the training loop, top to bottom.
 //
 // Per step: take the next global batch from the input pipeline (the time blocked there is the
-// observer's input wait: the monitor's idle time), then TrainStep (model.cc): every replica
-// copies its shard into its compiled program and runs forward + backward, the gradients are
-// reduce-scattered and each replica updates its slice of the weights; finally the logs go to
-// the callbacks.
+// observer's input wait: the monitor's idle time), then the training step (train_step.h,
+// TrainStep::Run): every replica copies its shard into its compiled program and runs forward +
+// backward, the gradients are reduce-scattered and each replica updates its slice of the
+// weights; finally the logs go to the callbacks.
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +18,7 @@
 #include "strata/keras/fault_point.h"
 #include "strata/keras/model.h"
 #include "strata/keras/optimizer_state.h"
-#include "strata/keras/training_replicas.h"
+#include "strata/keras/train_step.h"
 #include "strata/keras/step_observer.h"
 #include "strata/record/crc32c.h"
 
@@ -136,7 +136,7 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
             "the batch", "per-worker batch " + batch.DebugString() + " over " + std::to_string(num_replicas()) + " replicas"));
         batch_checked = true;
       }
-      STRATA_RETURN_IF_ERROR(TrainStep(batch, &logs, metrics, loss_mean)
+      STRATA_RETURN_IF_ERROR(Step(batch, &logs, metrics, loss_mean)
                                  .WithContext("training step " + std::to_string(global_step_)));
 
       // 3. Progress bar, checkpoints and the rest.
@@ -221,7 +221,7 @@ Status Model::RestoreBackup(const std::string& path) {
     // Several workers' positions, one worker now: refused with both counts.
     STRATA_RETURN_IF_ERROR(WorkerIteratorState(path, st.iterator_state, 0, 1).status());
   }
-  if (replicas_) replicas_->TakeModelWeights();
+  if (train_step_) train_step_->TakeModelWeights();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   resume_pending_ = true;

@@ -10,7 +10,7 @@
 #include "strata/keras/h5_weights.h"
 #include "strata/keras/model_internal.h"
 #include "strata/keras/optimizer_state.h"
-#include "strata/keras/training_replicas.h"
+#include "strata/keras/train_step.h"
 
 namespace strata::keras {
 
@@ -49,9 +49,8 @@ Status Model::compile(CompileOptions options) {
     owned_strategy_ = distribute::OneDeviceStrategy();
     strategy_ = owned_strategy_.get();
   }
-  replicas_.reset();
-  evals_.clear();
-  eval_batch_ = 0;
+  train_step_.reset();
+  eval_step_.reset();
   // The variables come from the training graph and do not depend on the batch size: build
   // it at batch 1 now so weights can be loaded (and counted) before the first fit.
   CompiledProgram probe;
@@ -118,10 +117,10 @@ backend::CompileOptions Model::BackendOptions(std::vector<Value> fetches, std::s
 
 Status Model::EnsureTrainPrograms(int64_t per_replica) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
-  if (replicas_) {
-    if (per_replica != replicas_->batch())
+  if (train_step_) {
+    if (per_replica != train_step_->batch())
       return InvalidArgument("model " + name_ + ": a batch of " + std::to_string(per_replica * num_replicas()) +
-                             " rows, but the step was compiled for " + std::to_string(replicas_->batch() * num_replicas()) +
+                             " rows, but the step was compiled for " + std::to_string(train_step_->batch() * num_replicas()) +
                              " (static shapes: batch the training data with drop_remainder=true)");
     return Status::OK();
   }
@@ -143,15 +142,14 @@ Status Model::EnsureTrainPrograms(int64_t per_replica) {
     if (!program.ok()) return program.status().WithContext("model " + name_ + " replica " + std::to_string(r));
     c.program = std::move(program).value();
   }
-  replicas_ = std::make_unique<TrainingReplicas>(*strategy_, std::move(built), store_, *optimizer_, name_);
+  train_step_ = std::make_unique<TrainStep>(*strategy_, std::move(built), store_, *optimizer_, compile_.loss, name_);
   return Status::OK();
 }
 
 Status Model::EnsureEvalPrograms(int64_t batch) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before evaluate() or predict()");
-  if (!evals_.empty() && eval_batch_ == batch) return Status::OK();
-  evals_.clear();
-  eval_batch_ = 0;
+  if (eval_step_ && eval_step_->global_batch() == batch) return Status::OK();
+  eval_step_.reset();
   // Replica r runs rows [r P, (r + 1) P) of a global batch: no more programs than rows.
   const int64_t r_count = std::min<int64_t>(num_replicas(), batch);
   const int64_t per_replica = (batch + r_count - 1) / r_count;
@@ -167,28 +165,8 @@ Status Model::EnsureEvalPrograms(int64_t batch) {
     c.program = std::move(program).value();
     c.batch = per_replica;
   }
-  evals_ = std::move(built);
-  eval_batch_ = batch;
+  eval_step_ = std::make_unique<EvalStep>(*strategy_, std::move(built), batch, compile_.loss, name_);
   return Status::OK();
-}
-
-Status Model::RunEvalBatch(const data::Element& batch, int64_t rows, std::vector<float>* out, int64_t* k) {
-  const CompiledProgram& c0 = evals_[0];
-  *k = c0.outputs[0].shape().num_elements() / c0.batch;
-  out->resize(static_cast<size_t>(rows * *k));
-  auto run_replica = [&](int r) -> Status {
-    if (r >= static_cast<int>(evals_.size())) return Status::OK();
-    CompiledProgram& c = evals_[static_cast<size_t>(r)];
-    const int64_t row0 = std::min<int64_t>(rows, r * c.batch), n = std::min<int64_t>(rows - row0, c.batch);
-    if (n == 0) return Status::OK();  // a short last batch may leave the later replicas nothing
-    STRATA_RETURN_IF_ERROR(FeedInputs(c, batch, row0, n, /*with_labels=*/false));
-    STRATA_RETURN_IF_ERROR(c.program->Run());
-    const Tensor& y = c.program->fetch(c.outputs[0]);
-    std::memcpy(out->data() + row0 * *k, y.data<float>(), static_cast<size_t>(n * *k) * sizeof(float));
-    return Status::OK();
-  };
-  if (evals_.size() == 1) return run_replica(0);  // on the calling thread, as before
-  return strategy_->run(run_replica);
 }
 
 std::vector<std::unique_ptr<Metric>> Model::MakeMetrics() const {
@@ -197,10 +175,10 @@ std::vector<std::unique_ptr<Metric>> Model::MakeMetrics() const {
   return m;
 }
 
-backend::Program* Model::train_program() { return replicas_ ? replicas_->replica(0).program.get() : nullptr; }
-backend::Program* Model::eval_program() { return evals_.empty() ? nullptr : evals_[0].program.get(); }
+backend::Program* Model::train_program() { return train_step_ ? train_step_->replica(0).program.get() : nullptr; }
+backend::Program* Model::eval_program() { return eval_step_ ? eval_step_->program() : nullptr; }
 distribute::ReducerStats Model::reducer_stats() const {
-  return replicas_ ? replicas_->reducer_stats() : distribute::ReducerStats{};
+  return train_step_ ? train_step_->reducer_stats() : distribute::ReducerStats{};
 }
 
 double Model::learning_rate() const {
@@ -208,19 +186,9 @@ double Model::learning_rate() const {
   return compile_.optimizer.learning_rate(global_step_) * lr_scale_;
 }
 
-// ---- the training step ------------------------------------------------------------------------
-//
-// One step on a global batch, every replica r on its own thread (strategy_->run):
-//   1. feed:     replica r's rows [r P, (r + 1) P) of the batch, P = the per-replica batch;
-//   2. forward and backward: the compiled program (synchronized batch norm meets the other
-//      replicas inside it: TrainingReplicas);
-//   3. reduce:   the gradient blocks averaged over every replica of every worker (its reducer);
-//   4. update:   replica r updates its slice of the weights (optimizer_), the replicas' moving
-//      statistics are averaged, and every replica takes the new weights.
-// Every replica makes the same barrier and collective calls even after an error (StepSync),
-// so none waits forever; a failure anywhere skips the update everywhere.
+// ---- the training step (train_step.h: TrainStep::Run reads it top to bottom) -------------------
 
-Status Model::PrepareStep(const data::Element& batch, int64_t* per_replica) {
+Status Model::PrepareStep(const data::Element& batch) {
   if (batch.size() == 0 || batch[0].rank() == 0)
     return InvalidArgument("model " + name_ + ": a training batch is (x..., y) with a batch dimension; got " +
                            batch.DebugString());
@@ -230,61 +198,17 @@ Status Model::PrepareStep(const data::Element& batch, int64_t* per_replica) {
     return InvalidArgument("model " + name_ + ": a global batch of " + std::to_string(global_batch) +
                            " rows does not split over " + std::to_string(R) +
                            " replicas (use a multiple of the replica count)");
-  *per_replica = global_batch / R;
   STRATA_RETURN_IF_ERROR(CheckTrainableUnchanged());
-  STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(*per_replica));
-  const CompiledProgram& c0 = replicas_->replica(0);
-  const int64_t k = c0.outputs[0].shape().num_elements() / c0.batch;  // outputs per example
-  return PrepareLabels(batch, global_batch, k, c0.inputs.size());
+  return EnsureTrainPrograms(global_batch / R);
 }
 
-Status Model::GradientPhase(int r, const data::Element& batch, int64_t per_replica, distribute::StepSync& sync) {
-  const Status fed = FeedInputs(replicas_->replica(r), batch, r * per_replica, per_replica, /*with_labels=*/true);
-  return replicas_->GradientPhase(r, fed, global_step_, sync);  // forward, backward, reduce
-}
-
-Model::GradientTape Model::StepOutputs() {
-  GradientTape tape;
-  const int R = num_replicas();
-  const int64_t per_replica = replicas_->batch();
-  double loss_sum = 0;
-  for (int r = 0; r < R; ++r) {
-    CompiledProgram& c = replicas_->replica(r);
-    loss_sum += *c.program->fetch(c.loss).data<float>();
-    const Tensor& out = c.program->fetch(c.outputs[0]);
-    const int64_t k = out.num_elements() / per_replica;
-    // This replica's class indices: [P] from row r P (binary_crossentropy: [P K]).
-    const int64_t per_row = static_cast<int64_t>(label_scratch_.size()) / (per_replica * R);
-    const int64_t* labels = label_scratch_.empty() ? nullptr : label_scratch_.data() + r * per_replica * per_row;
-    tape.replicas.push_back(compile_.loss.ForMetrics(out.data<float>(), per_replica, k, labels));
-  }
-  tape.loss = loss_sum / R;
-  return tape;
-}
-
-Status Model::TrainStep(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
-                        Mean& loss_mean) {
-  int64_t per_replica = 0;
-  STRATA_RETURN_IF_ERROR(PrepareStep(batch, &per_replica));
-  const float lr = static_cast<float>(learning_rate());
-  distribute::StepSync sync;
-  Status st = strategy_->run([&](int r) -> Status {
-    if (observer_) observer_->StepBegin(r);
-    Status s = GradientPhase(r, batch, per_replica, sync);  // feed, forward and backward, reduce
-    replicas_->UpdatePhase(r, lr, global_step_, sync);       // the sharded update
-    if (observer_) {
-      const CompiledProgram& c = replicas_->replica(r);
-      observer_->StepEnd(r, static_cast<double>(c.program->matrix_flops_per_step()), per_replica,
-                         static_cast<double>(c.program->executed_matrix_flops_per_step()));
-    }
-    return s;
-  });
-  STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
-  STRATA_RETURN_IF_ERROR(st);
+Status Model::Step(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
+                   Mean& loss_mean) {
+  STRATA_RETURN_IF_ERROR(PrepareStep(batch));
+  STRATA_RETURN_IF_ERROR(train_step_->Run(batch, static_cast<float>(learning_rate()), global_step_, observer_));
   ++global_step_;
-
   // Loss and metrics from every replica's outputs.
-  GradientTape out = StepOutputs();
+  GradientTape out = train_step_->Outputs();
   for (const MetricBatch& b : out.replicas)
     for (auto& m : metrics) m->Update(b);
   loss_mean.Update(out.loss);
@@ -298,14 +222,14 @@ Result<Model::GradientTape> Model::compute_gradients(const data::Element& batch)
   if (batch.size() < 2 || batch[0].rank() == 0)
     return InvalidArgument("compute_gradients: a batch is (x..., y) with a batch dimension; got " + batch.DebugString());
   gradients_ready_ = false;
-  int64_t per_replica = 0;
-  STRATA_RETURN_IF_ERROR(PrepareStep(batch, &per_replica));
+  STRATA_RETURN_IF_ERROR(PrepareStep(batch));
+  STRATA_RETURN_IF_ERROR(train_step_->Prepare(batch));
   distribute::StepSync sync;
-  Status st = strategy_->run([&](int r) { return GradientPhase(r, batch, per_replica, sync); });
+  Status st = strategy_->run([&](int r) { return train_step_->GradientPhase(r, batch, global_step_, sync); });
   STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
   STRATA_RETURN_IF_ERROR(st.WithContext("compute_gradients, step " + std::to_string(global_step_)));
   gradients_ready_ = true;
-  return StepOutputs();
+  return train_step_->Outputs();
 }
 
 Status Model::apply_gradients() {
@@ -315,7 +239,7 @@ Status Model::apply_gradients() {
   const float lr = static_cast<float>(learning_rate());
   distribute::StepSync sync;
   Status st = strategy_->run([&](int r) {
-    replicas_->UpdatePhase(r, lr, global_step_, sync);
+    train_step_->UpdatePhase(r, lr, global_step_, sync);
     return Status::OK();
   });
   STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_->worker_index())));
@@ -332,7 +256,7 @@ Result<Logs> Model::train_on_batch(const std::vector<Tensor>& x, const Tensor& y
   auto metrics = MakeMetrics();
   Mean loss;
   Logs logs;
-  STRATA_RETURN_IF_ERROR(TrainStep(e, &logs, metrics, loss));
+  STRATA_RETURN_IF_ERROR(Step(e, &logs, metrics, loss));
   return logs;
 }
 
@@ -354,20 +278,21 @@ Result<Logs> Model::RunEvaluation(const data::Dataset& ds, int64_t steps, Tensor
     if (batch.size() == 0 || batch[0].rank() == 0) return InvalidArgument("evaluate: elements must be batches");
     const int64_t rows = batch[0].shape()[0];
     // The first batch fixes the programs' batch; a shorter last batch is padded and cut.
-    if (evals_.empty() || rows > eval_batch_) STRATA_RETURN_IF_ERROR(EnsureEvalPrograms(rows));
+    if (!eval_step_ || rows > eval_step_->global_batch()) STRATA_RETURN_IF_ERROR(EnsureEvalPrograms(rows));
     int64_t k = 0;
-    STRATA_RETURN_IF_ERROR(RunEvalBatch(batch, rows, &outputs, &k));
+    STRATA_RETURN_IF_ERROR(eval_step_->Run(batch, rows, &outputs, &k));
     if (predictions) {
       collected.insert(collected.end(), outputs.begin(), outputs.end());
-      row_shape.assign(evals_[0].outputs[0].shape().dims().begin() + 1, evals_[0].outputs[0].shape().dims().end());
+      const Shape& out_shape = eval_step_->replica(0).outputs[0].shape();
+      row_shape.assign(out_shape.dims().begin() + 1, out_shape.dims().end());
       total_rows += rows;
       continue;
     }
-    const size_t label_index = evals_[0].inputs.size();
-    STRATA_RETURN_IF_ERROR(PrepareLabels(batch, rows, k, label_index));
+    const size_t label_index = eval_step_->replica(0).inputs.size();
+    STRATA_ASSIGN_OR_RETURN(const std::vector<int64_t>* labels, eval_step_->Labels(batch, rows, k));
     MetricBatch mb;
     STRATA_RETURN_IF_ERROR(
-        compile_.loss.Evaluate(outputs.data(), rows, k, label_scratch_, batch[label_index], &per_example, &dense, &mb));
+        compile_.loss.Evaluate(outputs.data(), rows, k, *labels, batch[label_index], &per_example, &dense, &mb));
     for (float l : per_example) loss_mean.Update(l);
     for (auto& m : metrics) m->Update(mb);
   }
@@ -420,7 +345,7 @@ Status Model::set_state(const std::vector<float>& v) {
     return InvalidArgument("set_state: " + std::to_string(v.size()) + " values for " + std::to_string(np + ns));
   std::memcpy(store_->params().raw_data(), v.data(), np * sizeof(float));
   if (ns) std::memcpy(optimizer_->slots().raw_data(), v.data() + np, ns * sizeof(float));
-  if (replicas_) replicas_->TakeModelWeights();
+  if (train_step_) train_step_->TakeModelWeights();
   return Status::OK();
 }
 
@@ -438,7 +363,7 @@ Status Model::load_weights(const std::string& path) {
   if (IsHdf5File(path)) return LoadKerasWeights(*this, path).status();  // copies to the replicas (set_state)
   CheckpointState st;
   STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st, {.remap_slots = true}));
-  if (replicas_) replicas_->TakeModelWeights();
+  if (train_step_) train_step_->TakeModelWeights();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   return Status::OK();

@@ -45,7 +45,8 @@ namespace strata::keras {
 class Callback;
 class Model;
 class OptimizerState;
-class TrainingReplicas;   // keras/training_replicas.h
+class TrainStep;          // keras/train_step.h
+class EvalStep;
 struct CompiledProgram;  // keras/model_internal.h
 
 // ---- functional API ---------------------------------------------------------------------
@@ -245,19 +246,12 @@ class Model {
   Status Validate();
 
  private:
-  // One training step on a global batch (model.cc reads it top to bottom): splits it over
-  // the replicas, runs forward and backward on each, reduces the gradients and applies the
-  // sharded update.
-  Status TrainStep(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean);
-  // The phases of a step, run by every replica r inside strategy_->run (StepSync: the failure
-  // flag and the cross-host status they share; the replicas' side is TrainingReplicas).
-  // TrainStep runs both in one go; the custom loop runs them as compute_gradients and
-  // apply_gradients.
-  Status PrepareStep(const data::Element& batch, int64_t* per_replica);
-  // Feed replica r's rows, forward + backward, then the gradient reduction.
-  Status GradientPhase(int r, const data::Element& batch, int64_t per_replica, distribute::StepSync& sync);
-  // The loss and each replica's metric batch of the step just run.
-  GradientTape StepOutputs();
+  // One training step on a global batch (train_step_, whose Run reads it top to bottom: feed,
+  // forward and backward, reduce, update on every replica), then the step count, the loss and
+  // the metrics.
+  Status Step(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics, Mean& loss_mean);
+  // Checks a global training batch and makes the training step for its size (the first time).
+  Status PrepareStep(const data::Element& batch);
   Status BuildTrainGraph(CompiledProgram& c, int64_t batch, uint64_t replica_seed);
   backend::CompileOptions BackendOptions(std::vector<graph::Value> fetches,
                                          std::shared_ptr<backend::VariableStore> store) const;
@@ -265,20 +259,12 @@ class Model {
                       std::vector<graph::Value>* outputs, BuildContext* ctx) const;
   Status ProbeForward(graph::Graph& g, std::vector<graph::Value>* outputs) const;
   Status EnsureTrainPrograms(int64_t per_replica_batch);
-  // The evaluation programs for a global batch of `batch` rows: one per local replica, each
+  // The evaluation step for a global batch of `batch` rows: one program per local replica, each
   // at ceil(batch / replicas) rows, all reading the model's variables (store_).
   Status EnsureEvalPrograms(int64_t batch);
-  // Runs the evaluation programs on a batch of `rows` rows (<= eval_batch_), replica r on
-  // its rows [r P, min((r + 1) P, rows)) and on its own core, and gathers the (first)
-  // output's rows into `out` [rows * k]; k: the output's elements per row.
-  Status RunEvalBatch(const data::Element& batch, int64_t rows, std::vector<float>* out, int64_t* k);
   // Every layer's trainable flag, and whether they are still those compile() saw.
   std::vector<std::pair<const Layer*, bool>> TrainableFlags() const;
   Status CheckTrainableUnchanged() const;
-  // Copies rows [row0, row0 + rows) of a batch's inputs (and labels) into a program.
-  Status FeedInputs(CompiledProgram& c, const data::Element& batch, int64_t row0, int64_t rows, bool with_labels);
-  // Converts the batch's labels to class indices in label_scratch_ (sparse losses).
-  Status PrepareLabels(const data::Element& batch, int64_t rows, int64_t classes, size_t label_index);
   Result<Logs> RunEvaluation(const data::Dataset& data, int64_t steps, Tensor* predictions);
   std::vector<std::unique_ptr<Metric>> MakeMetrics() const;
 
@@ -295,14 +281,12 @@ class Model {
   std::shared_ptr<backend::VariableStore> store_;
   std::unique_ptr<OptimizerState> optimizer_;  // the slots and the sharded update
   bool gradients_ready_ = false;  // compute_gradients ran; apply_gradients not yet
-  // The training step's replicas (their programs, the reducer, the update): made at the first
-  // training batch, whose size they are compiled for.
-  std::unique_ptr<TrainingReplicas> replicas_;
-  // predict/evaluate: one program per local replica (a global batch is split over the cores
-  // as in training), compiled for a global batch of eval_batch_ rows.
-  std::vector<CompiledProgram> evals_;
-  int64_t eval_batch_ = 0;
-  std::vector<int64_t> label_scratch_;  // class indices of the current global batch
+  // The training step (the replicas' programs, the reducer, the update, the step's scratch):
+  // made at the first training batch, whose size it is compiled for.
+  std::unique_ptr<TrainStep> train_step_;
+  // predict/evaluate: one program per local replica (a global batch is split over the cores as
+  // in training), compiled for the first batch's rows.
+  std::unique_ptr<EvalStep> eval_step_;
   double lr_scale_ = 1;
   double lr_override_ = -1;
   int64_t global_step_ = 0;

@@ -1,7 +1,7 @@
 // What the parts of Model share and no user needs: the nodes of the functional graph that
 // Input() and Call() build, a model's layer table, a compiled program with its graph values, and
 // Keras's shape notation. Included only by keras/*.cc (functional.cc, summary.cc, feed.cc,
-// model.cc, training_replicas.cc).
+// model.cc, train_step.cc).
 #pragma once
 
 #include <memory>

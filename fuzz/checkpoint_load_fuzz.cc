@@ -6,7 +6,8 @@
 //        slots, iterator state), framed with valid CRCs here so that the fuzzer reaches the
 //        header and the variable table instead of stopping at a checksum.
 // Invariants: no crash, exception or sanitizer report; a failed load leaves the model's
-// weights exactly as they were (ReadCheckpoint checks everything before it copies).
+// weights exactly as they were (ReadCheckpoint checks everything before it copies). The same
+// holds for the weights-only load (inference), which must also leave the slots alone.
 #include <unistd.h>
 
 #include <cstdint>
@@ -49,6 +50,13 @@ std::string Weights(keras::Model& m) {
   return std::string(static_cast<const char*>(p.raw_data()), p.nbytes());
 }
 
+std::string Slots(keras::Model& m) {
+  auto state = m.get_state();  // parameters, then the optimizer slots
+  if (!state.ok()) std::abort();
+  const size_t np = static_cast<size_t>(m.variables()->params().num_elements());
+  return std::string(reinterpret_cast<const char*>(state->data() + np), (state->size() - np) * sizeof(float));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -76,5 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Status s = m.load_weights(path);
   if (!s.ok() && Weights(m) != before) std::abort();  // a bad file must leave the model alone
   if (!s.ok() && s.message().find(path) == std::string::npos) std::abort();  // errors name the file
+  const std::string weights = Weights(m), slots = Slots(m);
+  const Status w = m.load_weights(path, {.weights_only = true});
+  if (Slots(m) != slots) std::abort();  // the weights alone: never the optimizer's slots
+  if (!w.ok() && Weights(m) != weights) std::abort();
+  if (!w.ok() && w.message().find(path) == std::string::npos) std::abort();
+  if (s.ok() && !w.ok()) std::abort();  // what loads whole loads its weights alone
   return 0;
 }

@@ -36,7 +36,7 @@ TEST(BackupWorkers, ABackupOfTwoWorkersIsRefusedByOne) {
   CheckpointState st;
   ASSERT_TRUE(ReadCheckpoint(path, &store, &slots, &st).ok());
   st.iterator_state = "strata-workers 2\n1\na1\nb";
-  ASSERT_TRUE(WriteCheckpoint(path, store, slots, st).ok());
+  ASSERT_TRUE(WriteCheckpoint(path, store, (*m)->compile_options().optimizer, slots, st).ok());
   Status s = (*m)->RestoreBackup(path);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find(path), std::string::npos) << s.ToString();
@@ -44,7 +44,7 @@ TEST(BackupWorkers, ABackupOfTwoWorkersIsRefusedByOne) {
 
   // A truncated entry is corruption, named as such.
   st.iterator_state = "strata-workers 1\n9\nab";
-  ASSERT_TRUE(WriteCheckpoint(path, store, slots, st).ok());
+  ASSERT_TRUE(WriteCheckpoint(path, store, (*m)->compile_options().optimizer, slots, st).ok());
   s = (*m)->RestoreBackup(path);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("worker 0's is truncated"), std::string::npos) << s.ToString();

@@ -6,6 +6,10 @@
 // (Fashion-MNIST, SGD with Nesterov momentum: one slot block). The test loads it into the
 // same spec compiled today and checks every parameter, moving statistic and momentum value
 // against the file's own records, read with the record reader alone.
+// tiny_cnn_adam-1338539.ckpt was written at commit 1338539, the last before the header had its
+// own "model" and "optimizer" (issue 43: `strata train` added the model to "extra" by rewriting
+// the file, and inference guessed the optimizer from the slots' size); testdata/checkpoints/
+// PROVENANCE.md has both commands.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strata/keras/checkpoint.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
 #include "strata/record/record_reader.h"
@@ -158,6 +163,13 @@ TEST(CheckpointCompat, AWellFramedButWrongHeaderIsRefusedAndTheModelKeepsItsValu
   with("an offset past the block", [](nlohmann::json& c) { c["variables"].back()["offset"] = 1 << 30; });
   with("a size that overflows", [](nlohmann::json& c) { c["variables"].back()["offset"] = -1; });
   with("global_step is a string", [](nlohmann::json& c) { c["global_step"] = "twenty"; });
+  // The optimizer record of today's files: it must agree with the slot record it describes.
+  with("the optimizer has no slot_blocks", [](nlohmann::json& c) { c["optimizer"] = {{"name", "SGD"}}; });
+  with("the optimizer is a string", [](nlohmann::json& c) { c["optimizer"] = "SGD"; });
+  with("the optimizer keeps 2 slot blocks, the file 1",
+       [](nlohmann::json& c) { c["optimizer"] = {{"name", "SGD"}, {"slot_blocks", 2}}; });
+  with("the optimizer keeps 2^62 slot blocks",
+       [](nlohmann::json& c) { c["optimizer"] = {{"name", "SGD"}, {"slot_blocks", int64_t{1} << 62}}; });
 
   auto model = CompiledTiny();
   auto before = model->get_state();
@@ -181,6 +193,102 @@ TEST(CheckpointCompat, AWellFramedButWrongHeaderIsRefusedAndTheModelKeepsItsValu
     EXPECT_TRUE(*after == *before) << what << ": the model changed";
   }
   std::remove(path.c_str());
+}
+
+// The parameters and slots of a file, read with the record reader alone.
+struct Records {
+  nlohmann::json header;
+  std::string params, slots;
+};
+Records ReadRecords(const std::string& path) {
+  Records r;
+  auto reader = record::RecordReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  std::string header;
+  EXPECT_TRUE((*reader)->ReadRecord(&header).ok());
+  EXPECT_TRUE((*reader)->ReadRecord(&r.params).ok());
+  EXPECT_TRUE((*reader)->ReadRecord(&r.slots).ok());
+  r.header = nlohmann::json::parse(header);
+  return r;
+}
+
+std::unique_ptr<Model> Tiny(const Optimizer& optimizer) {
+  auto model = ModelFromJson(kTinySpec);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  const CompileOptions options{.optimizer = optimizer,
+                               .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})};
+  EXPECT_TRUE((*model)->compile(options).ok());
+  return std::move(*model);
+}
+
+const std::string kAdam1338539 = std::string(STRATA_TESTDATA) + "/checkpoints/tiny_cnn_adam-1338539.ckpt";
+const std::string k7194b05 = std::string(STRATA_TESTDATA) + "/checkpoints/tiny_cnn-7194b05.ckpt";
+
+// Adam, two slot blocks, and a header with neither "optimizer" nor "model" of its own: the
+// optimizer is told by the slots' size and the model by "extra"."model", as before.
+TEST(CheckpointCompat, ACheckpointWrittenBeforeTheHeaderRecordedItsOptimizerAndModelLoads) {
+  const Records file = ReadRecords(kAdam1338539);
+  ASSERT_FALSE(file.header.contains("optimizer")) << "written by the old code";
+  ASSERT_FALSE(file.header.contains("model")) << "written by the old code";
+  ASSERT_TRUE(file.header["extra"].contains("model")) << "the rewrite `strata train` made";
+
+  auto m = Tiny(optimizers::Adam(0.001));
+  ASSERT_TRUE(m->load_weights(kAdam1338539).ok()) << m->load_weights(kAdam1338539).ToString();
+  EXPECT_EQ(m->global_step(), 2);
+  const Tensor& p = m->variables()->params();
+  ASSERT_EQ(file.params.size(), p.nbytes());
+  EXPECT_EQ(0, std::memcmp(file.params.data(), p.raw_data(), p.nbytes()));
+  auto state = m->get_state();
+  ASSERT_TRUE(state.ok());
+  const size_t np = static_cast<size_t>(p.num_elements());
+  ASSERT_EQ(file.slots.size(), (state->size() - np) * sizeof(float)) << "Adam's m and v";
+  EXPECT_EQ(0, std::memcmp(file.slots.data(), state->data() + np, file.slots.size()));
+
+  // Another optimizer's slots: refused as before, naming the file.
+  auto sgd = Tiny(optimizers::SGD(0.01, {.momentum = 0.9}));
+  Status s = sgd->load_weights(kAdam1338539);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(kAdam1338539), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("a different optimizer?"), std::string::npos) << s.ToString();
+
+  // The model record is read where the old code put it.
+  for (const std::string& path : {kAdam1338539, k7194b05}) {
+    auto header = ReadCheckpointHeader(path);
+    ASSERT_TRUE(header.ok()) << header.status().ToString();
+    const auto model = nlohmann::json::parse(header->model_json, nullptr, false);
+    ASSERT_TRUE(model.is_object()) << path << ": " << header->model_json;
+    EXPECT_EQ(model["spec"]["config"]["layers"], nlohmann::json::parse(kTinySpec)["config"]["layers"]) << path;
+    EXPECT_EQ(model.value("image_size", 0), 28) << path;
+    EXPECT_TRUE(header->optimizer_json.empty()) << path << ": " << header->optimizer_json;
+    EXPECT_TRUE(IsCheckpointFile(path));
+  }
+}
+
+// Inference takes the weights of any checkpoint, old or new, into a model compiled with any
+// optimizer: the parameters and moving statistics load, the slots and the step stay.
+TEST(CheckpointCompat, AWeightsOnlyLoadTakesOldCheckpointsIntoAModelWithAnyOptimizer) {
+  for (const std::string& path : {kAdam1338539, k7194b05}) {
+    const Records file = ReadRecords(path);
+    for (const Optimizer& opt : {optimizers::SGD(0.01), optimizers::RMSprop(0.001), optimizers::Adam(0.001)}) {
+      auto m = Tiny(opt);
+      const auto before = m->get_state();
+      ASSERT_TRUE(before.ok());
+      Status s = m->load_weights(path, {.weights_only = true});
+      ASSERT_TRUE(s.ok()) << path << " into " << opt.name() << ": " << s.ToString();
+      const Tensor& p = m->variables()->params();
+      ASSERT_EQ(file.params.size(), p.nbytes());
+      EXPECT_EQ(0, std::memcmp(file.params.data(), p.raw_data(), p.nbytes())) << path << " into " << opt.name();
+      const auto after = m->get_state();
+      ASSERT_TRUE(after.ok());
+      const size_t np = static_cast<size_t>(p.num_elements());
+      EXPECT_TRUE(std::equal(before->begin() + np, before->end(), after->begin() + np, after->end()))
+          << "the optimizer's slots stay";
+      EXPECT_EQ(m->global_step(), 0) << "the step stays";
+    }
+  }
+  // A whole load into plain SGD (no slots) still refuses a file with slots.
+  auto sgd = Tiny(optimizers::SGD(0.01));
+  EXPECT_FALSE(sgd->load_weights(kAdam1338539).ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "strata/datasets/fashion_mnist.h"
 #include "strata/datasets/flowers.h"
 #include "strata/datasets/make_records.h"
+#include "strata/keras/checkpoint.h"
 
 namespace strata::cli {
 
@@ -17,10 +18,10 @@ using nlohmann::json;
 Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const std::string& weights_arg) {
   LoadedModel out;
   std::string weights = weights_arg;
-  int64_t slots = 0, trainable = 0;
-  if (train::IsCheckpoint(model_arg)) {
+  if (keras::IsCheckpointFile(model_arg)) {
     if (!weights.empty()) return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
     weights = model_arg;
+    STRATA_ASSIGN_OR_RETURN(out.info, train::ReadModelInfo(model_arg));
   } else if (keras::applications::IsApplication(model_arg)) {
     // A Keras application by name (with --weights, or fresh for --summary): Keras's defaults.
     out.info.application = model_arg;
@@ -28,15 +29,6 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   } else {
     STRATA_ASSIGN_OR_RETURN(out.info.spec_json, train::SpecText(model_arg));
     out.info.source = model_arg;
-  }
-  if (!weights.empty()) {
-    STRATA_ASSIGN_OR_RETURN(train::CheckpointModel c, train::ReadCheckpointModel(weights));
-    if (weights == model_arg) {
-      if (!c.info) return c.info_status;
-      out.info = *c.info;
-    }
-    slots = c.slots;
-    trainable = c.trainable;
   }
   // The input settings follow the spec when no checkpoint recorded them.
   if (weights != model_arg && !out.info.application.empty()) {
@@ -63,19 +55,14 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   if (out.info.channels == 0) out.info.channels = out.info.image_size == 28 && out.info.label_key == "label" ? 1 : 3;
   STRATA_ASSIGN_OR_RETURN(out.model, train::BuildModel(out.info));
   STRATA_ASSIGN_OR_RETURN(out.strategy, distribute::MirroredStrategy(std::max(1, UsableCores())));
-  // Loading checks the optimizer slots' size, so compile with an optimizer of the same shape:
-  // none (plain SGD), one block (SGD with momentum) or two (Adam, RMSprop).
-  const int64_t blocks = trainable > 0 ? slots / trainable : 0;
-  keras::Optimizer opt = blocks == 0   ? keras::optimizers::SGD(0.01)
-                         : blocks == 1 ? keras::optimizers::SGD(0.01, {.momentum = 0.9})
-                                       : keras::optimizers::Adam(0.001);
+  // Inference loads the weights alone, so the optimizer compiled with is never used.
   STRATA_RETURN_IF_ERROR(out.model->compile(
-      {.optimizer = opt,
+      {.optimizer = keras::optimizers::SGD(0.01),
        .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !out.model->ends_in_softmax()}),
        .metrics = {"accuracy"},
        .threads = 1,
        .strategy = out.strategy.get()}));
-  if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights));
+  if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights, {.weights_only = true}));
   return out;
 }
 

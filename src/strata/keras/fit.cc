@@ -193,7 +193,7 @@ Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t st
   static std::atomic<int64_t> backup_writes{0};
   const int64_t nth = ++backup_writes;
   const int worker = strategy_ ? strategy_->worker_index() : 0;
-  return WriteCheckpoint(path, *store_, optimizer_->slots(), st, [&] {
+  return WriteCheckpoint(path, *store_, compile_.optimizer, optimizer_->slots(), st, [&] {
     PauseAtFaultPoint(FaultPoint::kBackupWrite, nth, worker,
                       "backup of global step " + std::to_string(global_step_) + " in its temporary beside " + path +
                           ", not yet renamed onto it");

@@ -349,21 +349,24 @@ Status Model::set_state(const std::vector<float>& v) {
   return Status::OK();
 }
 
-Status Model::save_weights(const std::string& path) const {
+Status Model::save_weights(const std::string& path, const SaveWeightsOptions& options) const {
   if (!store_) return InvalidArgument("save_weights: model " + name_ + " is not compiled");
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".h5") == 0) return SaveKerasWeights(*this, path);
   CheckpointState st;
   st.global_step = global_step_;
   st.epoch = epoch_;
-  return WriteCheckpoint(path, *store_, optimizer_->slots(), st);
+  st.model_json = options.model_json;
+  return WriteCheckpoint(path, *store_, compile_.optimizer, optimizer_->slots(), st);
 }
 
-Status Model::load_weights(const std::string& path) {
+Status Model::load_weights(const std::string& path, const LoadWeightsOptions& options) {
   if (!store_) return InvalidArgument("load_weights: compile model " + name_ + " first");
   if (IsHdf5File(path)) return LoadKerasWeights(*this, path).status();  // copies to the replicas (set_state)
   CheckpointState st;
-  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st, {.remap_slots = true}));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st,
+                                        {.remap_slots = true, .weights_only = options.weights_only}));
   if (train_step_) train_step_->TakeModelWeights();
+  if (options.weights_only) return Status::OK();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
   return Status::OK();

@@ -113,6 +113,20 @@ struct EvaluateOptions {
   int verbose = 0;
 };
 
+// Model::save_weights: a checkpoint records the optimizer its slots belong to, and what the
+// weights belong to when told.
+struct SaveWeightsOptions {
+  // A JSON object describing the model, kept as the checkpoint header's "model" (what
+  // `strata train` records: train::ModelInfoJson); empty: none. A .h5 file holds weights only.
+  std::string model_json;
+};
+struct LoadWeightsOptions {
+  // Parameters and moving statistics only, for inference (evaluate, predict, export): the
+  // optimizer slots, the step and the epoch stay as they are, so the model may be compiled
+  // with any optimizer.
+  bool weights_only = false;
+};
+
 struct History {
   std::vector<int> epoch;
   std::map<std::string, std::vector<double>> history;  // "loss", "accuracy", "val_loss", "lr"
@@ -204,9 +218,9 @@ class Model {
   // reads any HDF5 file (IsHdf5File) as a Keras weight file (LoadKerasWeights, default options);
   // other paths are Strata checkpoints. A checkpoint saved with other layers frozen loads: its
   // weights by name, the optimizer slots of the variables trainable in both, zero slots for
-  // the rest.
-  Status save_weights(const std::string& path) const;
-  Status load_weights(const std::string& path);
+  // the rest (SaveWeightsOptions, LoadWeightsOptions above).
+  Status save_weights(const std::string& path, const SaveWeightsOptions& options = {}) const;
+  Status load_weights(const std::string& path, const LoadWeightsOptions& options = {});
   // A copy of every variable's values (parameters + state + optimizer slots), and back.
   Result<std::vector<float>> get_state() const;
   Status set_state(const std::vector<float>& values);

@@ -6,16 +6,6 @@
 namespace strata::keras {
 namespace {
 
-int SlotBlocks(const Optimizer& o) {
-  switch (o.kind) {
-    case Optimizer::Kind::kSGD: return o.momentum != 0 ? 1 : 0;
-    case Optimizer::Kind::kAdam:
-    case Optimizer::Kind::kAdamW: return 2;
-    case Optimizer::Kind::kRMSprop: return 2;
-  }
-  return 0;
-}
-
 backend::UpdateRule Rule(const Optimizer& o, float lr, int64_t step) {
   backend::UpdateRule r;
   r.lr = lr;
@@ -50,7 +40,7 @@ backend::UpdateRule Rule(const Optimizer& o, float lr, int64_t step) {
 OptimizerState::OptimizerState(const Optimizer& optimizer, const backend::VariableStore& variables,
                                backend::Backend* backend, int replicas)
     : optimizer_(optimizer), backend_(backend), num_trainable_(variables.num_trainable()), replicas_(replicas) {
-  num_slot_blocks_ = SlotBlocks(optimizer);
+  num_slot_blocks_ = optimizer.slot_blocks();
   slots_ = Tensor(DType::kF32, {num_slot_blocks_, num_trainable_});
   if (optimizer.global_clipnorm > 0) clip_groups_.push_back({0, num_trainable_});
   if (optimizer.clipnorm > 0)

@@ -28,6 +28,10 @@ struct Optimizer {
   double clipnorm = 0;
   double global_clipnorm = 0;
   std::string name() const;    // "SGD", "Adam", "AdamW", "RMSprop"
+  // The optimizer's slot blocks, each parallel to the trainable parameters (the slots' layout
+  // in memory and in a checkpoint): SGD with momentum 1 (velocity), Adam(W) 2 (m, v), RMSprop 2
+  // (rms, momentum), plain SGD none.
+  int slot_blocks() const;
 };
 
 inline std::string Optimizer::name() const {
@@ -38,6 +42,16 @@ inline std::string Optimizer::name() const {
     case Kind::kRMSprop: return "RMSprop";
   }
   return "?";
+}
+
+inline int Optimizer::slot_blocks() const {
+  switch (kind) {
+    case Kind::kSGD: return momentum != 0 ? 1 : 0;
+    case Kind::kAdam:
+    case Kind::kAdamW:
+    case Kind::kRMSprop: return 2;
+  }
+  return 0;
 }
 
 namespace optimizers {

@@ -4,9 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/core/file.h"
+#include "strata/keras/checkpoint.h"
 #include "strata/keras/spec.h"
-#include "strata/record/record_reader.h"
-#include "strata/record/record_writer.h"
 
 namespace strata::train {
 
@@ -123,7 +122,7 @@ json ApplicationJson(const ModelInfo& info) {
 Result<ModelInfo> ApplicationFromJson(const json& a, const std::string& path) {
   ModelInfo info;
   const auto bad = [&](const std::string& what) {
-    return Corruption("checkpoint " + path + ": \"extra\".\"model\".\"application\" " + what);
+    return Corruption("checkpoint " + path + ": the model's \"application\" " + what);
   };
   if (!a.is_object() || !a.contains("name") || !a["name"].is_string()) return bad("has no name");
   info.application = a["name"].get<std::string>();
@@ -150,25 +149,6 @@ Result<ModelInfo> ApplicationFromJson(const json& a, const std::string& path) {
   return info;
 }
 
-struct CheckpointRecords {
-  json header;
-  std::string params, slots, iterator;
-};
-
-Result<CheckpointRecords> ReadCheckpointRecords(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(auto r, record::RecordReader::Open(path));
-  CheckpointRecords c;
-  std::string header;
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&header).WithContext("checkpoint " + path + " header"));
-  c.header = json::parse(header, nullptr, false);
-  if (!c.header.is_object() || c.header.value("format", "") != "strata-checkpoint")
-    return Corruption("checkpoint " + path + ": not a Strata checkpoint (bad header record)");
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.params).WithContext("checkpoint " + path + " parameters"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.slots).WithContext("checkpoint " + path + " optimizer slots"));
-  STRATA_RETURN_IF_ERROR(r->ReadRecord(&c.iterator).WithContext("checkpoint " + path + " iterator state"));
-  return c;
-}
-
 Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
   if (!m.is_object() || (!m.contains("spec") && !m.contains("application")))
     return NotFound("checkpoint " + path + " does not record its model spec (written before specs were recorded?): "
@@ -179,61 +159,39 @@ Result<ModelInfo> InfoFromJson(const json& m, const std::string& path) {
   } else {
     info.spec_json = m["spec"].dump();
   }
-  info.source = m.value("source", "");
-  info.preset = m.value("preset", "");
-  info.image_key = m.value("image_key", "image");
-  info.label_key = m.value("label_key", "label");
-  info.image_size = m.value("image_size", int64_t{28});
-  info.classes = m.value("classes", int64_t{10});
-  info.channels = m.value("channels", int64_t{0});  // 0: written before channels were recorded (the spec says)
+  try {
+    info.source = m.value("source", "");
+    info.preset = m.value("preset", "");
+    info.image_key = m.value("image_key", "image");
+    info.label_key = m.value("label_key", "label");
+    info.image_size = m.value("image_size", int64_t{28});
+    info.classes = m.value("classes", int64_t{10});
+    info.channels = m.value("channels", int64_t{0});  // 0: written before channels were recorded (the spec says)
+  } catch (const json::exception& e) {
+    return Corruption("checkpoint " + path + ": the model's record has a field of the wrong type (" + e.what() + ")");
+  }
   return info;
 }
 
 }  // namespace
 
-Result<CheckpointModel> ReadCheckpointModel(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(path));
-  CheckpointModel out;
-  out.slots = c.header.value("slots", int64_t{0});
-  for (const auto& v : c.header.value("variables", json::array()))
-    if (v.value("trainable", false)) out.trainable += v.value("size", int64_t{0});
-  auto info = InfoFromJson(c.header.contains("extra") ? c.header["extra"].value("model", json()) : json(), path);
-  if (info.ok()) out.info = std::move(info).value();
-  else out.info_status = info.status();
-  return out;
-}
-
-Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info) {
-  STRATA_ASSIGN_OR_RETURN(CheckpointRecords c, ReadCheckpointRecords(checkpoint));
-  json spec;
+Result<std::string> ModelInfoJson(const ModelInfo& info) {
+  json m = {{"source", info.source},       {"preset", info.preset},         {"image_key", info.image_key},
+            {"label_key", info.label_key}, {"image_size", info.image_size}, {"channels", info.channels},
+            {"classes", info.classes}};
   if (info.application.empty()) {
-    spec = json::parse(info.spec_json, nullptr, false);
-    if (spec.is_discarded()) return InvalidArgument("model spec of " + checkpoint + " is not JSON");
+    json spec = json::parse(info.spec_json, nullptr, false);
+    if (spec.is_discarded()) return InvalidArgument("model spec of " + info.source + " is not JSON");
+    m["spec"] = std::move(spec);
+  } else {
+    m["application"] = ApplicationJson(info);
   }
-  if (!c.header.contains("extra") || !c.header["extra"].is_object()) c.header["extra"] = json::object();
-  c.header["extra"]["model"] = {{"source", info.source},
-                                {"preset", info.preset},   {"image_key", info.image_key},
-                                {"label_key", info.label_key}, {"image_size", info.image_size},
-                                {"channels", info.channels}, {"classes", info.classes}};
-  if (info.application.empty()) c.header["extra"]["model"]["spec"] = spec;
-  else c.header["extra"]["model"]["application"] = ApplicationJson(info);
-  STRATA_ASSIGN_OR_RETURN(auto w, record::RecordWriter::Open(checkpoint));  // atomic: temp + rename
-  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.header.dump()));
-  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.params));
-  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.slots));
-  STRATA_RETURN_IF_ERROR(w->WriteRecord(c.iterator));
-  return w->Close();
+  return m.dump();
 }
 
-bool IsCheckpoint(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  auto r = record::RecordReader::Open(path);
-  if (!r.ok()) return false;
-  std::string header;
-  if (!(*r)->ReadRecord(&header).ok()) return false;
-  auto h = json::parse(header, nullptr, false);
-  return h.is_object() && h.value("format", "") == "strata-checkpoint";
+Result<ModelInfo> ReadModelInfo(const std::string& checkpoint) {
+  STRATA_ASSIGN_OR_RETURN(keras::CheckpointState header, keras::ReadCheckpointHeader(checkpoint));
+  return InfoFromJson(json::parse(header.model_json, nullptr, false), checkpoint);
 }
 
 namespace {

@@ -1,8 +1,8 @@
 // Which model a recipe trains, and what its checkpoint records of it: `strata train` (and
 // `strata.train(...)`) record in the checkpoint which spec (and which input settings) its
 // weights belong to, so `strata evaluate|predict --model x.ckpt` rebuild the model with nothing
-// else given. The record is the checkpoint header's "extra"."model" object
-// (docs/formats/checkpoint.md):
+// else given. The record is the checkpoint header's "model" object, written by the same
+// save_weights call as the weights (docs/formats/checkpoint.md):
 //   {"spec": {Keras-style spec}, "source": "flowers-cnn", "preset": "flowers",
 //    "image_key": "image", "label_key": "class", "image_size": 192, "channels": 3, "classes": 104}
 // A Keras application (keras/applications) records its name and options in place of "spec":
@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "strata/core/status.h"
@@ -67,19 +66,12 @@ Result<std::string> SpecWithClasses(const std::string& spec_json, int64_t classe
 // The input shape [H, W, C] of the spec's first InputLayer (NotFound when it has none).
 Result<Shape> SpecInputShape(const std::string& spec_json);
 
-// Adds `info` to the checkpoint's header (rewritten atomically; the other records unchanged).
-Status RecordModelInfo(const std::string& checkpoint, const ModelInfo& info);
-// True when `path` is a Strata checkpoint file (its first record is the JSON header).
-bool IsCheckpoint(const std::string& path);
-
-// What a checkpoint says of its model: the record RecordModelInfo wrote (absent, with
-// `info_status` saying why, in a checkpoint written by a plain model.save_weights), and the
-// sizes of its optimizer slots and trainable parameters (how many slot blocks its optimizer had).
-struct CheckpointModel {
-  std::optional<ModelInfo> info;
-  Status info_status;
-  int64_t slots = 0, trainable = 0;
-};
-Result<CheckpointModel> ReadCheckpointModel(const std::string& path);
+// The record of `info` a checkpoint keeps: what Model::save_weights takes as
+// SaveWeightsOptions::model_json. InvalidArgument when `info`'s spec is not JSON.
+Result<std::string> ModelInfoJson(const ModelInfo& info);
+// The model a checkpoint records (keras::ReadCheckpointHeader's model_json, so also the
+// "extra"."model" of a file written before the header had a "model"). NotFound, saying to pass
+// --model SPEC --weights, for a checkpoint that records none (a plain model.save_weights).
+Result<ModelInfo> ReadModelInfo(const std::string& checkpoint);
 
 }  // namespace strata::train

@@ -367,9 +367,10 @@ Result<TrainReport> Trainer::Run() {
   report.model_path = r.out.empty() ? UserCacheDir() + "/models/" + model.name() + ".ckpt" : r.out;
   std::error_code ec;
   if (fs::path(report.model_path).has_parent_path()) fs::create_directories(fs::path(report.model_path).parent_path(), ec);
-  STRATA_RETURN_IF_ERROR(model.save_weights(report.model_path));
-  // A Keras weight file holds weights only; a checkpoint also records how to rebuild the model.
-  if (!keras::IsHdf5File(report.model_path)) STRATA_RETURN_IF_ERROR(RecordModelInfo(report.model_path, s.info));
+  // A checkpoint also records how to rebuild the model (a Keras weight file holds weights only).
+  keras::SaveWeightsOptions save;
+  STRATA_ASSIGN_OR_RETURN(save.model_json, ModelInfoJson(s.info));
+  STRATA_RETURN_IF_ERROR(model.save_weights(report.model_path, save));
   const int64_t trained = s.steps_per_epoch * r.epochs * s.global_batch;
   report.images_per_second = static_cast<double>(trained) / report.train_seconds;
   if (s.talk) {

@@ -16,6 +16,7 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/fault_point.h"
+#include "strata/keras/fit_state.h"
 #include "strata/keras/model.h"
 #include "strata/keras/optimizer_state.h"
 #include "strata/keras/train_step.h"
@@ -24,6 +25,11 @@
 
 namespace strata::keras {
 
+
+void Model::set_learning_rate_scale(double s) { fit_->lr_scale = s; }
+double Model::learning_rate_scale() const { return fit_->lr_scale; }
+void Model::set_learning_rate_override(double lr) { fit_->lr_override = lr; }
+int64_t Model::resumed_step_in_epoch() const { return fit_->resume_step_in_epoch; }
 
 Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   if (!compiled_) return InvalidArgument("model " + name_ + ": call compile() before fit()");
@@ -62,23 +68,23 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
   bool batch_checked = false;
 
   STRATA_ASSIGN_OR_RETURN(auto iterator, train.make_iterator());
-  train_iterator_ = iterator.get();
+  fit_->iterator = iterator.get();
   int64_t skip_steps = 0;
-  if (resume_pending_) {
-    if (!resume_iterator_state_.empty())
-      STRATA_RETURN_IF_ERROR(iterator->Restore(resume_iterator_state_).WithContext("restoring the input position"));
-    skip_steps = resume_step_in_epoch_;
-    resume_pending_ = false;
+  if (fit_->resume_pending) {
+    if (!fit_->resume_iterator_state.empty())
+      STRATA_RETURN_IF_ERROR(iterator->Restore(fit_->resume_iterator_state).WithContext("restoring the input position"));
+    skip_steps = fit_->resume_step_in_epoch;
+    fit_->resume_pending = false;
   }
 
-  // The observer (the monitor) hears of the steps once they are compiled (observer_ set).
+  // The observer (the monitor) hears of the steps once they are compiled (fit_->observer set).
   struct ObserverScope {  // fit may return early with an error: end the observer, drop the pointers
     Model* m;
     ~ObserverScope() {
-      if (m->observer_ != nullptr) (void)m->observer_->OnTrainEnd();  // an error ended fit: that one counts
-      m->observer_ = nullptr;
-      std::lock_guard<std::mutex> lock(m->iterator_mu_);
-      m->train_iterator_ = nullptr;
+      if (m->fit_->observer != nullptr) (void)m->fit_->observer->OnTrainEnd();  // an error ended fit: that one counts
+      m->fit_->observer = nullptr;
+      std::lock_guard<std::mutex> lock(m->fit_->iterator_mu);
+      m->fit_->iterator = nullptr;
     }
   } observer_scope{this};
 
@@ -97,11 +103,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
       // 1. The next global batch [B, ...] (x..., y).
       data::Element batch;
       bool end = false;
-      if (observer_)  // every replica waits while the next batch is produced
-        for (int r = 0; r < num_replicas(); ++r) observer_->InputWaitBegin(r);
+      if (fit_->observer)  // every replica waits while the next batch is produced
+        for (int r = 0; r < num_replicas(); ++r) fit_->observer->InputWaitBegin(r);
       Status got = iterator->GetNext(&batch, &end);
-      if (observer_)
-        for (int r = 0; r < num_replicas(); ++r) observer_->InputWaitEnd(r);
+      if (fit_->observer)
+        for (int r = 0; r < num_replicas(); ++r) fit_->observer->InputWaitEnd(r);
       STRATA_RETURN_IF_ERROR(got.WithContext("input pipeline, epoch " + std::to_string(epoch + 1)));
       if (end) {
         if (options.steps_per_epoch > 0)
@@ -110,9 +116,9 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
                             " (use repeat() on the dataset, or fewer steps_per_epoch)");
         // No steps_per_epoch: an epoch is one pass; start the next pass.
         STRATA_ASSIGN_OR_RETURN(auto next, train.make_iterator());
-        std::lock_guard<std::mutex> lock(iterator_mu_);  // the observer may be reading its statistics
+        std::lock_guard<std::mutex> lock(fit_->iterator_mu);  // the observer may be reading its statistics
         iterator = std::move(next);
-        train_iterator_ = iterator.get();
+        fit_->iterator = iterator.get();
         break;
       }
       if (batch.size() < 2 || batch[0].rank() == 0)
@@ -120,16 +126,16 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
 
       // 2. Forward, backward, all-reduce and update on every replica (compiled on the first
       //    batch: static shapes; the observer's first step comes after compilation).
-      if (options.observer && !observer_) {
+      if (options.observer && !fit_->observer) {
         STRATA_RETURN_IF_ERROR(EnsureTrainPrograms(batch[0].shape()[0] / std::max(1, num_replicas())));
-        // The pipeline through train_iterator_: a new pass replaces the iterator.
+        // The pipeline through fit_->iterator: a new pass replaces the iterator.
         STRATA_RETURN_IF_ERROR(options.observer->OnTrainBegin(
             {.replicas = num_replicas(), .bf16 = compile_.precision == "mixed_bfloat16", .initial_step = global_step_,
              .pipeline = [this] {
-               std::lock_guard<std::mutex> lock(iterator_mu_);
-               return train_iterator_ ? train_iterator_->Stats() : std::vector<data::StageStatsSnapshot>{};
+               std::lock_guard<std::mutex> lock(fit_->iterator_mu);
+               return fit_->iterator ? fit_->iterator->Stats() : std::vector<data::StageStatsSnapshot>{};
              }}));
-        observer_ = options.observer;
+        fit_->observer = options.observer;
       }
       if (!batch_checked) {
         STRATA_RETURN_IF_ERROR(strategy_->CheckWorkersAgree(
@@ -146,10 +152,10 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
 
     // 4. Validation, then the epoch's logs go to the callbacks and the History.
     if (options.validation_data) {
-      if (observer_) observer_->Pause();  // no training steps while validating
+      if (fit_->observer) fit_->observer->Pause();  // no training steps while validating
       for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTestBegin());
       auto validated = RunEvaluation(*options.validation_data, options.validation_steps, nullptr);
-      if (observer_) observer_->Resume();
+      if (fit_->observer) fit_->observer->Resume();
       STRATA_ASSIGN_OR_RETURN(Logs val, std::move(validated));
       for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTestEnd(val));
       for (const auto& [k, v] : val) logs.emplace_back("val_" + k, v);
@@ -159,13 +165,13 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
   epoch_ = options.epochs;
-  if (observer_) {
-    StepObserver* observer = observer_;
-    observer_ = nullptr;
+  if (fit_->observer) {
+    StepObserver* observer = fit_->observer;
+    fit_->observer = nullptr;
     STRATA_RETURN_IF_ERROR(observer->OnTrainEnd());
   }
   for (auto& cb : callbacks) STRATA_RETURN_IF_ERROR(cb->OnTrainEnd(logs));
-  train_iterator_ = nullptr;
+  fit_->iterator = nullptr;
   return history;
 }
 
@@ -179,8 +185,8 @@ Status Model::SaveBackup(const std::string& path, int64_t next_epoch, int64_t st
   st.global_step = global_step_;
   st.epoch = next_epoch;
   st.step_in_epoch = step_in_epoch;
-  if (train_iterator_) {
-    STRATA_ASSIGN_OR_RETURN(st.iterator_state, train_iterator_->Save());
+  if (fit_->iterator) {
+    STRATA_ASSIGN_OR_RETURN(st.iterator_state, fit_->iterator->Save());
   }
   // Several workers (MultiWorker BackupAndRestore): every worker hands its input position to
   // the chief, which alone writes the backup (atomically: temporary, fsync, rename).
@@ -224,9 +230,9 @@ Status Model::RestoreBackup(const std::string& path) {
   if (train_step_) train_step_->TakeModelWeights();
   global_step_ = st.global_step;
   epoch_ = static_cast<int>(st.epoch);
-  resume_pending_ = true;
-  resume_step_in_epoch_ = st.step_in_epoch;
-  resume_iterator_state_ = std::move(st.iterator_state);
+  fit_->resume_pending = true;
+  fit_->resume_step_in_epoch = st.step_in_epoch;
+  fit_->resume_iterator_state = std::move(st.iterator_state);
   return Status::OK();
 }
 

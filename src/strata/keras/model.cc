@@ -7,6 +7,7 @@
 #include "strata/graph/autodiff.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/keras/fit_state.h"
 #include "strata/keras/h5_weights.h"
 #include "strata/keras/model_internal.h"
 #include "strata/keras/optimizer_state.h"
@@ -23,7 +24,7 @@ double LogValue(const Logs& logs, const std::string& key, double fallback) {
 }
 
 Model::Model(std::string name, std::vector<KTensor> inputs, std::vector<KTensor> outputs)
-    : name_(std::move(name)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+    : name_(std::move(name)), inputs_(std::move(inputs)), outputs_(std::move(outputs)), fit_(std::make_unique<FitState>()) {}
 
 Model::~Model() = default;
 
@@ -182,8 +183,8 @@ distribute::ReducerStats Model::reducer_stats() const {
 }
 
 double Model::learning_rate() const {
-  if (lr_override_ >= 0) return lr_override_ * lr_scale_;
-  return compile_.optimizer.learning_rate(global_step_) * lr_scale_;
+  if (fit_->lr_override >= 0) return fit_->lr_override * fit_->lr_scale;
+  return compile_.optimizer.learning_rate(global_step_) * fit_->lr_scale;
 }
 
 // ---- the training step (train_step.h: TrainStep::Run reads it top to bottom) -------------------
@@ -205,7 +206,7 @@ Status Model::PrepareStep(const data::Element& batch) {
 Status Model::Step(const data::Element& batch, Logs* logs, std::vector<std::unique_ptr<Metric>>& metrics,
                    Mean& loss_mean) {
   STRATA_RETURN_IF_ERROR(PrepareStep(batch));
-  STRATA_RETURN_IF_ERROR(train_step_->Run(batch, static_cast<float>(learning_rate()), global_step_, observer_));
+  STRATA_RETURN_IF_ERROR(train_step_->Run(batch, static_cast<float>(learning_rate()), global_step_, fit_->observer));
   ++global_step_;
   // Loss and metrics from every replica's outputs.
   GradientTape out = train_step_->Outputs();

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,6 +46,7 @@ class Model;
 class OptimizerState;
 class TrainStep;          // keras/train_step.h
 class EvalStep;
+struct FitState;         // keras/fit_state.h
 struct CompiledProgram;  // keras/model_internal.h
 
 // ---- functional API ---------------------------------------------------------------------
@@ -228,10 +228,10 @@ class Model {
   // For callbacks.
   bool stop_training = false;
   double learning_rate() const;               // the value fed at the current step
-  void set_learning_rate_scale(double s) { lr_scale_ = s; }  // ReduceLROnPlateau multiplies
-  double learning_rate_scale() const { return lr_scale_; }
+  void set_learning_rate_scale(double s);  // ReduceLROnPlateau multiplies
+  double learning_rate_scale() const;
   // Overrides the schedule with a constant (LearningRateScheduler); NaN: back to the schedule.
-  void set_learning_rate_override(double lr) { lr_override_ = lr; }
+  void set_learning_rate_override(double lr);
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t s) { global_step_ = s; }
   int current_epoch() const { return epoch_; }
@@ -252,7 +252,7 @@ class Model {
   Status SaveBackup(const std::string& path, int64_t next_epoch, int64_t step_in_epoch);
   Status RestoreBackup(const std::string& path);
   // After RestoreBackup: the steps of current_epoch() the backup had already done.
-  int64_t resumed_step_in_epoch() const { return resume_step_in_epoch_; }
+  int64_t resumed_step_in_epoch() const;
 
   // Internals shared with Sequential().
   struct LayerEntry;
@@ -301,17 +301,11 @@ class Model {
   // predict/evaluate: one program per local replica (a global batch is split over the cores as
   // in training), compiled for the first batch's rows.
   std::unique_ptr<EvalStep> eval_step_;
-  double lr_scale_ = 1;
-  double lr_override_ = -1;
   int64_t global_step_ = 0;
   int epoch_ = 0;
-  // fit() state that BackupAndRestore saves and restores.
-  data::Iterator* train_iterator_ = nullptr;
-  std::mutex iterator_mu_;  // train_iterator_'s replacement vs the observer reading its statistics
-  StepObserver* observer_ = nullptr;  // during fit, from the first compiled step
-  bool resume_pending_ = false;
-  int64_t resume_step_in_epoch_ = 0;
-  std::string resume_iterator_state_;
+  // fit()'s loop state (fit_state.h): the input iterator, the observer, the learning-rate
+  // overrides the callbacks set, and what BackupAndRestore resumes.
+  std::unique_ptr<FitState> fit_;
 };
 
 // Sequential: a functional model whose layers are chained. The first entry must be an

@@ -108,7 +108,8 @@ DataKind DataKindOf(int64_t image_size, const std::string& label_key, int64_t ch
 DataKind DataKindOf(const Recipe& r);
 
 // The recipe a preset names: "" or "fashion_mnist" (the defaults above), or "flowers" (its
-// model, image size, labels, batch, schedule, Adam, metrics and precision; `data` still to set).
+// model, image size, labels, batch, schedule, Adam, metrics and precision, no default data, spec
+// files resized, `val` named val; `data` still to set).
 Result<Recipe> Preset(const std::string& name);
 // The names Preset() takes.
 std::vector<std::string> PresetNames();

@@ -25,7 +25,7 @@ set(STRATA_PUBLIC_HEADERS
   keras/model.h keras/layer.h keras/layers.h keras/losses.h keras/metrics.h keras/optimizers.h
   keras/schedules.h keras/callbacks.h keras/checkpoint.h keras/spec.h keras/step_observer.h
   keras/applications/applications.h keras/onnx_export.h keras/h5_weights.h
-  train/recipe.h train/trainer.h)
+  train/recipe.h train/reporter.h train/trainer.h)
 foreach(header ${STRATA_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${CMAKE_SOURCE_DIR}/src/strata/${header}

@@ -65,6 +65,9 @@ void BindFields(C& c, py::list& names) {
   STRATA_FIELD(trace);
   STRATA_FIELD(report_json);
   STRATA_FIELD(verbose);
+  STRATA_FIELD(default_data);
+  STRATA_FIELD(resize_spec_file);
+  STRATA_FIELD(val_split);
 #undef STRATA_FIELD
 }
 

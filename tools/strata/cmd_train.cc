@@ -3,16 +3,31 @@
 // The command is flags -> recipe -> run -> report: the recipe and its run live in the library
 // (strata/train/), shared with C++ and Python (`strata.train(...)`).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "strata/core/file.h"
 #include "strata/train/recipe.h"
+#include "strata/train/reporter.h"
 #include "strata/train/trainer.h"
 
 namespace strata::cli {
 namespace {
+
+// The run's lines as the library's console prints them, and then what to run next: command-line
+// hints belong to the command (under Python the same run gives none). A recipe whose `val` is a
+// validation split leaves its test split to predict.
+class CommandReporter final : public train::ConsoleReporter {
+ public:
+  void Finished(const train::Recipe& r, const train::TrainReport& report) override {
+    if (r.val.empty() || r.val_split != "val") return;
+    std::printf("next: strata evaluate --model %s --data '%s'; strata predict --model %s --data 'DIR/test/*.tfrec' "
+                "--out submission.csv\n",
+                report.model_path.c_str(), r.val.c_str(), report.model_path.c_str());
+  }
+};
 
 // The preset the arguments name (its values become the flags' defaults; flags given on the
 // command line still override them, wherever they stand).
@@ -103,7 +118,7 @@ int RunTrain(const std::vector<std::string>& args) {
   auto fail = [](const Status& s) {
     return s.code() == StatusCode::kInvalidArgument ? Fail("train", s.message(), kExitUsage) : Fail("train", s.ToString());
   };
-  auto trainer = train::Trainer::Create(f);
+  auto trainer = train::Trainer::Create(f, std::make_shared<CommandReporter>());
   if (!trainer.ok()) return fail(trainer.status());
   auto report = (*trainer)->Run();
   if (!report.ok()) return Fail("train", report.status().ToString());

@@ -10,6 +10,7 @@
 #include "strata/datasets/flowers.h"
 #include "strata/datasets/make_records.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/train/recipe.h"
 
 namespace strata::cli {
 
@@ -70,7 +71,9 @@ Result<data::Dataset> InferenceDataset(const train::ModelInfo& info, const std::
                                        const std::string& id_key) {
   // Fashion-MNIST's TFDS layout (its recipe reads the label); prediction (no labels, maybe ids)
   // takes the general recipe below at 28 x 28 x 1.
-  if (info.image_size == 28 && info.label_key == "label" && info.channels == 1 && labels && id_key.empty()) {
+  const bool fashion_mnist =
+      train::DataKindOf(info.image_size, info.label_key, info.channels) == train::DataKind::kFashionMnist;
+  if (fashion_mnist && labels && id_key.empty()) {
     return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
                                                 .cache = false, .image_key = info.image_key, .label_key = info.label_key});
   }
@@ -131,7 +134,8 @@ std::vector<std::string> ClassNames(const train::ModelInfo& info, int64_t classe
   const bool flowers = info.preset == "flowers" || classes == datasets::kFlowersNumClasses;
   for (int64_t c = 0; c < classes; ++c) {
     if (flowers && c < datasets::kFlowersNumClasses) names.push_back(datasets::kFlowersClasses[c]);
-    else if (classes == 10 && info.label_key == "label" && info.channels == 1 && info.image_size == 28)
+    else if (classes == 10 &&
+             train::DataKindOf(info.image_size, info.label_key, info.channels) == train::DataKind::kFashionMnist)
       names.push_back(datasets::kFashionMnistClasses[c]);  // not for other 10-class data (CIFAR-10)
     else names.push_back("class " + std::to_string(c));
   }

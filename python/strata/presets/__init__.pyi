@@ -46,6 +46,9 @@ class Recipe:
     trace: str
     report_json: str
     verbose: int
+    default_data: str
+    resize_spec_file: bool
+    val_split: str
     def __init__(self) -> None: ...
     @staticmethod
     def fields() -> List[str]: ...

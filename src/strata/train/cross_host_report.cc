@@ -89,7 +89,7 @@ Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, con
 
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
                                double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
-                               const nlohmann::json& worker_times, bool print) {
+                               const nlohmann::json& worker_times) {
   const distribute::CollectiveStats cs = collective.stats();
   const distribute::ReducerStats rs = model.reducer_stats();
   const double n = static_cast<double>(std::max<int64_t>(1, counters.steps_run));
@@ -114,20 +114,31 @@ nlohmann::json CrossHostReport(const distribute::Collective& collective, const k
     into["per_worker"] = worker_times;
     into["least_wait_ms_per_step"] = least;
   }
-  // Overlapped with the backward pass, only the waiting part costs step time.
-  const nlohmann::json& shown = j.contains("after_first_epoch") ? j["after_first_epoch"] : j;
-  const double step_ms = shown["step_ms"].get<double>(), wait_ms = shown["all_reduce_wait_ms_per_step"].get<double>();
-  if (!print) return j;
-  std::printf("cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms step%s), "
-              "%d workers%s\n",
-              shown["all_reduce_bytes_per_step"].get<double>() / 1e6, shown["all_reduce_ms_per_step"].get<double>(), wait_ms,
-              100.0 * wait_ms / std::max(step_ms, 1e-9), step_ms, j.contains("after_first_epoch") ? ", after the first epoch" : "",
-              workers, cs.bf16_wire ? ", gradients as bf16 on the wire" : "");
-  if (shown.contains("buckets"))
-    std::printf("all-reduce overlap: %lld of %lld gradient buckets started during the backward pass\n",
-                shown["buckets_started_during_backward"].get<long long>(),
-                shown["buckets_started_during_backward"].get<long long>() + shown["buckets_started_after_backward"].get<long long>());
   return j;
+}
+
+std::vector<std::string> CrossHostLines(const nlohmann::json& j) {
+  // Overlapped with the backward pass, only the waiting part costs step time.
+  const bool steady = j.contains("after_first_epoch");
+  const nlohmann::json& shown = steady ? j["after_first_epoch"] : j;
+  const double step_ms = shown["step_ms"].get<double>(), wait_ms = shown["all_reduce_wait_ms_per_step"].get<double>();
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "cross-host all-reduce: %.2f MB and %.1f ms per step, %.1f ms of it waited for (%.1f%% of a %.0f ms "
+                "step%s), %d workers%s",
+                shown["all_reduce_bytes_per_step"].get<double>() / 1e6, shown["all_reduce_ms_per_step"].get<double>(),
+                wait_ms, 100.0 * wait_ms / std::max(step_ms, 1e-9), step_ms, steady ? ", after the first epoch" : "",
+                j["workers"].get<int>(), j.value("wire", "") == "bf16" ? ", gradients as bf16 on the wire" : "");
+  std::vector<std::string> lines = {line};
+  if (shown.contains("buckets")) {
+    const auto during = shown["buckets_started_during_backward"].get<long long>();
+    const auto after = shown["buckets_started_after_backward"].get<long long>();
+    std::snprintf(line, sizeof line,
+                  "all-reduce overlap: %lld of %lld gradient buckets started during the backward pass", during,
+                  during + after);
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace strata::train

@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "strata/distribute/collective.h"
 #include "strata/distribute/reducer.h"
@@ -50,12 +52,14 @@ class CrossHostSnapshot final : public keras::Callback {
 Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, const keras::Model& model,
                                          const CrossHostSnapshot& counters);
 
-// Prints the report's lines (when `print`) and returns its JSON (`cross_host` in --summary-json);
-// `workers_times` is GatherWorkerTimes's (null: none).
-// `train_seconds` is the whole run's, `seconds_after_first_epoch` the time of the steps after
-// its first epoch (0: one epoch only).
+// The report as JSON (`cross_host` in --summary-json); `workers_times` is GatherWorkerTimes's
+// (null: none). `train_seconds` is the whole run's, `seconds_after_first_epoch` the time of the
+// steps after its first epoch (0: one epoch only).
 nlohmann::json CrossHostReport(const distribute::Collective& collective, const keras::Model& model, int workers,
                                double train_seconds, const CrossHostSnapshot& counters, double seconds_after_first_epoch,
-                               const nlohmann::json& worker_times, bool print = true);
+                               const nlohmann::json& worker_times);
+// The report's lines for the run's account (the steady state's, when there is one): the
+// all-reduce per step and the part waited for, and how many buckets overlapped the backward pass.
+std::vector<std::string> CrossHostLines(const nlohmann::json& report);
 
 }  // namespace strata::train

@@ -234,7 +234,7 @@ Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInf
     if (r.classes > 0) {
       STRATA_ASSIGN_OR_RETURN(spec, SpecWithClasses(spec, r.classes));
     }
-  } else if (r.preset == "flowers") {
+  } else if (r.resize_spec_file) {
     STRATA_ASSIGN_OR_RETURN(spec, SpecWithImageSize(spec, r.image_size));
   }
   info->spec_json = spec;

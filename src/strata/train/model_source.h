@@ -47,7 +47,7 @@ Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
 
 // The recipe's model, and in `info` what its checkpoint records: a Keras application or a
 // built-in spec built for the input (as a Keras user passes input_shape and classes), or a spec
-// file kept as written (with the flowers preset, image_size still sets its size). The recipe's
+// file kept as written (with `resize_spec_file`, as the flowers preset's, image_size still sets its size). The recipe's
 // image_size and channels must be resolved. recipe.h's MakeModel is this without `info`.
 Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info);
 

@@ -72,6 +72,12 @@ Result<std::string> ResolveChannels(Recipe* r, bool default_data) {
          (first.channels == 1 ? " channel)" : " channels)");
 }
 
+// The error of a recipe with neither `data` nor a default_data, named by its preset if any.
+Status NeedsData(const Recipe& r) {
+  return InvalidArgument((r.preset.empty() ? std::string("a recipe without default_data") : "--preset " + r.preset) +
+                         " needs --data 'DIR/train/*.tfrec' (and --val 'DIR/val/*.tfrec')");
+}
+
 }  // namespace
 
 std::vector<std::string> PresetNames() { return {"fashion_mnist", "flowers"}; }
@@ -109,14 +115,20 @@ Result<Recipe> Preset(const std::string& name) {
   r.metrics = {"accuracy", "f1_macro"};
   r.label_smoothing = 0;  // the notebooks' plain cross-entropy
   r.flip = 0;             // FlowersDataset's own augmentation applies
+  r.default_data = "";    // the competition's records are the user's to give
+  r.resize_spec_file = true;
+  r.val_split = "val";    // the competition's test split has no labels: it is for predictions
   return r;
 }
 
 Status Check(const Recipe& r) {
   if (!r.preset.empty() && !OneOf(r.preset, {"fashion_mnist", "flowers"}))
     return InvalidArgument("--preset must be fashion_mnist or flowers, not " + r.preset);
-  if (r.preset == "flowers" && r.data.empty())
-    return InvalidArgument("--preset flowers needs --data 'DIR/train/*.tfrec' (and --val 'DIR/val/*.tfrec')");
+  if (!OneOf(r.default_data, {"fashion_mnist", ""}))
+    return InvalidArgument("default_data must be fashion_mnist or empty (no default: --data needed), not " +
+                           r.default_data);
+  if (r.data.empty() && r.default_data.empty()) return NeedsData(r);
+  if (!OneOf(r.val_split, {"test", "val"})) return InvalidArgument("val_split must be test or val, not " + r.val_split);
   if (!OneOf(r.precision, {"f32", "bf16"})) return InvalidArgument("--precision must be f32 or bf16");
   if (r.precision == "bf16")
     if (Status s = backend::PrecisionSupported(backend::Precision::kBF16); !s.ok())
@@ -159,6 +171,7 @@ Result<std::string> ResolveInputs(Recipe* r, bool talk, bool make_data) {
   if (application) STRATA_RETURN_IF_ERROR(ApplicationOptionsFor(r->model, r->image_size, 3, r->classes).status());
   const bool default_data = r->data.empty();
   if (default_data && make_data) {
+    if (r->default_data.empty()) return NeedsData(*r);
     STRATA_ASSIGN_OR_RETURN(auto paths, DefaultFashionMnist(talk && r->verbose != 0));
     r->data = paths.first;
     if (r->val.empty()) r->val = paths.second;
@@ -166,10 +179,16 @@ Result<std::string> ResolveInputs(Recipe* r, bool talk, bool make_data) {
   return ResolveChannels(r, default_data);
 }
 
+DataKind DataKindOf(int64_t image_size, const std::string& label_key, int64_t channels) {
+  return image_size == 28 && label_key == "label" && channels == 1 ? DataKind::kFashionMnist : DataKind::kImageRecords;
+}
+
+DataKind DataKindOf(const Recipe& r) { return DataKindOf(r.image_size, r.label_key, r.channels); }
+
 Result<data::Dataset> MakeDataset(const Recipe& r, const std::string& pattern, int replicas, bool training) {
   if (r.image_size < 1 || r.channels < 1)
     return InvalidArgument("MakeDataset: the recipe's image_size and channels must be resolved (not 0)");
-  if (r.image_size == 28 && r.label_key == "label" && r.channels == 1) {  // Fashion-MNIST's TFDS layout
+  if (DataKindOf(r) == DataKind::kFashionMnist) {
     datasets::FashionMnistOptions o;
     o.batch_size = r.batch_per_replica;
     o.replicas = replicas;

@@ -27,7 +27,8 @@ namespace strata::train {
 
 struct Recipe {
   // ---- what it is: "" (the default job: the reference CNN on Fashion-MNIST) or "flowers"
-  // (Kaggle's "Flower Classification with TPUs"); recorded in the saved model.
+  // (Kaggle's "Flower Classification with TPUs"); recorded in the saved model. The name changes
+  // nothing by itself: what a preset means is the values Preset() sets.
   std::string preset;
 
   // ---- data
@@ -82,10 +83,33 @@ struct Recipe {
   std::string trace;           // a Chrome trace
   std::string report_json;     // the post-run input-pipeline report
   int verbose = -1;            // 0 silent, 1 progress bar, 2 a line per epoch; -1: 1 on a terminal, else 2
+
+  // ---- what else sets a preset apart: a preset is only its values, so what its name once decided
+  // is a value too (no flags: the preset's, as `metrics`)
+  // What an empty `data` stands for: "fashion_mnist" (its TFRecords, made in the cache on first
+  // use) or "" (nothing: `data` must be given, as the flowers preset's).
+  std::string default_data = "fashion_mnist";
+  // A spec file's InputLayer is set to image_size x image_size (the flowers preset's: its
+  // pipeline resizes every image); false keeps a spec file as written. Built-in specs and Keras
+  // applications are always built for the input.
+  bool resize_spec_file = false;
+  // What the report calls `val`: "test" (the default job's, Fashion-MNIST's test split) or "val"
+  // (the flowers preset's validation files; its test split is what `strata predict` is for).
+  std::string val_split = "test";
 };
 
+// What the records are, decided here alone: Fashion-MNIST's TFDS layout (28 x 28 grayscale
+// images labelled under `label`), read by its own pipeline (datasets/fashion_mnist.h: crops and
+// flips), or any other image records, decoded and resized by the flowers pipeline
+// (datasets/flowers.h). The recipe's pipeline and `strata evaluate|predict` take it from here.
+enum class DataKind { kFashionMnist, kImageRecords };
+DataKind DataKindOf(int64_t image_size, const std::string& label_key, int64_t channels);
+// The recipe's, its image_size and channels resolved (ResolveInputs).
+DataKind DataKindOf(const Recipe& r);
+
 // The recipe a preset names: "" or "fashion_mnist" (the defaults above), or "flowers" (its
-// model, image size, labels, batch, schedule, Adam, metrics and precision; `data` still to set).
+// model, image size, labels, batch, schedule, Adam, metrics and precision, no default data, spec
+// files resized, `val` named val; `data` still to set).
 Result<Recipe> Preset(const std::string& name);
 // The names Preset() takes.
 std::vector<std::string> PresetNames();
@@ -98,8 +122,9 @@ bool NativeBf16();
 Status Check(const Recipe& r);
 
 // Fills what the recipe leaves to the model and the data: `image_size` (0: a Keras application's
-// default size, else 28), `data` and `val` when `data` is empty (Fashion-MNIST's TFRecords, made
-// from Debian's package in the cache directory on first use, saying so when `talk`), and
+// default size, else 28), `data` and `val` when `data` is empty (the `default_data`,
+// Fashion-MNIST's TFRecords, made from Debian's package in the cache directory on first use,
+// saying so when `talk`; without a default_data, an InvalidArgument), and
 // `channels` (0: as the first record of `data` stores its image). Returns where the channels
 // came from ("--channels", "Fashion-MNIST", "the first record of --data (PNG 32x32, 3 channels)").
 // A Keras application below its minimum size is an InvalidArgument, before any data is read.
@@ -109,8 +134,8 @@ Result<std::string> ResolveInputs(Recipe* r, bool talk = false, bool make_data =
 
 // ---- the recipe's pieces, for a user who takes it apart ------------------------------------
 // The input pipeline of the recipe over the files matching `pattern` for `replicas` replicas in
-// this process: Fashion-MNIST's for 28 x 28 x 1 `label`led images, else the flowers pipeline
-// (JPEG/PNG decoded and resized, augmented and shuffled when `training`). `r.channels` and
+// this process: Fashion-MNIST's or the flowers pipeline, as DataKindOf(r) says (JPEG/PNG decoded
+// and resized, augmented and shuffled when `training`). `r.channels` and
 // `r.image_size` must be resolved (ResolveInputs).
 Result<data::Dataset> MakeDataset(const Recipe& r, const std::string& pattern, int replicas, bool training);
 // The recipe's model, uncompiled: a Keras application or a built-in spec built for image_size x

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -34,6 +36,20 @@ namespace fs = std::filesystem;
 // the flowers preset's peak (5e-4 x replicas) is the notebooks' own for pretrained weights
 // (5e-5 x replicas).
 constexpr double kFineTuneLrScale = 0.1;
+
+// printf into a string: the run's lines keep the command's formats.
+__attribute__((format(printf, 1, 2))) std::string Format(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), format, again);
+  va_end(again);
+  out.pop_back();
+  return out;
+}
 
 // Records in the files matching `pattern` (TFRecord has no index: one pass over the framing).
 Result<int64_t> CountRecords(const std::string& pattern) {
@@ -132,11 +148,23 @@ std::string TrainableParams(const keras::Model& model) {
 
 Shape ImageShape(const Recipe& r) { return Shape{r.image_size, r.image_size, r.channels}; }
 
+// What fit needs across the phases: the callbacks (one list, so the epoch clock and the backups
+// go on from the head to the fine-tuning) and the monitor.
+struct FitContext {
+  std::vector<std::shared_ptr<keras::Callback>> callbacks;
+  std::shared_ptr<EpochClock> epoch_clock = std::make_shared<EpochClock>();
+  std::shared_ptr<CrossHostSnapshot> counters;
+  distribute::Collective* collective = nullptr;  // null with one worker
+  std::unique_ptr<monitor::FitMonitor> monitor;  // null where this worker runs none
+  int verbose = 0;                               // fit's own progress lines
+};
+
 }  // namespace
 
 struct Trainer::State {
   Recipe r;
-  bool talk = true;  // the chief prints, unless verbose is 0
+  std::shared_ptr<Reporter> reporter;  // the caller's on the chief with verbose != 0, else silent
+  bool talk = true;                    // the chief reports, unless verbose is 0
   Stopwatch wall;
   std::unique_ptr<distribute::Strategy> strategy;
   int replicas = 1, local_replicas = 1, workers = 1, worker = 0;
@@ -148,8 +176,67 @@ struct Trainer::State {
   bool ran = false;
 
   bool chief() const { return worker == 0; }
+  void Say(const std::string& line) { reporter->Line(line); }
+  // `body` as `phase`, told to the reporter (a phase that fails has no end: its error is the run's).
+  Status InPhase(Phase phase, const std::function<Status()>& body);
+
+  // ---- prepare (Create), in its order
+  Status MakeStrategy(std::shared_ptr<Reporter> given);
+  Status MakeData();
   Status BuildModel(const std::string& channels_from);
+  Status Compile();
+  // ---- run, in its order
+  Result<FitContext> PrepareFit();
+  Status FitFirst(FitContext& fit, int epochs, keras::History* history);
+  Status FineTune(FitContext& fit, int initial_epoch, keras::History* history);
+  Result<nlohmann::json> FitTimes(const FitContext& fit, double fit_seconds, TrainReport* report);
+  Status Evaluate(TrainReport* report);
+  Status Save(TrainReport* report);
+  Status Report(const FitContext& fit, const nlohmann::json& worker_times, TrainReport* report);
+
+  Result<keras::History> Fit(FitContext& fit, int initial_epoch, int epochs);
 };
+
+Status Trainer::State::InPhase(Phase phase, const std::function<Status()>& body) {
+  reporter->PhaseBegin(phase);
+  Stopwatch clock;
+  STRATA_RETURN_IF_ERROR(body());
+  reporter->PhaseEnd(phase, clock.ElapsedSeconds());
+  return Status::OK();
+}
+
+// One replica per core in this process; under mpirun/srun, every worker's replicas train
+// together (MultiWorkerMirroredStrategy). Only now is it known which worker reports.
+Status Trainer::State::MakeStrategy(std::shared_ptr<Reporter> given) {
+  STRATA_ASSIGN_OR_RETURN(strategy, distribute::MultiWorkerMirroredStrategy(static_cast<int>(r.replicas)));
+  replicas = strategy->num_replicas_in_sync();
+  local_replicas = strategy->num_local_replicas();
+  workers = strategy->num_workers();
+  worker = strategy->worker_index();
+  talk = r.verbose != 0 && chief();  // the chief reports, evaluates and saves
+  if (!talk) reporter = std::make_shared<SilentReporter>();
+  else reporter = given ? std::move(given) : std::make_shared<ConsoleReporter>();
+  return Status::OK();
+}
+
+// The steps of an epoch and the pipelines. Each worker reads the global stream of local batches
+// and keeps every workers-th one: the same examples, in the same global steps, as one process
+// with all the replicas.
+Status Trainer::State::MakeData() {
+  global_batch = datasets::GlobalBatch(r.batch_per_replica, replicas);
+  STRATA_ASSIGN_OR_RETURN(int64_t examples, CountRecords(r.data));
+  steps_per_epoch = r.steps_per_epoch > 0 ? r.steps_per_epoch : examples / global_batch;
+  if (steps_per_epoch < 1)
+    return InvalidArgument(std::to_string(examples) + " training examples do not fill one global batch of " +
+                           std::to_string(global_batch));
+  STRATA_ASSIGN_OR_RETURN(train, MakeDataset(r, r.data, local_replicas, /*training=*/true));
+  if (workers > 1) train = train->shard(workers, worker);
+  if (!r.val.empty() && chief()) {
+    STRATA_ASSIGN_OR_RETURN(val, MakeDataset(r, r.val, local_replicas, /*training=*/false));
+  }
+  Say("validation: " + (!r.val.empty() ? r.val : "none (--data without --val; pass --val FILES to validate)"));
+  return Status::OK();
+}
 
 // The recipe's model (BuildRecipeModel), checked against the pipeline's images and the classes.
 Status Trainer::State::BuildModel(const std::string& channels_from) {
@@ -163,12 +250,12 @@ Status Trainer::State::BuildModel(const std::string& channels_from) {
                            ", --channels " + std::to_string(r.channels) + " from " + channels_from +
                            "): pass --image-size and --channels to match the model, or --model a spec whose input is " +
                            ImageShape(r).ToString());
-  if (talk)
-    std::printf("input: %lldx%lldx%lld images (size from --image-size, channels from %s); model %s %s\n",
-                static_cast<long long>(r.image_size), static_cast<long long>(r.image_size),
-                static_cast<long long>(r.channels), channels_from.c_str(), r.model.c_str(),
-                application || keras::BuiltinSpec(r.model).ok() ? ("built for input_shape " + ImageShape(r).ToString()).c_str()
-                                                                 : "from its spec file");
+  const std::string built = application || keras::BuiltinSpec(r.model).ok()
+                                ? "built for input_shape " + ImageShape(r).ToString()
+                                : "from its spec file";
+  Say(Format("input: %lldx%lldx%lld images (size from --image-size, channels from %s); model %s %s",
+             static_cast<long long>(r.image_size), static_cast<long long>(r.image_size),
+             static_cast<long long>(r.channels), channels_from.c_str(), r.model.c_str(), built.c_str()));
   // The classes against the model's output (a spec file's own last layer is not rewritten).
   if (auto output = model->output_shape(0); output.ok() && output->rank() >= 1) {
     const int64_t units = (*output)[output->rank() - 1];
@@ -184,222 +271,236 @@ Status Trainer::State::BuildModel(const std::string& channels_from) {
   return Status::OK();
 }
 
+// The optimizer and the loss, in the strategy's scope, then the initial weights (a compiled
+// model has its variables to load into); for freeze_backbone_epochs, the second phase's options
+// too, compiled when it starts.
+Status Trainer::State::Compile() {
+  auto scope = strategy->scope();
+  const keras::Schedule schedule = MakeSchedule(r, steps_per_epoch, replicas);
+  // A spec's last layer either ends in softmax (probabilities) or gives logits.
+  auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
+    return {.optimizer = std::move(opt),
+            .loss = keras::losses::SparseCategoricalCrossentropy(
+                {.from_logits = !model->ends_in_softmax(), .label_smoothing = static_cast<float>(r.label_smoothing)}),
+            .metrics = r.metrics,
+            .precision = r.precision == "bf16" ? "mixed_bfloat16" : "float32",
+            .seed = static_cast<uint64_t>(r.seed)};
+  };
+  STRATA_RETURN_IF_ERROR(model->compile(compile_options(MakeOptimizer(r, schedule))));
+  if (!r.weights.empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::string loaded, LoadInitialWeights(*model, r.weights));
+    Say(loaded);
+  }
+  // Phase 2's optimizer is a new one (as Keras's recompile) whose schedule continues the first's
+  // where phase 1 left it, scaled down.
+  if (r.freeze_backbone_epochs > 0) {
+    const int64_t phase1_steps = steps_per_epoch * r.freeze_backbone_epochs;
+    keras::Schedule fine = schedule;
+    fine.fn = [schedule, phase1_steps](int64_t step) { return kFineTuneLrScale * schedule(step + phase1_steps); };
+    fine_tune = compile_options(MakeOptimizer(r, fine));
+  }
+  Say(Format("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)%s",
+             strategy->name().c_str(), replicas, static_cast<long long>(global_batch),
+             static_cast<long long>(r.batch_per_replica), replicas, PeakLearningRate(r, replicas),
+             schedule.description.c_str(), r.precision == "bf16" ? " · precision mixed_bfloat16" : ""));
+  std::string summary = model->Summary();
+  if (!summary.empty() && summary.back() == '\n') summary.pop_back();
+  Say(summary);
+  return Status::OK();
+}
+
+// The callbacks every fit phase shares, and the utilization / idle monitor.
+Result<FitContext> Trainer::State::PrepareFit() {
+  FitContext fit;
+  if (!r.checkpoint_dir.empty()) {
+    // With several workers the chief writes the backup and every worker restores from it (the
+    // directory must be shared); each worker removes a stale one before any step, so none can
+    // see a file the chief is about to replace.
+    auto backup = std::make_shared<keras::BackupAndRestore>(r.checkpoint_dir,
+                                                            keras::BackupAndRestore::Options{.save_freq = 20});
+    if (!r.resume && fs::exists(backup->path())) {
+      Say("Starting afresh: removing the old backup in " + r.checkpoint_dir + " (pass --resume to continue it)");
+      std::error_code ec;
+      fs::remove(backup->path(), ec);
+    }
+    fit.callbacks.push_back(backup);
+  }
+  fit.callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
+  fit.callbacks.push_back(fit.epoch_clock);
+  // What crossed between workers, counted for the report at the end.
+  fit.collective = strategy->collective();
+  fit.counters = std::make_shared<CrossHostSnapshot>(fit.collective, model.get());
+  if (fit.collective) fit.callbacks.push_back(fit.counters);
+  if (!r.tensorboard.empty() && chief())
+    fit.callbacks.push_back(
+        std::make_shared<keras::TensorBoard>(r.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
+  // The monitor hears of fit's steps as its observer (the chief only).
+  if (r.monitor && chief()) {
+    fit.monitor = std::make_unique<monitor::FitMonitor>(monitor::FitMonitorOptions{
+        .interval_seconds = r.monitor_interval,
+        .tensorboard_dir = r.tensorboard.empty() ? "" : r.tensorboard + "/train",
+        .trace_path = r.trace,
+        .http_port = static_cast<int>(r.monitor_port),
+        .http_bind = r.monitor_bind,
+        .report_json = r.report_json});
+    if (!r.tensorboard.empty()) fs::create_directories(r.tensorboard + "/train");
+  }
+  fit.verbose = !talk ? 0 : r.verbose >= 0 ? r.verbose : ::isatty(::fileno(stdout)) ? 1 : 2;
+  return fit;
+}
+
+Result<keras::History> Trainer::State::Fit(FitContext& fit, int initial_epoch, int epochs) {
+  return model->fit(*train, {.epochs = epochs, .steps_per_epoch = steps_per_epoch,
+                             .validation_data = val ? &*val : nullptr, .validation_steps = r.validation_steps,
+                             .callbacks = fit.callbacks, .verbose = fit.verbose, .initial_epoch = initial_epoch,
+                             .observer = fit.monitor.get()});
+}
+
+// The first `epochs` epochs: every one, or the head's of a fine-tune.
+Status Trainer::State::FitFirst(FitContext& fit, int epochs, keras::History* history) {
+  if (fine_tune)
+    Say(Format("phase 1 (head): epochs 1-%d with the layers up to %s frozen, %s, learning rate from %.4g", epochs,
+               r.freeze_until.c_str(), TrainableParams(*model).c_str(), model->learning_rate()));
+  STRATA_ASSIGN_OR_RETURN(*history, Fit(fit, 0, epochs));
+  // The head-trained model, kept beside the backups: a fine-tuning that fails can start again
+  // from it (--weights D/head_trained.h5).
+  if (fine_tune && chief() && !r.checkpoint_dir.empty()) {
+    const std::string head = r.checkpoint_dir + "/head_trained.h5";
+    STRATA_RETURN_IF_ERROR(model->save_weights(head));
+    Say("phase 1 model saved to " + head);
+  }
+  return Status::OK();
+}
+
+// Phase 2 of freeze_backbone_epochs: the epochs from `initial_epoch` on, every layer trainable
+// at the fine-tuning rate; their history follows the first phase's.
+Status Trainer::State::FineTune(FitContext& fit, int initial_epoch, keras::History* history) {
+  {
+    auto scope = strategy->scope();
+    model->set_trainable(true);
+    STRATA_RETURN_IF_ERROR(model->compile(*fine_tune));
+  }
+  Say(Format("phase 2 (fine-tuning): epochs %d-%lld with every layer trainable at the learning rate x %g, %s, "
+             "learning rate from %.4g",
+             initial_epoch + 1, static_cast<long long>(r.epochs), kFineTuneLrScale, TrainableParams(*model).c_str(),
+             model->learning_rate()));
+  STRATA_ASSIGN_OR_RETURN(keras::History more, Fit(fit, initial_epoch, static_cast<int>(r.epochs)));
+  history->epoch.insert(history->epoch.end(), more.epoch.begin(), more.epoch.end());
+  for (auto& [key, values] : more.history) {
+    auto& all = history->history[key];
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return Status::OK();
+}
+
+// The fit's times in the report, and every worker's all-reduce wait (a collective: gathered
+// before the chief goes on alone; null with one worker).
+Result<nlohmann::json> Trainer::State::FitTimes(const FitContext& fit, double fit_seconds, TrainReport* report) {
+  report->validation_seconds = fit.epoch_clock->validating_seconds();
+  report->train_seconds = fit_seconds - report->validation_seconds;
+  report->seconds_at_epoch_end = fit.epoch_clock->seconds();
+  if (!fit.collective) return nlohmann::json();
+  return GatherWorkerTimes(*fit.collective, *model, *fit.counters);
+}
+
+// `val` once more after training (validation_steps of it).
+Status Trainer::State::Evaluate(TrainReport* report) {
+  STRATA_ASSIGN_OR_RETURN(keras::Logs logs, model->evaluate(*val, {.steps = r.validation_steps}));
+  report->val_accuracy = keras::LogValue(logs, "accuracy");
+  report->val_loss = keras::LogValue(logs, "loss");
+  report->val_f1_macro = keras::LogValue(logs, "f1_macro");
+  return Status::OK();
+}
+
+// The model to `out` (the cache directory by default). A checkpoint also records how to rebuild
+// the model (a Keras weight file holds weights only).
+Status Trainer::State::Save(TrainReport* report) {
+  report->model_path = r.out.empty() ? UserCacheDir() + "/models/" + model->name() + ".ckpt" : r.out;
+  std::error_code ec;
+  if (fs::path(report->model_path).has_parent_path())
+    fs::create_directories(fs::path(report->model_path).parent_path(), ec);
+  keras::SaveWeightsOptions save;
+  STRATA_ASSIGN_OR_RETURN(save.model_json, ModelInfoJson(info));
+  return model->save_weights(report->model_path, save);
+}
+
+// The speed, where the model went, what crossed between workers (the MPI path's cost) and
+// `val`'s metrics under the name the recipe gives `val`.
+Status Trainer::State::Report(const FitContext& fit, const nlohmann::json& worker_times, TrainReport* report) {
+  const int64_t trained = steps_per_epoch * r.epochs * global_batch;
+  report->images_per_second = static_cast<double>(trained) / report->train_seconds;
+  Say(Format("trained %lld images in %.1f s (%.0f images/s; validating after each epoch took %.1f s more)",
+             static_cast<long long>(trained), report->train_seconds, report->images_per_second,
+             report->validation_seconds));
+  Say("model saved to " + report->model_path);
+  if (fit.collective) {
+    const std::vector<double>& at = report->seconds_at_epoch_end;  // validation included, as in the epochs' own times
+    const nlohmann::json cross_host = CrossHostReport(*fit.collective, *model, workers, report->train_seconds,
+                                                      *fit.counters, at.size() >= 2 ? at.back() - at.front() : 0,
+                                                      worker_times);
+    report->cross_host_json = cross_host.dump();
+    for (const std::string& line : CrossHostLines(cross_host)) Say(line);
+  }
+  if (!val) return Status::OK();
+  const char* split = r.val_split.c_str();
+  Say(Format("%s loss: %.4f", split, report->val_loss));
+  Say(Format("%s accuracy: %.4f", split, report->val_accuracy));
+  if (std::find(r.metrics.begin(), r.metrics.end(), "f1_macro") != r.metrics.end())
+    Say(Format("%s macro F1: %.4f", split, report->val_f1_macro));
+  return Status::OK();
+}
+
 Trainer::Trainer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Trainer::~Trainer() = default;
 const Recipe& Trainer::recipe() const { return state_->r; }
 keras::Model& Trainer::model() { return *state_->model; }
 bool Trainer::chief() const { return state_->chief(); }
 
-Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe) {
+Result<std::unique_ptr<Trainer>> Trainer::Create(Recipe recipe, std::shared_ptr<Reporter> reporter) {
   auto st = std::make_unique<State>();
   State& s = *st;
-  Recipe& r = s.r;
-  r = std::move(recipe);
-  STRATA_RETURN_IF_ERROR(Check(r));
-  // ---- data: every worker makes the default dataset when it is missing, before MPI starts
-  STRATA_ASSIGN_OR_RETURN(std::string channels_from, ResolveInputs(&r, r.verbose != 0));
-  // One replica per core in this process; under mpirun/srun, every worker's replicas train
-  // together (MultiWorkerMirroredStrategy).
-  STRATA_ASSIGN_OR_RETURN(s.strategy, distribute::MultiWorkerMirroredStrategy(static_cast<int>(r.replicas)));
-  s.replicas = s.strategy->num_replicas_in_sync();
-  s.local_replicas = s.strategy->num_local_replicas();
-  s.workers = s.strategy->num_workers();
-  s.worker = s.strategy->worker_index();
-  s.talk = r.verbose != 0 && s.chief();  // the chief prints, evaluates and saves
-  if (s.talk) std::printf("%s\n", PrecisionLine(r).c_str());
-  s.global_batch = datasets::GlobalBatch(r.batch_per_replica, s.replicas);
-  STRATA_ASSIGN_OR_RETURN(int64_t examples, CountRecords(r.data));
-  s.steps_per_epoch = r.steps_per_epoch > 0 ? r.steps_per_epoch : examples / s.global_batch;
-  if (s.steps_per_epoch < 1)
-    return InvalidArgument(std::to_string(examples) + " training examples do not fill one global batch of " +
-                           std::to_string(s.global_batch));
-  // Each worker reads the global stream of local batches and keeps every workers-th one: the
-  // same examples, in the same global steps, as one process with all the replicas.
-  STRATA_ASSIGN_OR_RETURN(s.train, MakeDataset(r, r.data, s.local_replicas, /*training=*/true));
-  if (s.workers > 1) s.train = s.train->shard(s.workers, s.worker);
-  if (!r.val.empty() && s.chief()) {
-    STRATA_ASSIGN_OR_RETURN(s.val, MakeDataset(r, r.val, s.local_replicas, /*training=*/false));
-  }
-  if (s.talk)
-    std::printf("validation: %s\n", !r.val.empty() ? r.val.c_str() : "none (--data without --val; pass --val FILES to validate)");
-
-  // ---- model, optimizer, compile (in the strategy's scope)
-  {
-    auto scope = s.strategy->scope();
-    STRATA_RETURN_IF_ERROR(s.BuildModel(channels_from));
-    const keras::Schedule schedule = MakeSchedule(r, s.steps_per_epoch, s.replicas);
-    // A spec's last layer either ends in softmax (probabilities) or gives logits.
-    auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
-      return {.optimizer = std::move(opt),
-              .loss = keras::losses::SparseCategoricalCrossentropy(
-                  {.from_logits = !s.model->ends_in_softmax(), .label_smoothing = static_cast<float>(r.label_smoothing)}),
-              .metrics = r.metrics,
-              .precision = r.precision == "bf16" ? "mixed_bfloat16" : "float32",
-              .seed = static_cast<uint64_t>(r.seed)};
-    };
-    STRATA_RETURN_IF_ERROR(s.model->compile(compile_options(MakeOptimizer(r, schedule))));
-    if (!r.weights.empty()) {
-      STRATA_ASSIGN_OR_RETURN(std::string loaded, LoadInitialWeights(*s.model, r.weights));
-      if (s.talk) std::printf("%s\n", loaded.c_str());
-    }
-    // Phase 2 of freeze_backbone_epochs: every layer trainable, a new optimizer (as Keras's
-    // recompile) whose schedule continues the first's where phase 1 left it, scaled down.
-    if (r.freeze_backbone_epochs > 0) {
-      const int64_t phase1_steps = s.steps_per_epoch * r.freeze_backbone_epochs;
-      keras::Schedule fine = schedule;
-      fine.fn = [schedule, phase1_steps](int64_t step) { return kFineTuneLrScale * schedule(step + phase1_steps); };
-      s.fine_tune = compile_options(MakeOptimizer(r, fine));
-    }
-    if (s.talk) {
-      const double lr = PeakLearningRate(r, s.replicas);
-      std::printf("%s replicas: %d (one per core) · global batch %lld = %lld per replica x %d · learning rate %.4g (%s)%s\n",
-                  s.strategy->name().c_str(), s.replicas, static_cast<long long>(s.global_batch),
-                  static_cast<long long>(r.batch_per_replica), s.replicas, lr, schedule.description.c_str(),
-                  r.precision == "bf16" ? " · precision mixed_bfloat16" : "");
-    }
-  }
-  if (s.talk) s.model->summary();
+  s.r = std::move(recipe);
+  STRATA_RETURN_IF_ERROR(Check(s.r));
+  // Every worker makes the default dataset when it is missing, before MPI starts.
+  STRATA_ASSIGN_OR_RETURN(std::string channels_from, ResolveInputs(&s.r, s.r.verbose != 0));
+  STRATA_RETURN_IF_ERROR(s.MakeStrategy(std::move(reporter)));
+  // Told once the reporting worker is known; the phase's time counts from Create's start.
+  s.reporter->PhaseBegin(Phase::kPrepare);
+  s.Say(PrecisionLine(s.r));
+  STRATA_RETURN_IF_ERROR(s.MakeData());
+  STRATA_RETURN_IF_ERROR(s.BuildModel(channels_from));
+  STRATA_RETURN_IF_ERROR(s.Compile());
+  s.reporter->PhaseEnd(Phase::kPrepare, s.wall.ElapsedSeconds());
   return std::unique_ptr<Trainer>(new Trainer(std::move(st)));
 }
 
 Result<TrainReport> Trainer::Run() {
   State& s = *state_;
-  const Recipe& r = s.r;
   if (s.ran) return InvalidArgument("Trainer::Run: a trainer runs once; create another");
   s.ran = true;
-  keras::Model& model = *s.model;
-  TrainReport report;
-  report.chief = s.chief();
-  report.replicas = s.replicas;
-  report.global_batch = s.global_batch;
-  report.steps_per_epoch = s.steps_per_epoch;
-
-  // ---- callbacks
-  std::vector<std::shared_ptr<keras::Callback>> callbacks;
-  if (!r.checkpoint_dir.empty()) {
-    // With several workers the chief writes the backup and every worker restores from it (the
-    // directory must be shared); each worker removes a stale one before any step, so none can
-    // see a file the chief is about to replace.
-    auto backup = std::make_shared<keras::BackupAndRestore>(r.checkpoint_dir, keras::BackupAndRestore::Options{.save_freq = 20});
-    if (!r.resume && fs::exists(backup->path())) {
-      if (s.talk)
-        std::printf("Starting afresh: removing the old backup in %s (pass --resume to continue it)\n", r.checkpoint_dir.c_str());
-      std::error_code ec;
-      fs::remove(backup->path(), ec);
-    }
-    callbacks.push_back(backup);
-  }
-  callbacks.push_back(std::make_shared<keras::TerminateOnNaN>());
-  auto epoch_clock = std::make_shared<EpochClock>();
-  callbacks.push_back(epoch_clock);
-  // What crossed between workers, counted for the report at the end.
-  distribute::Collective* collective = s.strategy->collective();
-  auto counters = std::make_shared<CrossHostSnapshot>(collective, &model);
-  if (collective) callbacks.push_back(counters);
-  if (!r.tensorboard.empty() && s.chief())
-    callbacks.push_back(std::make_shared<keras::TensorBoard>(r.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
-  // The utilization / idle monitor hears of fit's steps as its observer (the chief only).
-  monitor::FitMonitor monitor({.interval_seconds = r.monitor_interval,
-                               .tensorboard_dir = r.tensorboard.empty() ? "" : r.tensorboard + "/train",
-                               .trace_path = r.trace,
-                               .http_port = static_cast<int>(r.monitor_port),
-                               .http_bind = r.monitor_bind,
-                               .report_json = r.report_json});
-  const bool monitored = r.monitor && s.chief();
-  if (monitored && !r.tensorboard.empty()) fs::create_directories(r.tensorboard + "/train");
-
-  // ---- fit: the head with the backbone frozen, then (freeze_backbone_epochs) every layer
-  const int verbose = !s.talk ? 0 : r.verbose >= 0 ? r.verbose : ::isatty(::fileno(stdout)) ? 1 : 2;
-  Stopwatch train_clock;
-  auto fit = [&](int initial_epoch, int epochs) {
-    return model.fit(*s.train, {.epochs = epochs, .steps_per_epoch = s.steps_per_epoch,
-                                .validation_data = s.val ? &*s.val : nullptr, .validation_steps = r.validation_steps,
-                                .callbacks = callbacks, .verbose = verbose, .initial_epoch = initial_epoch,
-                                .observer = monitored ? &monitor : nullptr});
-  };
-  const int phase1_epochs = static_cast<int>(s.fine_tune ? r.freeze_backbone_epochs : r.epochs);
-  if (s.talk && s.fine_tune)
-    std::printf("phase 1 (head): epochs 1-%d with the layers up to %s frozen, %s, learning rate from %.4g\n",
-                phase1_epochs, r.freeze_until.c_str(), TrainableParams(model).c_str(), model.learning_rate());
-  STRATA_ASSIGN_OR_RETURN(report.history, fit(0, phase1_epochs));
-  if (s.fine_tune) {
-    // The head-trained model, kept beside the backups: a fine-tuning that fails can start again
-    // from it (--weights D/head_trained.h5).
-    if (s.chief() && !r.checkpoint_dir.empty()) {
-      const std::string head = r.checkpoint_dir + "/head_trained.h5";
-      STRATA_RETURN_IF_ERROR(model.save_weights(head));
-      if (s.talk) std::printf("phase 1 model saved to %s\n", head.c_str());
-    }
-    {
-      auto scope = s.strategy->scope();
-      model.set_trainable(true);
-      STRATA_RETURN_IF_ERROR(model.compile(*s.fine_tune));
-    }
-    if (s.talk)
-      std::printf("phase 2 (fine-tuning): epochs %d-%lld with every layer trainable at the learning rate x %g, %s, "
-                  "learning rate from %.4g\n",
-                  phase1_epochs + 1, static_cast<long long>(r.epochs), kFineTuneLrScale, TrainableParams(model).c_str(),
-                  model.learning_rate());
-    STRATA_ASSIGN_OR_RETURN(keras::History phase2, fit(phase1_epochs, static_cast<int>(r.epochs)));
-    keras::History& h = report.history;
-    h.epoch.insert(h.epoch.end(), phase2.epoch.begin(), phase2.epoch.end());
-    for (auto& [key, values] : phase2.history) {
-      auto& all = h.history[key];
-      all.insert(all.end(), values.begin(), values.end());
-    }
-  }
-  report.validation_seconds = epoch_clock->validating_seconds();
-  report.train_seconds = train_clock.ElapsedSeconds() - report.validation_seconds;
-  report.seconds_at_epoch_end = epoch_clock->seconds();
-  nlohmann::json worker_times;  // every worker's all-reduce wait: gathered before the chief goes on alone
-  if (collective) {
-    STRATA_ASSIGN_OR_RETURN(worker_times, GatherWorkerTimes(*collective, model, *counters));
-  }
+  TrainReport report{.chief = s.chief(), .replicas = s.replicas, .global_batch = s.global_batch,
+                     .steps_per_epoch = s.steps_per_epoch};
+  STRATA_ASSIGN_OR_RETURN(FitContext fit, s.PrepareFit());
+  // The head while layers are frozen, then (freeze_backbone_epochs) every layer.
+  const int first_epochs = static_cast<int>(s.fine_tune ? s.r.freeze_backbone_epochs : s.r.epochs);
+  const Phase first = s.r.freeze_until.empty() ? Phase::kFitAll : Phase::kFitHead;
+  Stopwatch fit_clock;
+  STRATA_RETURN_IF_ERROR(s.InPhase(first, [&] { return s.FitFirst(fit, first_epochs, &report.history); }));
+  if (s.fine_tune)
+    STRATA_RETURN_IF_ERROR(s.InPhase(Phase::kFitAll, [&] { return s.FineTune(fit, first_epochs, &report.history); }));
+  STRATA_ASSIGN_OR_RETURN(nlohmann::json worker_times, s.FitTimes(fit, fit_clock.ElapsedSeconds(), &report));
   if (!s.chief()) return report;
-
-  // ---- evaluate, save, report (the chief)
-  if (s.val) {
-    STRATA_ASSIGN_OR_RETURN(keras::Logs logs, model.evaluate(*s.val, {.steps = r.validation_steps}));
-    report.val_accuracy = keras::LogValue(logs, "accuracy");
-    report.val_loss = keras::LogValue(logs, "loss");
-    report.val_f1_macro = keras::LogValue(logs, "f1_macro");
-  }
-  report.model_path = r.out.empty() ? UserCacheDir() + "/models/" + model.name() + ".ckpt" : r.out;
-  std::error_code ec;
-  if (fs::path(report.model_path).has_parent_path()) fs::create_directories(fs::path(report.model_path).parent_path(), ec);
-  // A checkpoint also records how to rebuild the model (a Keras weight file holds weights only).
-  keras::SaveWeightsOptions save;
-  STRATA_ASSIGN_OR_RETURN(save.model_json, ModelInfoJson(s.info));
-  STRATA_RETURN_IF_ERROR(model.save_weights(report.model_path, save));
-  const int64_t trained = s.steps_per_epoch * r.epochs * s.global_batch;
-  report.images_per_second = static_cast<double>(trained) / report.train_seconds;
-  if (s.talk) {
-    std::printf("trained %lld images in %.1f s (%.0f images/s; validating after each epoch took %.1f s more)\n",
-                static_cast<long long>(trained), report.train_seconds, report.images_per_second,
-                report.validation_seconds);
-    std::printf("model saved to %s\n", report.model_path.c_str());
-  }
-  // The MPI path's cost: what crossed between workers per step, and the time it took.
-  if (collective) {
-    const std::vector<double>& at = report.seconds_at_epoch_end;  // validation included, as in the epochs' own times
-    report.cross_host_json = CrossHostReport(*collective, model, s.workers, report.train_seconds, *counters,
-                                             at.size() >= 2 ? at.back() - at.front() : 0, worker_times, s.talk)
-                                 .dump();
-  }
-  if (s.talk && s.val && r.preset == "flowers") {
-    std::printf("val loss: %.4f\nval accuracy: %.4f\nval macro F1: %.4f\n", report.val_loss, report.val_accuracy,
-                report.val_f1_macro);
-    std::printf("next: strata evaluate --model %s --data '%s'; strata predict --model %s --data 'DIR/test/*.tfrec' --out submission.csv\n",
-                report.model_path.c_str(), r.val.c_str(), report.model_path.c_str());
-  } else if (s.talk && s.val) {
-    std::printf("test loss: %.4f\ntest accuracy: %.4f\n", report.val_loss, report.val_accuracy);
-  }
+  // The chief alone goes on.
+  if (s.val) STRATA_RETURN_IF_ERROR(s.InPhase(Phase::kEvaluate, [&] { return s.Evaluate(&report); }));
+  STRATA_RETURN_IF_ERROR(s.InPhase(Phase::kSave, [&] { return s.Save(&report); }));
+  STRATA_RETURN_IF_ERROR(s.InPhase(Phase::kReport, [&] { return s.Report(fit, worker_times, &report); }));
   report.wall_seconds = s.wall.ElapsedSeconds();
+  s.reporter->Finished(s.r, report);
   return report;
 }
 
-Result<TrainReport> Run(const Recipe& recipe) {
-  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(recipe));
+Result<TrainReport> Run(const Recipe& recipe, std::shared_ptr<Reporter> reporter) {
+  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(recipe, std::move(reporter)));
   return trainer->Run();
 }
 

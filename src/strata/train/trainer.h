@@ -1,13 +1,15 @@
 // The trainer: runs a `Recipe` (recipe.h) as `strata train` does, from the records to the saved
 // model, on every core of this process and every worker of an mpirun/srun job.
 //
-//   auto trainer = train::Trainer::Create(recipe);   // checks, data, model, compile: no step yet
-//   auto report = (*trainer)->Run();                 // fit (both phases), evaluate, save, report
+//   auto trainer = train::Trainer::Create(recipe);   // prepare: checks, data, model, compile; no step yet
+//   auto report = (*trainer)->Run();                 // fit head, fit all, evaluate, save, report
 //
-// Create resolves what the recipe leaves open (the image size and channels, the classes) from
-// the model and the records; `recipe()` then holds the values used. Every worker runs both
-// calls; the chief (worker 0) alone prints, evaluates and saves. With `verbose` 0 nothing is
-// printed.
+// Each is a sequence of named phases (reporter.h) that the trainer tells its `Reporter` of, with
+// a line for each thing it resolved, loaded or wrote; the library's console reporter prints
+// them, `strata train`'s adds what to run next. Create resolves what the recipe leaves open (the
+// image size and channels, the classes) from the model and the records; `recipe()` then holds
+// the values used. Every worker runs both calls; the chief (worker 0) alone reports, evaluates
+// and saves. With `verbose` 0 the reporter hears nothing.
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
@@ -20,6 +22,7 @@
 #include "strata/core/status.h"
 #include "strata/keras/model.h"
 #include "strata/train/recipe.h"
+#include "strata/train/reporter.h"
 
 namespace strata::train {
 
@@ -43,7 +46,8 @@ class Trainer {
  public:
   // Checks the recipe (an InvalidArgument names the field as its flag), makes the default
   // dataset when `data` is empty, the strategy, the pipelines and the model, and compiles it.
-  static Result<std::unique_ptr<Trainer>> Create(Recipe recipe);
+  // `reporter` hears the run (nullptr: a ConsoleReporter).
+  static Result<std::unique_ptr<Trainer>> Create(Recipe recipe, std::shared_ptr<Reporter> reporter = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -63,8 +67,8 @@ class Trainer {
   std::unique_ptr<State> state_;
 };
 
-// Trainer::Create(recipe) then Run().
-Result<TrainReport> Run(const Recipe& recipe);
+// Trainer::Create(recipe, reporter) then Run().
+Result<TrainReport> Run(const Recipe& recipe, std::shared_ptr<Reporter> reporter = nullptr);
 
 // The report as `strata train --summary-json` writes it.
 std::string ReportJson(const Recipe& recipe, const TrainReport& report);

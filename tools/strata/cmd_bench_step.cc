@@ -92,11 +92,12 @@ int RunBenchStep(const std::vector<std::string>& args) {
   auto loaded = train::BuildModel(info);
   if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
   keras::Model& m = **loaded;
-  Status st = m.compile({.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
-                         .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !m.ends_in_softmax()}),
-                         .precision = precision == backend::Precision::kBF16 ? "mixed_bfloat16" : "float32",
-                         .threads = static_cast<int>(threads),
-                         .strategy = strategy->get()});
+  keras::CompileOptions compile = train::ClassifierCompileOptions(
+      m, {.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
+          .precision = precision == backend::Precision::kBF16 ? "bf16" : "f32"});
+  compile.threads = static_cast<int>(threads);
+  compile.strategy = strategy->get();
+  Status st = m.compile(std::move(compile));
   if (!st.ok()) return Fail("bench-step", st.ToString());
   // A global batch of uniform images of the model's input shape, random class labels.
   const int64_t global_batch = batch * replicas;

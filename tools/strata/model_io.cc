@@ -57,12 +57,10 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   STRATA_ASSIGN_OR_RETURN(out.model, train::BuildModel(out.info));
   STRATA_ASSIGN_OR_RETURN(out.strategy, distribute::MirroredStrategy(std::max(1, UsableCores())));
   // Inference loads the weights alone, so the optimizer compiled with is never used.
-  STRATA_RETURN_IF_ERROR(out.model->compile(
-      {.optimizer = keras::optimizers::SGD(0.01),
-       .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = !out.model->ends_in_softmax()}),
-       .metrics = {"accuracy"},
-       .threads = 1,
-       .strategy = out.strategy.get()}));
+  keras::CompileOptions compile = train::ClassifierCompileOptions(*out.model, {.optimizer = keras::optimizers::SGD(0.01)});
+  compile.metrics = {"accuracy"};
+  compile.strategy = out.strategy.get();
+  STRATA_RETURN_IF_ERROR(out.model->compile(std::move(compile)));
   if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights, {.weights_only = true}));
   return out;
 }

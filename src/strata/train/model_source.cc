@@ -249,6 +249,13 @@ Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInf
   return m;
 }
 
+keras::CompileOptions ClassifierCompileOptions(const keras::Model& model, ClassifierCompile c) {
+  return {.optimizer = std::move(c.optimizer),
+          .loss = keras::losses::SparseCategoricalCrossentropy(
+              {.from_logits = !model.ends_in_softmax(), .label_smoothing = c.label_smoothing}),
+          .precision = c.precision == "bf16" ? "mixed_bfloat16" : "float32"};
+}
+
 Result<std::unique_ptr<keras::Model>> MakeModel(const Recipe& r) {
   ModelInfo info;
   return BuildRecipeModel(r, &info);

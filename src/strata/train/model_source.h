@@ -51,6 +51,18 @@ Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
 // image_size and channels must be resolved. recipe.h's MakeModel is this without `info`.
 Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info);
 
+// How every command compiles a classifier (train, evaluate, predict, export, bench-step), so that
+// they run and measure what training compiles: sparse cross-entropy on the model's logits (or
+// its probabilities, where it ends in a softmax) with `label_smoothing`, the optimizer, and
+// precision "bf16" as mixed_bfloat16. The caller adds what is its own (metrics, seed, threads,
+// strategy).
+struct ClassifierCompile {
+  keras::Optimizer optimizer = keras::optimizers::SGD();
+  float label_smoothing = 0;
+  std::string precision = "f32";  // "f32" or "bf16"
+};
+keras::CompileOptions ClassifierCompileOptions(const keras::Model& model, ClassifierCompile c);
+
 // A built-in spec's JSON (reference-cnn, flowers-cnn, ...) or a spec file's text.
 Result<std::string> SpecText(const std::string& name_or_path);
 // The spec with its InputLayer(s) set to size x size (convnets ending in global pooling take

@@ -278,13 +278,12 @@ Status Trainer::State::Compile() {
   auto scope = strategy->scope();
   const keras::Schedule schedule = MakeSchedule(r, steps_per_epoch, replicas);
   // A spec's last layer either ends in softmax (probabilities) or gives logits.
-  auto compile_options = [&](keras::Optimizer opt) -> keras::CompileOptions {
-    return {.optimizer = std::move(opt),
-            .loss = keras::losses::SparseCategoricalCrossentropy(
-                {.from_logits = !model->ends_in_softmax(), .label_smoothing = static_cast<float>(r.label_smoothing)}),
-            .metrics = r.metrics,
-            .precision = r.precision == "bf16" ? "mixed_bfloat16" : "float32",
-            .seed = static_cast<uint64_t>(r.seed)};
+  auto compile_options = [&](keras::Optimizer opt) {
+    keras::CompileOptions o = ClassifierCompileOptions(
+        *model, {.optimizer = std::move(opt), .label_smoothing = static_cast<float>(r.label_smoothing), .precision = r.precision});
+    o.metrics = r.metrics;
+    o.seed = static_cast<uint64_t>(r.seed);
+    return o;
   };
   STRATA_RETURN_IF_ERROR(model->compile(compile_options(MakeOptimizer(r, schedule))));
   if (!r.weights.empty()) {

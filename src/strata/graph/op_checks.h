@@ -1,4 +1,4 @@
-// The argument checks every graph op shares (graph.cc, shape_ops.cc): an op's label comes
+// The argument checks every graph op shares (graph.cc, graph/ops/*.cc): an op's label comes
 // first in each message ("conv2d (Conv2D): "), then what is wrong. Internal.
 #pragma once
 

@@ -5,7 +5,7 @@
 // gradient (dy [N, C] spread over H * W). oneDNN 2.6 runs the first two as its reference binary
 // and the last as its reference pooling backward for large windows, at ~100-400 ns an element:
 // 84 % of an EfficientNetB0 training step (BENCHMARKS.md, "EfficientNetB0"). Planned in
-// ops_eltwise.cc and ops_pool.cc.
+// ops_elementwise.cc, ops_reduce.cc and ops_pool.cc.
 //
 // Each kernel has an AVX-512, an AVX2 and a generic body (the same loop compiled for each
 // target); the default picks the widest that HostIsa() allows (STRATA_MAX_ISA caps it).

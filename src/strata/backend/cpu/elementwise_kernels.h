@@ -1,7 +1,7 @@
 // Element-wise arithmetic of Strata's own where oneDNN has no primitive: dropout (its mask is
 // a counter-based hash, identical in every backend: backend/dropout_mask.h) and broadcast (a
 // gather through precomputed source indices). Sums over contiguous axes, which oneDNN 2.6
-// runs as its reference kernel, are in broadcast_kernels.h. Planned in ops_eltwise.cc.
+// runs as its reference kernel, are in broadcast_kernels.h. Planned in ops_elementwise.cc and ops_reduce.cc.
 #pragma once
 
 #include <cstdint>

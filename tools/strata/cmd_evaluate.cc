@@ -52,7 +52,7 @@ int RunEvaluate(const std::vector<std::string>& args) {
   train::ModelInfo info = loaded->info;
   if (!image_key.empty()) info.image_key = image_key;
   if (!label_key.empty()) info.label_key = label_key;
-  auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/true);
+  auto ds = train::InferenceDataset(info, data_glob, batch, /*labels=*/true);
   if (!ds.ok()) return Fail("evaluate", ds.status().ToString());
 
   Stopwatch clock;

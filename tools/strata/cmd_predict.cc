@@ -47,7 +47,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!loaded.ok()) return Fail("predict", loaded.status().ToString());
   train::ModelInfo info = loaded->info;
   if (!image_key.empty()) info.image_key = image_key;
-  auto ds = InferenceDataset(info, data_glob, batch, /*labels=*/false, id_key);
+  auto ds = train::InferenceDataset(info, data_glob, batch, /*labels=*/false, id_key);
   if (!ds.ok()) return Fail("predict", ds.status().ToString());
 
   Stopwatch clock;

@@ -65,32 +65,6 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   return out;
 }
 
-Result<data::Dataset> InferenceDataset(const train::ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
-                                       const std::string& id_key) {
-  // Fashion-MNIST's TFDS layout (its recipe reads the label); prediction (no labels, maybe ids)
-  // takes the general recipe below at 28 x 28 x 1.
-  const bool fashion_mnist =
-      train::DataKindOf(info.image_size, info.label_key, info.channels) == train::DataKind::kFashionMnist;
-  if (fashion_mnist && labels && id_key.empty()) {
-    return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
-                                                .cache = false, .image_key = info.image_key, .label_key = info.label_key});
-  }
-  datasets::FlowersOptions o;
-  o.image_size = static_cast<int>(info.image_size);
-  o.channels = static_cast<int>(info.channels);
-  o.batch_size = batch;
-  o.deterministic = true;
-  o.augment = false;
-  o.repeat = false;
-  o.shuffle_buffer = 0;
-  o.seed = 0;
-  o.image_key = info.image_key;
-  o.label_key = labels ? info.label_key : "";
-  o.drop_remainder = false;
-  o.id_key = id_key;
-  return datasets::FlowersDataset(glob, o);
-}
-
 std::vector<float> ToProbabilities(const Tensor& outputs) {
   const int64_t rows = outputs.shape()[0], k = outputs.num_elements() / std::max<int64_t>(rows, 1);
   const float* p = outputs.data<float>();

@@ -28,11 +28,6 @@ struct LoadedModel {
 };
 Result<LoadedModel> LoadModelForInference(const std::string& model, const std::string& weights);
 
-// The records for evaluation or prediction, in file order, unaugmented, the last short batch
-// kept: (image f32 [B, S, S, C], label i64 [B] when `labels`, id u8 [B, L] when `ids`: the
-// feature `id_key`). S, C and the features come from `info`.
-Result<data::Dataset> InferenceDataset(const train::ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
-                                       const std::string& id_key = "");
 
 // Class probabilities of a batch of model outputs [B, K]: rows that are not already a
 // distribution (a model ending in logits) go through softmax.

@@ -252,4 +252,30 @@ keras::Optimizer MakeOptimizer(const Recipe& r, keras::Schedule schedule) {
   return keras::optimizers::SGD(std::move(schedule), {.momentum = 0.9, .nesterov = true, .weight_decay = r.weight_decay});
 }
 
+Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
+                                       const std::string& id_key) {
+  // Fashion-MNIST's TFDS layout (its recipe reads the label); prediction (no labels, maybe ids)
+  // takes the general recipe below at 28 x 28 x 1.
+  const bool fashion_mnist =
+      DataKindOf(info.image_size, info.label_key, info.channels) == DataKind::kFashionMnist;
+  if (fashion_mnist && labels && id_key.empty()) {
+    return datasets::FashionMnistDataset(glob, {.batch_size = batch, .drop_remainder = false, .shuffle = 0, .seed = 0,
+                                                .cache = false, .image_key = info.image_key, .label_key = info.label_key});
+  }
+  datasets::FlowersOptions o;
+  o.image_size = static_cast<int>(info.image_size);
+  o.channels = static_cast<int>(info.channels);
+  o.batch_size = batch;
+  o.deterministic = true;
+  o.augment = false;
+  o.repeat = false;
+  o.shuffle_buffer = 0;
+  o.seed = 0;
+  o.image_key = info.image_key;
+  o.label_key = labels ? info.label_key : "";
+  o.drop_remainder = false;
+  o.id_key = id_key;
+  return datasets::FlowersDataset(glob, o);
+}
+
 }  // namespace strata::train

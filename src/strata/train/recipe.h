@@ -138,6 +138,13 @@ Result<std::string> ResolveInputs(Recipe* r, bool talk = false, bool make_data =
 // and resized, augmented and shuffled when `training`). `r.channels` and
 // `r.image_size` must be resolved (ResolveInputs).
 Result<data::Dataset> MakeDataset(const Recipe& r, const std::string& pattern, int replicas, bool training);
+// MakeDataset's twin for a saved model (strata evaluate, predict): the records in file order,
+// unaugmented, the last short batch kept: (image f32 [B, S, S, C], label i64 [B] when `labels`,
+// id u8 [B, L] with `id_key`: that feature). S, C and the features come from `info` (what the
+// checkpoint records, model_source.h).
+struct ModelInfo;
+Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,
+                                       const std::string& id_key = "");
 // The recipe's model, uncompiled: a Keras application or a built-in spec built for image_size x
 // image_size x channels images and `classes` outputs, or a spec file as written. image_size and
 // channels must be resolved (not 0).

@@ -73,7 +73,7 @@ Status TrainStep::Run(const data::Element& b, float lr, int64_t step, StepObserv
   Status st = strategy_.run([&](int r) -> Status {
     if (observer) observer->StepBegin(r);
     Status s = GradientPhase(r, b, step, sync);  // feed, forward and backward, reduce
-    UpdatePhase(r, lr, step, sync);                  // the sharded update
+    UpdatePhase(r, lr, step, sync);              // the sharded update
     if (observer) {
       const backend::Program& p = *replica(r).program;
       observer->StepEnd(r, static_cast<double>(p.matrix_flops_per_step()), batch(),

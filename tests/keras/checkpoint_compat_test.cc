@@ -29,22 +29,16 @@
 #include "strata/record/record_writer.h"
 #include "common/record_ends.h"
 #include "common/temp_path.h"
+#include "common/tiny_cnn_spec.h"
 
 namespace strata::keras {
 namespace {
 
-constexpr char kTinySpec[] = R"({"class_name": "Sequential", "config": {"name": "tiny_cnn", "layers": [
-  {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 28, 28, 1]}},
-  {"class_name": "Conv2D", "config": {"filters": 4, "kernel_size": 3, "padding": "same", "use_bias": false}},
-  {"class_name": "BatchNormalization", "config": {}},
-  {"class_name": "ReLU", "config": {}},
-  {"class_name": "MaxPooling2D", "config": {"pool_size": 2}},
-  {"class_name": "Flatten", "config": {}},
-  {"class_name": "Dense", "config": {"units": 10}}]}})";
+const std::string kTinyCnnSpec = test::TinyCnnSpec();
 
 TEST(CheckpointCompat, ACheckpointWrittenBeforeTheRedesignLoads) {
   const std::string path = std::string(STRATA_TESTDATA) + "/checkpoints/tiny_cnn-7194b05.ckpt";
-  auto model = ModelFromJson(kTinySpec);
+  auto model = ModelFromJson(kTinyCnnSpec);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Model& m = **model;
   ASSERT_TRUE(m.compile({.optimizer = optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
@@ -78,7 +72,7 @@ TEST(CheckpointCompat, ACheckpointWrittenBeforeTheRedesignLoads) {
 // damaged, is refused with the file's name, and the model keeps every value it had: no
 // partial load.
 std::unique_ptr<Model> CompiledTiny() {
-  auto model = ModelFromJson(kTinySpec);
+  auto model = ModelFromJson(kTinyCnnSpec);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   Model& m = **model;
   EXPECT_TRUE(m.compile({.optimizer = optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),
@@ -213,7 +207,7 @@ Records ReadRecords(const std::string& path) {
 }
 
 std::unique_ptr<Model> Tiny(const Optimizer& optimizer) {
-  auto model = ModelFromJson(kTinySpec);
+  auto model = ModelFromJson(kTinyCnnSpec);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   const CompileOptions options{.optimizer = optimizer,
                                .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})};
@@ -257,7 +251,7 @@ TEST(CheckpointCompat, ACheckpointWrittenBeforeTheHeaderRecordedItsOptimizerAndM
     ASSERT_TRUE(header.ok()) << header.status().ToString();
     const auto model = nlohmann::json::parse(header->model_json, nullptr, false);
     ASSERT_TRUE(model.is_object()) << path << ": " << header->model_json;
-    EXPECT_EQ(model["spec"]["config"]["layers"], nlohmann::json::parse(kTinySpec)["config"]["layers"]) << path;
+    EXPECT_EQ(model["spec"]["config"]["layers"], nlohmann::json::parse(kTinyCnnSpec)["config"]["layers"]) << path;
     EXPECT_EQ(model.value("image_size", 0), 28) << path;
     EXPECT_TRUE(header->optimizer_json.empty()) << path << ": " << header->optimizer_json;
     EXPECT_TRUE(IsCheckpointFile(path));

@@ -13,18 +13,12 @@
 #include "strata/keras/spec.h"
 #include "strata/train/model_source.h"
 #include "common/temp_path.h"
+#include "common/tiny_cnn_spec.h"
 
 namespace strata::train {
 namespace {
 
-constexpr char kTinySpec[] = R"({"class_name": "Sequential", "config": {"name": "tiny_cnn", "layers": [
-  {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 28, 28, 1]}},
-  {"class_name": "Conv2D", "config": {"filters": 4, "kernel_size": 3, "padding": "same", "use_bias": false}},
-  {"class_name": "BatchNormalization", "config": {}},
-  {"class_name": "ReLU", "config": {}},
-  {"class_name": "MaxPooling2D", "config": {"pool_size": 2}},
-  {"class_name": "Flatten", "config": {}},
-  {"class_name": "Dense", "config": {"units": 10}}]}})";
+const std::string kTinyCnnSpec = test::TinyCnnSpec();
 
 class ModelSource : public ::testing::Test {
  protected:
@@ -34,7 +28,7 @@ class ModelSource : public ::testing::Test {
 
   // The tiny CNN, compiled, saved to `name` with `info` recorded (none when null).
   void Save(const std::string& name, const ModelInfo* info) {
-    auto m = keras::ModelFromJson(kTinySpec);
+    auto m = keras::ModelFromJson(kTinyCnnSpec);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     ASSERT_TRUE((*m)->compile({.optimizer = keras::optimizers::Adam(0.001),
                                .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})})
@@ -52,7 +46,7 @@ class ModelSource : public ::testing::Test {
 };
 
 TEST_F(ModelSource, ASpecsRecordReadsBackWhole) {
-  const ModelInfo info{.spec_json = nlohmann::json::parse(kTinySpec).dump(),
+  const ModelInfo info{.spec_json = nlohmann::json::parse(kTinyCnnSpec).dump(),
                        .source = "tiny_cnn.json",
                        .preset = "flowers",
                        .image_key = "image/encoded",
@@ -63,7 +57,7 @@ TEST_F(ModelSource, ASpecsRecordReadsBackWhole) {
   Save("spec.ckpt", &info);
   auto back = ReadModelInfo(Path("spec.ckpt"));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(nlohmann::json::parse(back->spec_json), nlohmann::json::parse(kTinySpec));
+  EXPECT_EQ(nlohmann::json::parse(back->spec_json), nlohmann::json::parse(kTinyCnnSpec));
   EXPECT_EQ(back->source, info.source);
   EXPECT_EQ(back->preset, info.preset);
   EXPECT_EQ(back->image_key, info.image_key);
@@ -130,7 +124,7 @@ TEST_F(ModelSource, CheckpointsWrittenBeforeTheHeaderHadAModelGiveTheirs) {
     auto info = ReadModelInfo(path);
     ASSERT_TRUE(info.ok()) << file << ": " << info.status().ToString();
     EXPECT_EQ(nlohmann::json::parse(info->spec_json)["config"]["layers"],
-              nlohmann::json::parse(kTinySpec)["config"]["layers"])
+              nlohmann::json::parse(kTinyCnnSpec)["config"]["layers"])
         << file;
     EXPECT_EQ(info->image_size, 28) << file;
     EXPECT_EQ(info->label_key, "label") << file;

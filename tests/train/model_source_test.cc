@@ -1,9 +1,11 @@
 // What a checkpoint records of its model (train/model_source.h): the record the trainer hands
 // to save_weights reads back whole, for a spec and for a Keras application; a checkpoint that
 // records none says what to pass instead; files written before the header had a "model" (their
-// record in "extra"."model", testdata/checkpoints/PROVENANCE.md) still give theirs.
+// record in "extra"."model", testdata/checkpoints/PROVENANCE.md) still give theirs. Model
+// selection (SelectModel): what each kind of --model gives, resized or as written.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -133,6 +135,77 @@ TEST_F(ModelSource, CheckpointsWrittenBeforeTheHeaderHadAModelGiveTheirs) {
     auto model = BuildModel(*info);
     ASSERT_TRUE(model.ok()) << file << ": " << model.status().ToString();
   }
+}
+
+// Model selection (SelectModel), the one function train, evaluate, predict, export and
+// bench-step call: what each kind of --model gives with nothing else said, and with a size.
+TEST_F(ModelSource, SelectModelGivesEachKindItsOwnInputAndRecordKeys) {
+  ModelInfo info;
+  auto cnn = SelectModel({.model = "reference-cnn"}, &info);
+  ASSERT_TRUE(cnn.ok()) << cnn.status().ToString();
+  EXPECT_EQ(info.image_size, 28);
+  EXPECT_EQ(info.channels, 1);
+  EXPECT_EQ(info.classes, 10);
+  EXPECT_EQ(info.label_key, "label");  // Fashion-MNIST's kind (DataKindOf)
+  EXPECT_EQ(info.source, "reference-cnn");
+
+  auto app = SelectModel({.model = "mobilenet_v2"}, &info);
+  ASSERT_TRUE(app.ok()) << app.status().ToString();
+  EXPECT_EQ(info.application, "mobilenet_v2");
+  EXPECT_EQ(info.image_size, 224);  // Keras's default size
+  EXPECT_EQ(info.channels, 3);
+  EXPECT_EQ(info.classes, 1000);
+  EXPECT_EQ(info.label_key, "class");  // the flowers schema
+
+  auto sized = SelectModel({.model = "reference-cnn", .image_size = 32, .channels = 3, .classes = 4}, &info);
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  EXPECT_EQ(*(*sized)->input_shape(0), (Shape{32, 32, 3}));
+  EXPECT_EQ(*(*sized)->output_shape(0), (Shape{4}));
+  EXPECT_EQ(info.label_key, "class");
+
+  auto small = SelectModel({.model = "reference-cnn", .image_size = 2, .channels = 1}, &info);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("pass --image-size 4 or more"), std::string::npos) << small.status().ToString();
+}
+
+TEST_F(ModelSource, SelectModelKeepsASpecFileAsWrittenUnlessAskedToResize) {
+  const std::string file = Path("tiny.json");
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(kTinyCnnSpec.c_str(), f);
+  std::fclose(f);
+  ModelInfo info;
+  auto kept = SelectModel({.model = file, .image_size = 32}, &info);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(*(*kept)->input_shape(0), (Shape{28, 28, 1}));
+  EXPECT_EQ(info.image_size, 28);
+  auto resized = SelectModel({.model = file, .image_size = 32, .resize_spec_file = true}, &info);
+  ASSERT_TRUE(resized.ok()) << resized.status().ToString();
+  EXPECT_EQ(*(*resized)->input_shape(0), (Shape{32, 32, 1}));
+  EXPECT_EQ(info.image_size, 32);
+}
+
+TEST_F(ModelSource, SelectModelOfACheckpointGivesItsRecordAndARecipeRefusesOne) {
+  const ModelInfo recorded{.spec_json = nlohmann::json::parse(kTinyCnnSpec).dump(), .source = "tiny_cnn.json",
+                           .preset = "", .image_key = "img", .label_key = "lbl", .image_size = 28, .classes = 10,
+                           .channels = 1};
+  Save("recorded.ckpt", &recorded);
+  ModelInfo info;
+  auto model = SelectModel({.model = Path("recorded.ckpt")}, &info);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ(info.image_key, "img");
+  EXPECT_EQ(info.label_key, "lbl");
+  EXPECT_EQ(info.source, "tiny_cnn.json");
+
+  Recipe r;
+  r.model = Path("recorded.ckpt");
+  r.image_size = 28;
+  r.channels = 1;
+  auto refused = BuildRecipeModel(r, &info);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is a checkpoint: pass the model it was trained as with --model"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 }  // namespace

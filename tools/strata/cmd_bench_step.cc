@@ -55,22 +55,14 @@ int RunBenchStep(const std::vector<std::string>& args) {
     return Fail("bench-step", "--precision must be f32 or bf16, not \"" + precision_name + "\"", kExitUsage);
   if (batch < 1 || replicas < 1 || threads < 1 || seconds <= 0 || warmup < 0 || image_size < 0)
     return Fail("bench-step", "--batch, --replicas, --threads, --seconds and --image-size must be positive", kExitUsage);
-  // The model: a Keras application built for --image-size (refused below its minimum before any
-  // work), or a spec, resized when --image-size is given.
+  // The replicas of a MirroredStrategy (declared first: it outlives the model that points to it),
+  // and the model as every command selects it: an application built for --image-size (refused
+  // below its minimum), a spec resized when --image-size is given.
+  auto strategy = distribute::MirroredStrategy(static_cast<int>(replicas));
+  if (!strategy.ok()) return Fail("bench-step", strategy.status().ToString());
   train::ModelInfo info;
-  info.source = model;
-  if (keras::applications::IsApplication(model)) {
-    if (image_size == 0) image_size = keras::applications::DefaultSize(model);
-    auto o = train::ApplicationOptionsFor(model, image_size, 3, 0);
-    if (!o.ok()) return Fail("bench-step", o.status().message(), kExitUsage);
-    info.application = model;
-    info.application_options = *o;
-  } else {
-    auto spec = train::SpecText(model);
-    if (spec.ok() && image_size > 0) spec = train::SpecWithImageSize(*spec, image_size);
-    if (!spec.ok()) return Fail("bench-step", spec.status().ToString(), kExitUsage);
-    info.spec_json = *spec;
-  }
+  auto loaded = train::SelectModel({.model = model, .image_size = image_size, .resize_spec_file = true}, &info);
+  if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
   const backend::Precision precision = precision_name == "bf16" ? backend::Precision::kBF16 : backend::Precision::kF32;
   if (precision == backend::Precision::kBF16) {
     if (Status s = backend::PrecisionSupported(precision); !s.ok())
@@ -85,12 +77,7 @@ int RunBenchStep(const std::vector<std::string>& args) {
   const DType unit = precision == backend::Precision::kBF16 && peak->bf16_gflops_per_core > 0 ? DType::kBF16 : DType::kF32;
   double peak_per_core = (unit == DType::kBF16 ? peak->bf16_gflops_per_core : peak->f32_gflops_per_core) * 1e9;
 
-  // The model from its spec, compiled as `strata train` compiles it: SGD with Nesterov
-  // momentum, sparse cross-entropy, the replicas of a MirroredStrategy.
-  auto strategy = distribute::MirroredStrategy(static_cast<int>(replicas));
-  if (!strategy.ok()) return Fail("bench-step", strategy.status().ToString());
-  auto loaded = train::BuildModel(info);
-  if (!loaded.ok()) return Fail("bench-step", loaded.status().ToString(), kExitUsage);
+  // Compiled as `strata train` compiles it: SGD with Nesterov momentum, sparse cross-entropy.
   keras::Model& m = **loaded;
   keras::CompileOptions compile = train::ClassifierCompileOptions(
       m, {.optimizer = keras::optimizers::SGD(0.01, {.momentum = 0.9, .nesterov = true}),

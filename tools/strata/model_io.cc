@@ -18,43 +18,10 @@ using nlohmann::json;
 
 Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const std::string& weights_arg) {
   LoadedModel out;
-  std::string weights = weights_arg;
-  if (keras::IsCheckpointFile(model_arg)) {
-    if (!weights.empty()) return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
-    weights = model_arg;
-    STRATA_ASSIGN_OR_RETURN(out.info, train::ReadModelInfo(model_arg));
-  } else if (keras::applications::IsApplication(model_arg)) {
-    // A Keras application by name (with --weights, or fresh for --summary): Keras's defaults.
-    out.info.application = model_arg;
-    out.info.source = model_arg;
-  } else {
-    STRATA_ASSIGN_OR_RETURN(out.info.spec_json, train::SpecText(model_arg));
-    out.info.source = model_arg;
-  }
-  // The input settings follow the spec when no checkpoint recorded them.
-  if (weights != model_arg && !out.info.application.empty()) {
-    const int side = keras::applications::DefaultSize(out.info.application);
-    out.info.application_options.input_shape = Shape{side, side, 3};
-    out.info.image_size = side;
-    out.info.label_key = "class";  // the flowers schema
-  } else if (weights != model_arg) {
-    json spec = json::parse(out.info.spec_json, nullptr, false);
-    for (const auto& layer : spec.is_object() ? spec["config"].value("layers", json::array()) : json::array()) {
-      if (layer.value("class_name", "") != "InputLayer") continue;
-      auto shape = layer["config"].value("batch_input_shape", json::array());
-      if (shape.size() == 4 && shape[1].is_number()) out.info.image_size = shape[1].get<int64_t>();
-    }
-    if (out.info.image_size != 28) out.info.label_key = "class";  // the flowers schema
-  }
-  // The channels the model takes, so the pipeline decodes grayscale or RGB: the spec's input.
-  if (!out.info.application.empty()) {
-    const Shape& in = out.info.application_options.input_shape;
-    if (in.rank() == 3) out.info.channels = in[2];
-  } else if (auto input = train::SpecInputShape(out.info.spec_json); input.ok()) {
-    out.info.channels = (*input)[2];
-  }
-  if (out.info.channels == 0) out.info.channels = out.info.image_size == 28 && out.info.label_key == "label" ? 1 : 3;
-  STRATA_ASSIGN_OR_RETURN(out.model, train::BuildModel(out.info));
+  if (keras::IsCheckpointFile(model_arg) && !weights_arg.empty())
+    return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
+  const std::string weights = keras::IsCheckpointFile(model_arg) ? model_arg : weights_arg;
+  STRATA_ASSIGN_OR_RETURN(out.model, train::SelectModel({.model = model_arg}, &out.info));
   STRATA_ASSIGN_OR_RETURN(out.strategy, distribute::MirroredStrategy(std::max(1, UsableCores())));
   // Inference loads the weights alone, so the optimizer compiled with is never used.
   keras::CompileOptions compile = train::ClassifierCompileOptions(*out.model, {.optimizer = keras::optimizers::SGD(0.01)});
@@ -103,9 +70,8 @@ Status ForEachPrediction(keras::Model& model, const data::Dataset& ds, const Pre
 
 std::vector<std::string> ClassNames(const train::ModelInfo& info, int64_t classes) {
   std::vector<std::string> names;
-  const bool flowers = info.preset == "flowers" || classes == datasets::kFlowersNumClasses;
   for (int64_t c = 0; c < classes; ++c) {
-    if (flowers && c < datasets::kFlowersNumClasses) names.push_back(datasets::kFlowersClasses[c]);
+    if (classes == datasets::kFlowersNumClasses) names.push_back(datasets::kFlowersClasses[c]);
     else if (classes == 10 &&
              train::DataKindOf(info.image_size, info.label_key, info.channels) == train::DataKind::kFashionMnist)
       names.push_back(datasets::kFashionMnistClasses[c]);  // not for other 10-class data (CIFAR-10)

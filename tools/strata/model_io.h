@@ -38,8 +38,8 @@ std::vector<float> ToProbabilities(const Tensor& outputs);
 using PredictionFn = std::function<Status(const data::Element& batch, const std::vector<float>& probs, int64_t rows, int64_t k)>;
 Status ForEachPrediction(keras::Model& model, const data::Dataset& ds, const PredictionFn& fn);
 
-// The class names for a model: the competition's 104 for the flowers preset (or 104
-// classes), Fashion-MNIST's for 10; otherwise "class N".
+// The class names for a model: the competition's for 104 classes, Fashion-MNIST's for 10 on its
+// data kind (not CIFAR-10's); otherwise "class N".
 std::vector<std::string> ClassNames(const train::ModelInfo& info, int64_t classes);
 
 }  // namespace strata::cli

@@ -216,37 +216,78 @@ int64_t SmallestImageSize(const std::string& spec, int64_t channels) {
 
 }  // namespace
 
+Result<std::unique_ptr<keras::Model>> SelectModel(const ModelChoice& c, ModelInfo* info) {
+  *info = ModelInfo{};
+  info->source = c.model;
+  std::unique_ptr<keras::Model> model;
+  if (keras::IsCheckpointFile(c.model)) {
+    STRATA_ASSIGN_OR_RETURN(*info, ReadModelInfo(c.model));  // the model, input and records it was trained on
+    STRATA_ASSIGN_OR_RETURN(model, BuildModel(*info));
+  } else if (keras::applications::IsApplication(c.model)) {
+    const int64_t size = c.image_size > 0 ? c.image_size : keras::applications::DefaultSize(c.model);
+    STRATA_ASSIGN_OR_RETURN(info->application_options,
+                            ApplicationOptionsFor(c.model, size, c.channels > 0 ? c.channels : 3, c.classes));
+    info->application = c.model;
+    STRATA_ASSIGN_OR_RETURN(model, BuildModel(*info));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(std::string spec, SpecText(c.model));
+    const bool builtin = keras::BuiltinSpec(c.model).ok();
+    const std::string as_written = spec;
+    int64_t channels = c.channels;
+    if (builtin && c.image_size > 0) {
+      if (channels == 0) {
+        STRATA_ASSIGN_OR_RETURN(Shape own, SpecInputShape(spec));
+        channels = own[2];
+      }
+      STRATA_ASSIGN_OR_RETURN(spec, SpecWithInputShape(spec, c.image_size, channels));
+    } else if (c.resize_spec_file && c.image_size > 0) {
+      STRATA_ASSIGN_OR_RETURN(spec, SpecWithImageSize(spec, c.image_size));
+    }
+    if (builtin && c.classes > 0) {
+      STRATA_ASSIGN_OR_RETURN(spec, SpecWithClasses(spec, c.classes));
+    }
+    info->spec_json = spec;
+    auto m = keras::ModelFromJson(spec);
+    if (!m.ok() && builtin && c.image_size > 0) {
+      const int64_t smallest = SmallestImageSize(as_written, channels);
+      const std::string shape = Shape{c.image_size, c.image_size, channels}.ToString();
+      return InvalidArgument("model " + c.model + " cannot be built for " + shape + " images (" + m.status().message() +
+                             ")" + (smallest > c.image_size ? ": pass --image-size " + std::to_string(smallest) + " or more" : ""));
+    }
+    if (!m.ok()) return m.status().WithContext(c.model);
+    model = std::move(*m);
+  }
+  // What an application or a spec leaves unsaid (and a checkpoint written before channels were
+  // recorded) follows from the model: its input, its outputs, and the records' kind from the input.
+  const bool recorded = keras::IsCheckpointFile(c.model);
+  if (auto in = model->input_shape(0); in.ok() && in->rank() == 3) {
+    if (!recorded) {
+      info->image_size = (*in)[0];
+      info->label_key = DataKindOf(info->image_size, "label", (*in)[2]) == DataKind::kFashionMnist ? "label" : "class";
+    }
+    if (!recorded || info->channels == 0) info->channels = (*in)[2];
+  }
+  if (auto out = model->output_shape(0); !recorded && out.ok()) info->classes = out->num_elements();
+  return model;
+}
+
 Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info) {
-  *info = ModelInfo{.spec_json = "", .source = r.model, .preset = r.preset, .image_key = r.image_key,
-                    .label_key = r.label_key, .image_size = r.image_size, .classes = r.classes, .channels = r.channels};
   if (r.image_size < 1 || r.channels < 1)
     return InvalidArgument("the recipe's image_size and channels must be resolved (not 0) to build its model");
-  if (keras::applications::IsApplication(r.model)) {
-    STRATA_ASSIGN_OR_RETURN(info->application_options, ApplicationOptionsFor(r.model, r.image_size, r.channels, r.classes));
-    info->application = r.model;
-    return BuildModel(*info);
-  }
-  STRATA_ASSIGN_OR_RETURN(std::string spec, SpecText(r.model));
-  const bool builtin = keras::BuiltinSpec(r.model).ok();
-  const std::string builtin_spec = spec;
-  if (builtin) {
-    STRATA_ASSIGN_OR_RETURN(spec, SpecWithInputShape(spec, r.image_size, r.channels));
-    if (r.classes > 0) {
-      STRATA_ASSIGN_OR_RETURN(spec, SpecWithClasses(spec, r.classes));
-    }
-  } else if (r.resize_spec_file) {
-    STRATA_ASSIGN_OR_RETURN(spec, SpecWithImageSize(spec, r.image_size));
-  }
-  info->spec_json = spec;
-  auto m = keras::ModelFromJson(spec);
-  if (!m.ok() && builtin) {
-    const int64_t smallest = SmallestImageSize(builtin_spec, r.channels);
-    const std::string shape = Shape{r.image_size, r.image_size, r.channels}.ToString();
-    return InvalidArgument("model " + r.model + " cannot be built for " + shape + " images (" + m.status().message() +
-                           ")" + (smallest > r.image_size ? ": pass --image-size " + std::to_string(smallest) + " or more" : ""));
-  }
-  if (!m.ok()) return m.status().WithContext(r.model);
-  return m;
+  if (keras::IsCheckpointFile(r.model))
+    return InvalidArgument("--model " + r.model + " is a checkpoint: pass the model it was trained as with --model and "
+                           "the checkpoint with --weights");
+  STRATA_ASSIGN_OR_RETURN(auto model, SelectModel({.model = r.model, .image_size = r.image_size, .channels = r.channels,
+                                                   .classes = r.classes, .resize_spec_file = r.resize_spec_file},
+                                                  info));
+  // What the checkpoint records of the data: the recipe's, which the trainer checks the model against.
+  info->preset = r.preset;
+  info->image_key = r.image_key;
+  info->label_key = r.label_key;
+  info->image_size = r.image_size;
+  info->classes = r.classes;
+  info->channels = r.channels;
+  return model;
 }
 
 keras::CompileOptions ClassifierCompileOptions(const keras::Model& model, ClassifierCompile c) {

@@ -45,10 +45,28 @@ Result<keras::applications::Options> ApplicationOptionsFor(const std::string& na
 // The model `info` describes: its application, else its spec.
 Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
 
-// The recipe's model, and in `info` what its checkpoint records: a Keras application or a
-// built-in spec built for the input (as a Keras user passes input_shape and classes), or a spec
-// file kept as written (with `resize_spec_file`, as the flowers preset's, image_size still sets its size). The recipe's
-// image_size and channels must be resolved. recipe.h's MakeModel is this without `info`.
+// Model selection, in one place for every command (train, evaluate, predict, export,
+// bench-step): what --model names, built for the input asked for.
+struct ModelChoice {
+  // A Keras application, a built-in spec (reference-cnn, ...), a spec file, or a checkpoint
+  // `strata train` wrote (its recorded model, input and record keys; the fields below unused).
+  std::string model;
+  // The input and outputs asked for; 0: the model's own (an application's Keras default size and
+  // 3 channels; a spec's InputLayer; Keras's 1000 classes or the spec's classifier). Applications
+  // and built-in specs are built for them as a Keras user passes input_shape and classes.
+  int64_t image_size = 0, channels = 0, classes = 0;
+  // A spec file's InputLayer is set to image_size too (else kept as written).
+  bool resize_spec_file = false;
+};
+// The model `choice` names, and in `info` what its checkpoint records: for anything but a
+// checkpoint, the model's input size, channels and classes, and the record keys of its data kind
+// (DataKindOf: Fashion-MNIST's "label" for 28 x 28 x 1, else the flowers schema's "class").
+// A built-in spec too small for image_size says the smallest size that builds.
+Result<std::unique_ptr<keras::Model>> SelectModel(const ModelChoice& choice, ModelInfo* info);
+
+// The recipe's model (SelectModel of its model, image_size, channels, classes and
+// resize_spec_file), and in `info` the recipe's preset, keys, size, channels and classes. The
+// recipe's image_size and channels must be resolved. recipe.h's MakeModel is this without `info`.
 Result<std::unique_ptr<keras::Model>> BuildRecipeModel(const Recipe& r, ModelInfo* info);
 
 // How every command compiles a classifier (train, evaluate, predict, export, bench-step), so that

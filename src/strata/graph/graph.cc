@@ -47,6 +47,16 @@ std::string Graph::UniqueName(const std::string& name, OpKind kind) {
 
 Result<Value> Graph::Finish(Node n) { return AddNode(std::move(n)); }
 
+Result<Graph::NewOp> Graph::Begin(OpKind kind, const std::string& name, const std::vector<Value>& inputs,
+                                  InputCheck check) {
+  NewOp op;
+  op.name = UniqueName(name, kind);
+  op.label = OpLabel(op.name, kind);
+  STRATA_RETURN_IF_ERROR(CheckValid(op.label, inputs, this));
+  if (check == kFloatInput && !inputs.empty()) STRATA_RETURN_IF_ERROR(CheckFloat(op.label, "input", inputs[0]));
+  return op;
+}
+
 Value Graph::Input(const std::string& name, DType dtype, Shape shape) {
   Node n{OpKind::kInput, UniqueName(name, OpKind::kInput), {}, {shape}, {dtype}, {}, false};
   return AddNode(std::move(n));

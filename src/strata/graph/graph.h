@@ -253,6 +253,14 @@ class Graph {
  private:
   Result<Value> Finish(Node n);
   std::string UniqueName(const std::string& name, OpKind kind);
+  // What every builder (graph/ops/*.cc) starts with: the node's name (given, or made unique),
+  // the label its errors start with ("conv2d_1 (Conv2D): "), after checking that `inputs` are
+  // values of this graph and, with kFloatInput, that the first is f32 or bf16.
+  struct NewOp {
+    std::string name, label;
+  };
+  enum InputCheck { kAnyInput, kFloatInput };
+  Result<NewOp> Begin(OpKind kind, const std::string& name, const std::vector<Value>& inputs, InputCheck check);
 
   std::vector<Node> nodes_;
   std::vector<int> variables_;

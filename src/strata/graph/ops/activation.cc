@@ -22,64 +22,52 @@ const char* ActivationName(Activation a) {
 }
 
 Result<Value> Graph::Act(Activation a, Value x, const std::string& name_in) {
-  const std::string name = UniqueName(name_in.empty() ? std::string() : name_in, OpKind::kActivation);
-  const std::string label = OpLabel(name, OpKind::kActivation);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  Node n{OpKind::kActivation, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kActivation, name_in, {x}, kFloatInput));
+  Node n{OpKind::kActivation, op.name, {x}, {x.shape()}, {x.dtype()}, {}, false};
   n.attrs.activation = a;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Softmax(Value x, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kSoftmax);
-  const std::string label = OpLabel(name, OpKind::kSoftmax);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
-  Node n{OpKind::kSoftmax, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kSoftmax, name_in, {x}, kFloatInput));
+  if (x.shape().rank() < 1) return InvalidArgument(op.label + "expected rank >= 1, found a scalar");
+  Node n{OpKind::kSoftmax, op.name, {x}, {x.shape()}, {x.dtype()}, {}, false};
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::ClippedRelu(Value x, float max_value, float slope, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kActivation);
-  const std::string label = OpLabel(name, OpKind::kActivation);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (!(slope >= 0)) return InvalidArgument(label + "negative_slope must be >= 0");
-  if (x.shape().rank() < 1) return InvalidArgument(label + "expected rank >= 1, found a scalar");
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kActivation, name_in, {x}, kFloatInput));
+  if (!(slope >= 0)) return InvalidArgument(op.label + "negative_slope must be >= 0");
+  if (x.shape().rank() < 1) return InvalidArgument(op.label + "expected rank >= 1, found a scalar");
   const bool has_max = max_value >= 0;
-  if (slope == 0 && !has_max) return Act(Activation::kRelu, x, name);
-  if (slope == 0 && max_value == 6) return Act(Activation::kRelu6, x, name);
-  STRATA_ASSIGN_OR_RETURN(Value y, Act(Activation::kRelu, x, name + "/relu"));
+  if (slope == 0 && !has_max) return Act(Activation::kRelu, x, op.name);
+  if (slope == 0 && max_value == 6) return Act(Activation::kRelu6, x, op.name);
+  STRATA_ASSIGN_OR_RETURN(Value y, Act(Activation::kRelu, x, op.name + "/relu"));
   if (has_max) {
-    Value m = Constant(-max_value, Shape{x.shape()[-1]}, name + "/minus_max");
-    if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(m, Cast(m, x.dtype(), name + "/minus_max_cast")); }
-    STRATA_ASSIGN_OR_RETURN(Value shifted, BiasAdd(x, m, name + "/shifted"));
-    STRATA_ASSIGN_OR_RETURN(Value over, Act(Activation::kRelu, shifted, name + "/over_max"));
-    STRATA_ASSIGN_OR_RETURN(y, Sub(y, over, slope == 0 ? name : name + "/clipped"));
+    Value m = Constant(-max_value, Shape{x.shape()[-1]}, op.name + "/minus_max");
+    if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(m, Cast(m, x.dtype(), op.name + "/minus_max_cast")); }
+    STRATA_ASSIGN_OR_RETURN(Value shifted, BiasAdd(x, m, op.name + "/shifted"));
+    STRATA_ASSIGN_OR_RETURN(Value over, Act(Activation::kRelu, shifted, op.name + "/over_max"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, over, slope == 0 ? op.name : op.name + "/clipped"));
   }
   if (slope > 0) {
-    STRATA_ASSIGN_OR_RETURN(Value neg, Scale(x, -1.0f, name + "/negate"));
-    STRATA_ASSIGN_OR_RETURN(Value below, Act(Activation::kRelu, neg, name + "/below"));
-    STRATA_ASSIGN_OR_RETURN(Value leak, Scale(below, slope, name + "/leak"));
-    STRATA_ASSIGN_OR_RETURN(y, Sub(y, leak, name));
+    STRATA_ASSIGN_OR_RETURN(Value neg, Scale(x, -1.0f, op.name + "/negate"));
+    STRATA_ASSIGN_OR_RETURN(Value below, Act(Activation::kRelu, neg, op.name + "/below"));
+    STRATA_ASSIGN_OR_RETURN(Value leak, Scale(below, slope, op.name + "/leak"));
+    STRATA_ASSIGN_OR_RETURN(y, Sub(y, leak, op.name));
   }
   return y;
 }
 
 Result<Value> Graph::HardSigmoid(Value x, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kActivation);
-  const std::string label = OpLabel(name, OpKind::kActivation);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (x.shape().rank() < 1) return InvalidArgument(label + "hard_sigmoid expects rank >= 1, found a scalar");
-  STRATA_ASSIGN_OR_RETURN(Value a, Scale(x, 1.2f, name + "/scale"));
-  Value three = Constant(3.0f, Shape{x.shape()[-1]}, name + "/three");
-  if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(three, Cast(three, x.dtype(), name + "/three_cast")); }
-  STRATA_ASSIGN_OR_RETURN(Value b, BiasAdd(a, three, name + "/shift"));
-  STRATA_ASSIGN_OR_RETURN(Value c, Act(Activation::kRelu6, b, name + "/relu6"));
-  return Scale(c, 1.0f / 6.0f, name);
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kActivation, name_in, {x}, kFloatInput));
+  if (x.shape().rank() < 1) return InvalidArgument(op.label + "hard_sigmoid expects rank >= 1, found a scalar");
+  STRATA_ASSIGN_OR_RETURN(Value a, Scale(x, 1.2f, op.name + "/scale"));
+  Value three = Constant(3.0f, Shape{x.shape()[-1]}, op.name + "/three");
+  if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(three, Cast(three, x.dtype(), op.name + "/three_cast")); }
+  STRATA_ASSIGN_OR_RETURN(Value b, BiasAdd(a, three, op.name + "/shift"));
+  STRATA_ASSIGN_OR_RETURN(Value c, Act(Activation::kRelu6, b, op.name + "/relu6"));
+  return Scale(c, 1.0f / 6.0f, op.name);
 }
 
 namespace ops {

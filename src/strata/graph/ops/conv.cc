@@ -7,28 +7,25 @@ namespace strata::graph {
 using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 Result<Value> Graph::Conv2D(Value x, Value k, Conv2DOptions o, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kConv2D);
-  const std::string label = OpLabel(name, OpKind::kConv2D);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x, k}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  STRATA_RETURN_IF_ERROR(CheckSameDType(label, x, k));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kConv2D, name_in, {x, k}, kFloatInput));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(op.label, x, k));
   const Shape& xs = x.shape();
   const Shape& ks = k.shape();
-  if (xs.rank() != 4) return InvalidArgument(label + "expected input [N, H, W, C], found " + S(xs));
-  if (ks.rank() != 4) return InvalidArgument(label + "expected kernel [KH, KW, C / groups, O], found " + S(ks));
+  if (xs.rank() != 4) return InvalidArgument(op.label + "expected input [N, H, W, C], found " + S(xs));
+  if (ks.rank() != 4) return InvalidArgument(op.label + "expected kernel [KH, KW, C / groups, O], found " + S(ks));
   if (o.groups < 1 || o.stride_h < 1 || o.stride_w < 1 || o.dilation_h < 1 || o.dilation_w < 1)
-    return InvalidArgument(label + "groups, strides and dilations must be >= 1");
+    return InvalidArgument(op.label + "groups, strides and dilations must be >= 1");
   if (xs[3] % o.groups != 0 || ks[3] % o.groups != 0)
-    return InvalidArgument(label + "groups " + std::to_string(o.groups) + " must divide input channels " +
+    return InvalidArgument(op.label + "groups " + std::to_string(o.groups) + " must divide input channels " +
                            std::to_string(xs[3]) + " and filters " + std::to_string(ks[3]));
   if (ks[2] != xs[3] / o.groups)
-    return InvalidArgument(label + "input channels " + std::to_string(xs[3]) + " do not match kernel " + S(ks) +
+    return InvalidArgument(op.label + "input channels " + std::to_string(xs[3]) + " do not match kernel " + S(ks) +
                            " (expects " + std::to_string(ks[2]) + " = C / groups)");
   WindowDim h = ComputeWindow(xs[1], ks[0], o.stride_h, o.dilation_h, o.padding);
   WindowDim w = ComputeWindow(xs[2], ks[1], o.stride_w, o.dilation_w, o.padding);
   if (h.out <= 0 || w.out <= 0)
-    return InvalidArgument(label + "kernel " + S(ks) + " larger than input " + S(xs) + " with valid padding");
-  Node n{OpKind::kConv2D, name, {x, k}, {Shape{xs[0], h.out, w.out, ks[3]}}, {x.dtype()}, {}, false};
+    return InvalidArgument(op.label + "kernel " + S(ks) + " larger than input " + S(xs) + " with valid padding");
+  Node n{OpKind::kConv2D, op.name, {x, k}, {Shape{xs[0], h.out, w.out, ks[3]}}, {x.dtype()}, {}, false};
   n.attrs.conv = o;
   return Finish(std::move(n));
 }

@@ -28,81 +28,71 @@ Result<Value> Graph::Add(Value a, Value b, const std::string& n) { return Binary
 Result<Value> Graph::Sub(Value a, Value b, const std::string& n) { return Binary(this, OpKind::kSub, a, b, UniqueName(n, OpKind::kSub)); }
 
 Result<Value> Graph::Multiply(Value a, Value b, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kMultiply);
-  const std::string label = OpLabel(name, OpKind::kMultiply);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {a, b}, this));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMultiply, name_in, {a, b}, kAnyInput));
   if (a.shape() == b.shape() || a.shape().rank() != b.shape().rank())
-    return Binary(this, OpKind::kMultiply, a, b, name);
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", a));
-  STRATA_RETURN_IF_ERROR(CheckSameDType(label, a, b));
+    return Binary(this, OpKind::kMultiply, a, b, op.name);
+  STRATA_RETURN_IF_ERROR(CheckFloat(op.label, "input", a));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(op.label, a, b));
   std::vector<int64_t> out = a.shape().dims();
   for (int d = 0; d < a.shape().rank(); ++d) {
     const int64_t x = a.shape()[d], y = b.shape()[d];
     if (x != y && x != 1 && y != 1)
-      return InvalidArgument(label + "shapes " + S(a.shape()) + " and " + S(b.shape()) + " do not broadcast (dimension " +
-                             std::to_string(d) + ": " + std::to_string(x) + " vs " + std::to_string(y) +
-                             "; each must match or be 1)");
+      return InvalidArgument(op.label + "shapes " + S(a.shape()) + " and " + S(b.shape()) +
+                             " do not broadcast (dimension " + std::to_string(d) + ": " + std::to_string(x) + " vs " +
+                             std::to_string(y) + "; each must match or be 1)");
     out[d] = std::max(x, y);
   }
   // One Multiply node whose second input has size-1 dimensions (the kernels broadcast it:
   // oneDNN's binary, no full-size copy); the product commutes, so the full operand goes first.
   if (a.shape() != Shape(out)) std::swap(a, b);
   if (a.shape() != Shape(out)) {  // both broadcast ([N, 1, W, C] * [N, H, 1, C]): widen one
-    STRATA_ASSIGN_OR_RETURN(a, BroadcastTo(a, Shape(out), name + "/broadcast"));
+    STRATA_ASSIGN_OR_RETURN(a, BroadcastTo(a, Shape(out), op.name + "/broadcast"));
   }
-  Node n{OpKind::kMultiply, name, {a, b}, {a.shape()}, {a.dtype()}, {}, false};
+  Node n{OpKind::kMultiply, op.name, {a, b}, {a.shape()}, {a.dtype()}, {}, false};
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Scale(Value x, float factor, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kScale);
-  const std::string label = OpLabel(name, OpKind::kScale);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  Node n{OpKind::kScale, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kScale, name_in, {x}, kFloatInput));
+  Node n{OpKind::kScale, op.name, {x}, {x.shape()}, {x.dtype()}, {}, false};
   n.attrs.scalar = factor;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::BiasAdd(Value x, Value bias, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBiasAdd);
-  const std::string label = OpLabel(name, OpKind::kBiasAdd);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x, bias}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kBiasAdd, name_in, {x, bias}, kFloatInput));
   if (bias.shape().rank() != 1 || x.shape().rank() < 1 || bias.shape()[0] != x.shape()[-1])
-    return InvalidArgument(label + "expected bias [" + std::to_string(x.shape().rank() ? x.shape()[-1] : 0) +
+    return InvalidArgument(op.label + "expected bias [" + std::to_string(x.shape().rank() ? x.shape()[-1] : 0) +
                            "] for input " + S(x.shape()) + ", found " + S(bias.shape()));
-  Node n{OpKind::kBiasAdd, name, {x, bias}, {x.shape()}, {x.dtype()}, {}, false};
+  Node n{OpKind::kBiasAdd, op.name, {x, bias}, {x.shape()}, {x.dtype()}, {}, false};
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kDropout);
-  const std::string label = OpLabel(name, OpKind::kDropout);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
-  if (!(rate >= 0 && rate < 1)) return InvalidArgument(label + "rate must be in [0, 1), found " + std::to_string(rate));
-  Node n{OpKind::kDropout, name, {x}, {x.shape(), x.shape()}, {x.dtype(), DType::kF32}, {}, true};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kDropout, name_in, {x}, kAnyInput));
+  if (x.dtype() != DType::kF32) return InvalidArgument(op.label + "input must be f32");
+  if (!(rate >= 0 && rate < 1))
+    return InvalidArgument(op.label + "rate must be in [0, 1), found " + std::to_string(rate));
+  Node n{OpKind::kDropout, op.name, {x}, {x.shape(), x.shape()}, {x.dtype(), DType::kF32}, {}, true};
   n.attrs.scalar = rate;
   n.attrs.seed = seed;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Dropout(Value x, float rate, uint64_t seed, Shape noise_shape, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kDropout);
-  const std::string label = OpLabel(name, OpKind::kDropout);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  if (noise_shape == x.shape()) return Dropout(x, rate, seed, name);
-  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
-  if (!(rate >= 0 && rate < 1)) return InvalidArgument(label + "rate must be in [0, 1), found " + std::to_string(rate));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kDropout, name_in, {x}, kAnyInput));
+  if (noise_shape == x.shape()) return Dropout(x, rate, seed, op.name);
+  if (x.dtype() != DType::kF32) return InvalidArgument(op.label + "input must be f32");
+  if (!(rate >= 0 && rate < 1))
+    return InvalidArgument(op.label + "rate must be in [0, 1), found " + std::to_string(rate));
   bool ok = noise_shape.rank() == x.shape().rank();
   for (int d = 0; ok && d < noise_shape.rank(); ++d) ok = noise_shape[d] == 1 || noise_shape[d] == x.shape()[d];
   if (!ok)
-    return InvalidArgument(label + "noise shape " + S(noise_shape) + " does not fit input " + S(x.shape()) +
+    return InvalidArgument(op.label + "noise shape " + S(noise_shape) + " does not fit input " + S(x.shape()) +
                            " (each extent the input's or 1)");
-  Value ones = Constant(1.0f, noise_shape, name + "/ones");
-  STRATA_ASSIGN_OR_RETURN(Value mask, Dropout(ones, rate, seed, name + "/mask"));
-  return Multiply(x, mask, name);  // the mask broadcast by the kernel
+  Value ones = Constant(1.0f, noise_shape, op.name + "/ones");
+  STRATA_ASSIGN_OR_RETURN(Value mask, Dropout(ones, rate, seed, op.name + "/mask"));
+  return Multiply(x, mask, op.name);  // the mask broadcast by the kernel
 }
 
 namespace ops {

@@ -8,32 +8,29 @@ namespace strata::graph {
 using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 Result<Value> Graph::SoftmaxCrossEntropy(Value logits, Value labels, float smoothing, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kSoftmaxCrossEntropy);
-  const std::string label = OpLabel(name, OpKind::kSoftmaxCrossEntropy);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {logits, labels}, this));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kSoftmaxCrossEntropy, name_in, {logits, labels}, kAnyInput));
   if (logits.dtype() != DType::kF32)
-    return InvalidArgument(label + "logits must be f32 (cast a bf16 model output first), found " +
+    return InvalidArgument(op.label + "logits must be f32 (cast a bf16 model output first), found " +
                            std::string(DTypeName(logits.dtype())));
-  if (logits.shape().rank() != 2) return InvalidArgument(label + "expected logits [N, K], found " + S(logits.shape()));
-  if (labels.dtype() != DType::kI32) return InvalidArgument(label + "labels must be i32");
+  if (logits.shape().rank() != 2)
+    return InvalidArgument(op.label + "expected logits [N, K], found " + S(logits.shape()));
+  if (labels.dtype() != DType::kI32) return InvalidArgument(op.label + "labels must be i32");
   if (labels.shape() != Shape{logits.shape()[0]})
-    return InvalidArgument(label + "expected labels [" + std::to_string(logits.shape()[0]) + "], found " +
+    return InvalidArgument(op.label + "expected labels [" + std::to_string(logits.shape()[0]) + "], found " +
                            S(labels.shape()));
-  if (!(smoothing >= 0 && smoothing < 1)) return InvalidArgument(label + "label smoothing must be in [0, 1)");
-  Node n{OpKind::kSoftmaxCrossEntropy, name, {logits, labels}, {Shape{}, logits.shape()}, {DType::kF32, DType::kF32},
+  if (!(smoothing >= 0 && smoothing < 1)) return InvalidArgument(op.label + "label smoothing must be in [0, 1)");
+  Node n{OpKind::kSoftmaxCrossEntropy, op.name, {logits, labels}, {Shape{}, logits.shape()}, {DType::kF32, DType::kF32},
          {}, false};
   n.attrs.label_smoothing = smoothing;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::MeanSquaredError(Value p, Value t, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kMeanSquaredError);
-  const std::string label = OpLabel(name, OpKind::kMeanSquaredError);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {p, t}, this));
-  if (p.dtype() != DType::kF32 || t.dtype() != DType::kF32) return InvalidArgument(label + "inputs must be f32");
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMeanSquaredError, name_in, {p, t}, kAnyInput));
+  if (p.dtype() != DType::kF32 || t.dtype() != DType::kF32) return InvalidArgument(op.label + "inputs must be f32");
   if (p.shape() != t.shape())
-    return InvalidArgument(label + "prediction " + S(p.shape()) + " and target " + S(t.shape()) + " differ");
-  Node n{OpKind::kMeanSquaredError, name, {p, t}, {Shape{}}, {DType::kF32}, {}, false};
+    return InvalidArgument(op.label + "prediction " + S(p.shape()) + " and target " + S(t.shape()) + " differ");
+  Node n{OpKind::kMeanSquaredError, op.name, {p, t}, {Shape{}}, {DType::kF32}, {}, false};
   return Finish(std::move(n));
 }
 

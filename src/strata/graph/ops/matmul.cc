@@ -7,21 +7,18 @@ namespace strata::graph {
 using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 Result<Value> Graph::MatMul(Value a, Value b, bool ta, bool tb, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kMatMul);
-  const std::string label = OpLabel(name, OpKind::kMatMul);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {a, b}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", a));
-  STRATA_RETURN_IF_ERROR(CheckSameDType(label, a, b));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMatMul, name_in, {a, b}, kFloatInput));
+  STRATA_RETURN_IF_ERROR(CheckSameDType(op.label, a, b));
   if (a.shape().rank() != 2 || b.shape().rank() != 2)
-    return InvalidArgument(label + "expected 2-D operands, found " + S(a.shape()) + " and " + S(b.shape()));
+    return InvalidArgument(op.label + "expected 2-D operands, found " + S(a.shape()) + " and " + S(b.shape()));
   const int64_t m = ta ? a.shape()[1] : a.shape()[0];
   const int64_t ka = ta ? a.shape()[0] : a.shape()[1];
   const int64_t kb = tb ? b.shape()[1] : b.shape()[0];
   const int64_t nn = tb ? b.shape()[0] : b.shape()[1];
   if (ka != kb)
-    return InvalidArgument(label + "inner dimensions differ: input " + S(a.shape()) + " has " + std::to_string(ka) +
+    return InvalidArgument(op.label + "inner dimensions differ: input " + S(a.shape()) + " has " + std::to_string(ka) +
                            ", kernel " + S(b.shape()) + " expects " + std::to_string(kb));
-  Node n{OpKind::kMatMul, name, {a, b}, {Shape{m, nn}}, {a.dtype()}, {}, false};
+  Node n{OpKind::kMatMul, op.name, {a, b}, {Shape{m, nn}}, {a.dtype()}, {}, false};
   n.attrs.transpose_a = ta;
   n.attrs.transpose_b = tb;
   return Finish(std::move(n));

@@ -28,39 +28,33 @@ Status CheckChannelParams(const std::string& label, const Graph* g, Value x, con
 
 Result<Value> Graph::BatchNorm(Value x, Value gamma, Value beta, Value mm, Value mv, BatchNormOptions o,
                                const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBatchNorm);
-  const std::string label = OpLabel(name, OpKind::kBatchNorm);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta, mm, mv}));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kBatchNorm, name_in, {x}, kAnyInput));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(op.label, this, x, {gamma, beta, mm, mv}));
   if (nodes_[mm.node].kind != OpKind::kVariable || nodes_[mv.node].kind != OpKind::kVariable)
-    return InvalidArgument(label + "moving statistics must be variables (they are updated in place)");
+    return InvalidArgument(op.label + "moving statistics must be variables (they are updated in place)");
   const Shape c{x.shape()[-1]};
-  Node n{OpKind::kBatchNorm, name, {x, gamma, beta, mm, mv}, {x.shape(), c, c}, {x.dtype(), DType::kF32, DType::kF32},
-         {}, true};
+  Node n{OpKind::kBatchNorm, op.name, {x, gamma, beta, mm, mv}, {x.shape(), c, c},
+         {x.dtype(), DType::kF32, DType::kF32}, {}, true};
   n.attrs.bn = o;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::BatchNormInference(Value x, Value gamma, Value beta, Value mm, Value mv, BatchNormOptions o,
                                         const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBatchNormInference);
-  const std::string label = OpLabel(name, OpKind::kBatchNormInference);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta, mm, mv}));
-  Node n{OpKind::kBatchNormInference, name, {x, gamma, beta, mm, mv}, {x.shape()}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kBatchNormInference, name_in, {x}, kAnyInput));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(op.label, this, x, {gamma, beta, mm, mv}));
+  Node n{OpKind::kBatchNormInference, op.name, {x, gamma, beta, mm, mv}, {x.shape()}, {x.dtype()}, {}, false};
   n.attrs.bn = o;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::LayerNorm(Value x, Value gamma, Value beta, LayerNormOptions o, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kLayerNorm);
-  const std::string label = OpLabel(name, OpKind::kLayerNorm);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckChannelParams(label, this, x, {gamma, beta}));
-  if (!(o.epsilon > 0)) return InvalidArgument(label + "epsilon must be > 0, found " + std::to_string(o.epsilon));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kLayerNorm, name_in, {x}, kAnyInput));
+  STRATA_RETURN_IF_ERROR(CheckChannelParams(op.label, this, x, {gamma, beta}));
+  if (!(o.epsilon > 0)) return InvalidArgument(op.label + "epsilon must be > 0, found " + std::to_string(o.epsilon));
   std::vector<int64_t> rows = x.shape().dims();
   rows.pop_back();
-  Node n{OpKind::kLayerNorm, name, {x, gamma, beta}, {x.shape(), Shape(rows), Shape(rows)},
+  Node n{OpKind::kLayerNorm, op.name, {x, gamma, beta}, {x.shape(), Shape(rows), Shape(rows)},
          {x.dtype(), DType::kF32, DType::kF32}, {}, false};
   n.attrs.ln = o;
   return Finish(std::move(n));
@@ -69,37 +63,26 @@ Result<Value> Graph::LayerNorm(Value x, Value gamma, Value beta, LayerNormOption
 namespace ops {
 namespace {
 
-// One BatchNormGrad node gives dx, dgamma and dbeta from x, gamma and the batch statistics.
-Status BatchNormGradient(GradientContext& c) {
+// One grad node (`grad`: BatchNormGrad, LayerNormGrad) gives dx, dgamma and dbeta from x,
+// gamma, the forward node's two statistics outputs (the batch's, or each row's, mean and
+// variance) and dy; gradients flowing into those statistics outputs are not supported.
+Status NormGradient(GradientContext& c, OpKind grad, const char* statistics) {
   if (c.dys[1].valid() || c.dys[2].valid())
-    return Unimplemented(c.label + "gradients through the batch statistics outputs are not supported");
+    return Unimplemented(c.label + "gradients through the " + statistics + " outputs are not supported");
   const Value x = c.in(0);
   Attrs a = c.BackwardAttrs();
   a.bn = c.n.attrs.bn;
-  const Shape ch{x.shape()[-1]};
-  Value r = c.Emit(OpKind::kBatchNormGrad, c.gname, {x, c.in(1), c.g.output(c.node, 1), c.g.output(c.node, 2), c.dy()},
-                   {x.shape(), ch, ch}, {x.dtype(), DType::kF32, DType::kF32}, a);
-  if (c.need(0)) STRATA_RETURN_IF_ERROR(c.Accumulate(x, r));
-  if (c.need(1)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(1), c.g.output(r.node, 1)));
-  if (c.need(2)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(2), c.g.output(r.node, 2)));
-  return Status::OK();
-}
-
-// One LayerNormGrad node gives dx, dgamma and dbeta from x, gamma and the rows' statistics.
-Status LayerNormGradient(GradientContext& c) {
-  if (c.dys[1].valid() || c.dys[2].valid())
-    return Unimplemented(c.label + "gradients through the mean and variance outputs are not supported");
-  const Value x = c.in(0);
-  Attrs a = c.BackwardAttrs();
   a.ln = c.n.attrs.ln;
   const Shape ch{x.shape()[-1]};
-  Value r = c.Emit(OpKind::kLayerNormGrad, c.gname, {x, c.in(1), c.g.output(c.node, 1), c.g.output(c.node, 2), c.dy()},
+  Value r = c.Emit(grad, c.gname, {x, c.in(1), c.g.output(c.node, 1), c.g.output(c.node, 2), c.dy()},
                    {x.shape(), ch, ch}, {x.dtype(), DType::kF32, DType::kF32}, a);
   if (c.need(0)) STRATA_RETURN_IF_ERROR(c.Accumulate(x, r));
   if (c.need(1)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(1), c.g.output(r.node, 1)));
   if (c.need(2)) STRATA_RETURN_IF_ERROR(c.Accumulate(c.in(2), c.g.output(r.node, 2)));
   return Status::OK();
 }
+Status BatchNormGradient(GradientContext& c) { return NormGradient(c, OpKind::kBatchNormGrad, "batch statistics"); }
+Status LayerNormGradient(GradientContext& c) { return NormGradient(c, OpKind::kLayerNormGrad, "mean and variance"); }
 
 // Per element: subtract, multiply, multiply, add (the statistics' cost folded in).
 int64_t ForwardFlops(const Node& n) { return 4 * n.inputs[0].shape().num_elements(); }

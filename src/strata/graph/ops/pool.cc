@@ -27,45 +27,42 @@ Result<Shape> PoolShape(const std::string& label, Value x, PoolOptions& o) {
 }  // namespace
 
 Result<Value> Graph::MaxPool(Value x, PoolOptions o, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kMaxPool);
-  const std::string label = OpLabel(name, OpKind::kMaxPool);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(label, x, o));
-  Node n{OpKind::kMaxPool, name, {x}, {out}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMaxPool, name_in, {x}, kFloatInput));
+  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(op.label, x, o));
+  Node n{OpKind::kMaxPool, op.name, {x}, {out}, {x.dtype()}, {}, false};
   n.attrs.pool = o;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::AvgPool(Value x, PoolOptions o, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kAvgPool);
-  const std::string label = OpLabel(name, OpKind::kAvgPool);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(label, x, o));
-  Node n{OpKind::kAvgPool, name, {x}, {out}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kAvgPool, name_in, {x}, kFloatInput));
+  STRATA_ASSIGN_OR_RETURN(Shape out, PoolShape(op.label, x, o));
+  Node n{OpKind::kAvgPool, op.name, {x}, {out}, {x.dtype()}, {}, false};
   n.attrs.pool = o;
   return Finish(std::move(n));
 }
 
-Result<Value> Graph::GlobalAvgPool(Value x, const std::string& name) {
+namespace {
+
+// Keras's global poolings: the window is the whole image, the output [N, C].
+Result<Value> GlobalPool(Graph* g, OpKind kind, Value x, const std::string& name, const char* keras_name) {
   if (!x.valid() || x.shape().rank() != 4)
-    return InvalidArgument(OpLabel(name.empty() ? "global_average_pooling" : name, OpKind::kAvgPool) +
-                           "expected input [N, H, W, C], found " + (x.valid() ? S(x.shape()) : "nothing"));
+    return InvalidArgument(OpLabel(name.empty() ? keras_name : name, kind) + "expected input [N, H, W, C], found " +
+                           (x.valid() ? S(x.shape()) : "nothing"));
   const Shape& s = x.shape();
-  STRATA_ASSIGN_OR_RETURN(Value p, AvgPool(x, {.window_h = static_cast<int>(s[1]), .window_w = static_cast<int>(s[2])},
-                                           name));
-  return Reshape(p, Shape{s[0], s[3]}, name.empty() ? "" : name + "/flatten");
+  const PoolOptions whole{.window_h = static_cast<int>(s[1]), .window_w = static_cast<int>(s[2])};
+  STRATA_ASSIGN_OR_RETURN(Value p, kind == OpKind::kMaxPool ? g->MaxPool(x, whole, name) : g->AvgPool(x, whole, name));
+  return g->Reshape(p, Shape{s[0], s[3]}, name.empty() ? "" : name + "/flatten");
+}
+
+}  // namespace
+
+Result<Value> Graph::GlobalAvgPool(Value x, const std::string& name) {
+  return GlobalPool(this, OpKind::kAvgPool, x, name, "global_average_pooling");
 }
 
 Result<Value> Graph::GlobalMaxPool(Value x, const std::string& name) {
-  if (!x.valid() || x.shape().rank() != 4)
-    return InvalidArgument(OpLabel(name.empty() ? "global_max_pooling" : name, OpKind::kMaxPool) +
-                           "expected input [N, H, W, C], found " + (x.valid() ? S(x.shape()) : "nothing"));
-  const Shape& s = x.shape();
-  STRATA_ASSIGN_OR_RETURN(Value p, MaxPool(x, {.window_h = static_cast<int>(s[1]), .window_w = static_cast<int>(s[2])},
-                                           name));
-  return Reshape(p, Shape{s[0], s[3]}, name.empty() ? "" : name + "/flatten");
+  return GlobalPool(this, OpKind::kMaxPool, x, name, "global_max_pooling");
 }
 
 namespace ops {

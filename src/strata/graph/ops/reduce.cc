@@ -34,30 +34,25 @@ Result<Value> Graph::ReduceMean(Value x, std::vector<int> axes, const std::strin
 }
 
 Result<Value> Graph::Broadcast(Value x, Shape shape, std::vector<int> axes, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
-  const std::string label = OpLabel(name, OpKind::kBroadcast);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  if (x.dtype() != DType::kF32) return InvalidArgument(label + "input must be f32");
-  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(label, std::move(axes), shape.rank()));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kBroadcast, name_in, {x}, kAnyInput));
+  if (x.dtype() != DType::kF32) return InvalidArgument(op.label + "input must be f32");
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> ax, NormalizeAxes(op.label, std::move(axes), shape.rank()));
   std::vector<int64_t> kept;
   for (int i = 0; i < shape.rank(); ++i)
     if (!std::binary_search(ax.begin(), ax.end(), i)) kept.push_back(shape[i]);
   if (Shape(kept) != x.shape())
-    return InvalidArgument(label + "input " + S(x.shape()) + " is not " + S(shape) + " reduced over the axes (" +
+    return InvalidArgument(op.label + "input " + S(x.shape()) + " is not " + S(shape) + " reduced over the axes (" +
                            S(Shape(kept)) + ")");
-  Node n{OpKind::kBroadcast, name, {x}, {shape}, {DType::kF32}, {}, false};
+  Node n{OpKind::kBroadcast, op.name, {x}, {shape}, {DType::kF32}, {}, false};
   n.attrs.axes = ax;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::BroadcastTo(Value x, Shape shape, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kBroadcast);
-  const std::string label = OpLabel(name, OpKind::kBroadcast);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kBroadcast, name_in, {x}, kFloatInput));
   if (x.shape() == shape) return x;
   if (x.shape().rank() != shape.rank())
-    return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (ranks differ)");
+    return InvalidArgument(op.label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (ranks differ)");
   std::vector<int> axes;
   std::vector<int64_t> kept;
   for (int d = 0; d < shape.rank(); ++d) {
@@ -66,16 +61,16 @@ Result<Value> Graph::BroadcastTo(Value x, Shape shape, const std::string& name_i
     } else if (x.shape()[d] == 1) {
       axes.push_back(d);
     } else {
-      return InvalidArgument(label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (dimension " +
+      return InvalidArgument(op.label + "cannot broadcast " + S(x.shape()) + " to " + S(shape) + " (dimension " +
                              std::to_string(d) + " is neither equal nor 1)");
     }
   }
   const DType dtype = x.dtype();
-  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(x, Cast(x, DType::kF32, name + "/to_f32")); }
-  STRATA_ASSIGN_OR_RETURN(Value r, Reshape(x, Shape(kept), name + "/squeeze"));
-  STRATA_ASSIGN_OR_RETURN(Value y, Broadcast(r, shape, axes, dtype == DType::kF32 ? name : name + "/f32"));
+  if (dtype != DType::kF32) { STRATA_ASSIGN_OR_RETURN(x, Cast(x, DType::kF32, op.name + "/to_f32")); }
+  STRATA_ASSIGN_OR_RETURN(Value r, Reshape(x, Shape(kept), op.name + "/squeeze"));
+  STRATA_ASSIGN_OR_RETURN(Value y, Broadcast(r, shape, axes, dtype == DType::kF32 ? op.name : op.name + "/f32"));
   if (dtype == DType::kF32) return y;
-  return Cast(y, dtype, name);
+  return Cast(y, dtype, op.name);
 }
 
 namespace ops {

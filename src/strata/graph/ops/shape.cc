@@ -8,14 +8,12 @@ namespace strata::graph {
 using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 
 Result<Value> Graph::ZeroPad2D(Value x, int top, int bottom, int left, int right, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kConcat);
-  const std::string label = OpLabel(name, OpKind::kConcat);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (x.shape().rank() != 4) return InvalidArgument(label + "expected input [N, H, W, C], found " + S(x.shape()));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kConcat, name_in, {x}, kFloatInput));
+  if (x.shape().rank() != 4) return InvalidArgument(op.label + "expected input [N, H, W, C], found " + S(x.shape()));
   if (top < 0 || bottom < 0 || left < 0 || right < 0)
-    return InvalidArgument(label + "padding must be >= 0, found ((" + std::to_string(top) + ", " +
-                           std::to_string(bottom) + "), (" + std::to_string(left) + ", " + std::to_string(right) + "))");
+    return InvalidArgument(op.label + "padding must be >= 0, found ((" + std::to_string(top) + ", " +
+                           std::to_string(bottom) + "), (" + std::to_string(left) + ", " + std::to_string(right) +
+                           "))");
   auto pad = [&](Value v, int axis, int before, int after, const std::string& n) -> Result<Value> {
     std::vector<Value> parts;
     auto zeros = [&](int extent, const char* where) -> Result<Value> {
@@ -31,50 +29,46 @@ Result<Value> Graph::ZeroPad2D(Value x, int top, int bottom, int left, int right
     return Concat(parts, axis, n);
   };
   const bool rows = top > 0 || bottom > 0, cols = left > 0 || right > 0;
-  if (!rows && !cols) return Identity(x, name);
+  if (!rows && !cols) return Identity(x, op.name);
   Value y = x;
-  if (rows) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 1, top, bottom, cols ? name + "/rows" : name)); }
-  if (cols) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 2, left, right, name)); }
+  if (rows) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 1, top, bottom, cols ? op.name + "/rows" : op.name)); }
+  if (cols) { STRATA_ASSIGN_OR_RETURN(y, pad(y, 2, left, right, op.name)); }
   return y;
 }
 
 Result<Value> Graph::Concat(const std::vector<Value>& xs, int axis, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kConcat);
-  const std::string label = OpLabel(name, OpKind::kConcat);
-  if (xs.empty()) return InvalidArgument(label + "nothing to concatenate");
-  STRATA_RETURN_IF_ERROR(CheckValid(label, xs, this));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kConcat, name_in, xs, kAnyInput));
+  if (xs.empty()) return InvalidArgument(op.label + "nothing to concatenate");
   const int rank = xs[0].shape().rank();
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return InvalidArgument(label + "axis out of range for " + S(xs[0].shape()));
+  if (axis < 0 || axis >= rank) return InvalidArgument(op.label + "axis out of range for " + S(xs[0].shape()));
   std::vector<int64_t> dims = xs[0].shape().dims();
   dims[axis] = 0;
   for (const Value& v : xs) {
-    STRATA_RETURN_IF_ERROR(CheckSameDType(label, xs[0], v));
+    STRATA_RETURN_IF_ERROR(CheckSameDType(op.label, xs[0], v));
     bool ok = v.shape().rank() == rank;
     for (int i = 0; ok && i < rank; ++i) ok = i == axis || v.shape()[i] == xs[0].shape()[i];
     if (!ok)
-      return InvalidArgument(label + "shapes " + S(xs[0].shape()) + " and " + S(v.shape()) + " differ off axis " +
+      return InvalidArgument(op.label + "shapes " + S(xs[0].shape()) + " and " + S(v.shape()) + " differ off axis " +
                              std::to_string(axis));
     dims[axis] += v.shape()[axis];
   }
-  Node n{OpKind::kConcat, name, xs, {Shape(dims)}, {xs[0].dtype()}, {}, false};
+  Node n{OpKind::kConcat, op.name, xs, {Shape(dims)}, {xs[0].dtype()}, {}, false};
   n.attrs.axis = axis;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Slice(Value x, int axis, int64_t begin, int64_t end, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kSlice);
-  const std::string label = OpLabel(name, OpKind::kSlice);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kSlice, name_in, {x}, kAnyInput));
   const int rank = x.shape().rank();
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return InvalidArgument(label + "axis out of range for " + S(x.shape()));
+  if (axis < 0 || axis >= rank) return InvalidArgument(op.label + "axis out of range for " + S(x.shape()));
   if (begin < 0 || end > x.shape()[axis] || begin >= end)
-    return InvalidArgument(label + "range [" + std::to_string(begin) + ", " + std::to_string(end) +
+    return InvalidArgument(op.label + "range [" + std::to_string(begin) + ", " + std::to_string(end) +
                            ") outside axis " + std::to_string(axis) + " of " + S(x.shape()));
   std::vector<int64_t> dims = x.shape().dims();
   dims[axis] = end - begin;
-  Node n{OpKind::kSlice, name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
+  Node n{OpKind::kSlice, op.name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
   n.attrs.axis = axis;
   n.attrs.begin = begin;
   n.attrs.end = end;
@@ -82,31 +76,29 @@ Result<Value> Graph::Slice(Value x, int axis, int64_t begin, int64_t end, const 
 }
 
 Result<Value> Graph::Reshape(Value x, Shape shape, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kReshape);
-  const std::string label = OpLabel(name, OpKind::kReshape);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kReshape, name_in, {x}, kAnyInput));
   std::vector<int64_t> dims = shape.dims();
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      if (infer >= 0) return InvalidArgument(label + "more than one -1 in " + S(shape));
+      if (infer >= 0) return InvalidArgument(op.label + "more than one -1 in " + S(shape));
       infer = static_cast<int>(i);
     } else if (dims[i] <= 0) {
-      return InvalidArgument(label + "non-positive extent in " + S(shape));
+      return InvalidArgument(op.label + "non-positive extent in " + S(shape));
     } else {
       known *= dims[i];
     }
   }
   const int64_t total = x.shape().num_elements();
   if (infer >= 0) {
-    if (total % known != 0) return InvalidArgument(label + "cannot reshape " + S(x.shape()) + " to " + S(shape));
+    if (total % known != 0) return InvalidArgument(op.label + "cannot reshape " + S(x.shape()) + " to " + S(shape));
     dims[infer] = total / known;
   }
   if (Shape(dims).num_elements() != total)
-    return InvalidArgument(label + "cannot reshape " + S(x.shape()) + " (" + std::to_string(total) +
+    return InvalidArgument(op.label + "cannot reshape " + S(x.shape()) + " (" + std::to_string(total) +
                            " elements) to " + S(Shape(dims)));
-  Node n{OpKind::kReshape, name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
+  Node n{OpKind::kReshape, op.name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
   return Finish(std::move(n));
 }
 
@@ -117,20 +109,16 @@ Result<Value> Graph::Flatten(Value x, const std::string& name) {
 }
 
 Result<Value> Graph::Cast(Value x, DType to, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kCast);
-  const std::string label = OpLabel(name, OpKind::kCast);
-  STRATA_RETURN_IF_ERROR(CheckValid(label, {x}, this));
-  STRATA_RETURN_IF_ERROR(CheckFloat(label, "input", x));
-  if (!IsFloat(to)) return InvalidArgument(label + "only f32 <-> bf16 casts are supported");
-  Node n{OpKind::kCast, name, {x}, {x.shape()}, {to}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kCast, name_in, {x}, kFloatInput));
+  if (!IsFloat(to)) return InvalidArgument(op.label + "only f32 <-> bf16 casts are supported");
+  Node n{OpKind::kCast, op.name, {x}, {x.shape()}, {to}, {}, false};
   n.attrs.dtype = to;
   return Finish(std::move(n));
 }
 
 Result<Value> Graph::Identity(Value x, const std::string& name_in) {
-  const std::string name = UniqueName(name_in, OpKind::kIdentity);
-  STRATA_RETURN_IF_ERROR(CheckValid(OpLabel(name, OpKind::kIdentity), {x}, this));
-  Node n{OpKind::kIdentity, name, {x}, {x.shape()}, {x.dtype()}, {}, false};
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kIdentity, name_in, {x}, kAnyInput));
+  Node n{OpKind::kIdentity, op.name, {x}, {x.shape()}, {x.dtype()}, {}, false};
   return Finish(std::move(n));
 }
 

@@ -23,9 +23,6 @@ namespace strata::keras {
 namespace onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-using graph::Value;
 namespace wire = record::wire;
 
 constexpr int64_t kOpset = 13;

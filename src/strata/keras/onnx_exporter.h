@@ -20,6 +20,11 @@
 
 namespace strata::keras::onnx {
 
+// The graph's names the translations use throughout (onnx_export.cc, onnx_ops_<family>.cc).
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
 struct Attr {
   std::string bytes;  // a serialized AttributeProto
 };

@@ -9,8 +9,6 @@ namespace strata::keras::onnx {
 namespace {
 
 using graph::Activation;
-using graph::Node;
-using graph::OpKind;
 
 Result<std::string> ActivationOf(Exporter& e, Activation a, const std::string& x, const std::string& name) {
   switch (a) {

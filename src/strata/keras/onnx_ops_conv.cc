@@ -8,10 +8,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-using graph::Value;
-
 Status Conv(Exporter& e, const Node& n) {
   const Value xv = n.inputs[0], kv = n.inputs[1];
   if (!e.IsLeaf(kv)) return e.Unsupported(n, "its kernel is computed, not a weight");

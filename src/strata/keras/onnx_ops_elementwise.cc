@@ -8,9 +8,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-
 Status Binary(Exporter& e, const Node& n) {
   STRATA_ASSIGN_OR_RETURN(std::string a, e.Operand(n.inputs[0]));
   STRATA_ASSIGN_OR_RETURN(std::string b, e.Operand(n.inputs[1]));

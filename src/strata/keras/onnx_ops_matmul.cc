@@ -6,9 +6,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-
 Status MatMul(Exporter& e, const Node& n) {
   if (n.inputs[0].shape().rank() != 2) return e.Unsupported(n, "only [N, K] x [K, M] products are mapped");
   STRATA_ASSIGN_OR_RETURN(std::string a, e.Operand(n.inputs[0]));

@@ -10,9 +10,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-
 Status BatchNormInference(Exporter& e, const Node& n) {
   const int rank = n.out_shapes[0].rank();
   if (rank != 4 && rank != 2) return e.Unsupported(n, "batch norm is mapped for [N, C] and [N, H, W, C]");

@@ -8,9 +8,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-
 Status Pool(Exporter& e, const Node& n) {
   const Shape& xs = n.inputs[0].shape();
   const auto& o = n.attrs.pool;

@@ -9,9 +9,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-
 Status Reduce(Exporter& e, const Node& n) {
   const Shape& in = n.inputs[0].shape();
   const int out_rank = n.out_shapes[0].rank();

@@ -10,10 +10,6 @@
 namespace strata::keras::onnx {
 namespace {
 
-using graph::Node;
-using graph::OpKind;
-using graph::Value;
-
 Status Concat(Exporter& e, const Node& n) {
   const int rank = n.out_shapes[0].rank();
   const int axis = rank == 4 ? ToNchwAxis(n.attrs.axis) : n.attrs.axis;

@@ -8,6 +8,18 @@
 
 namespace strata::backend {
 
+Tensor& Program::input(graph::Value v) {
+  static Tensor none;
+  auto it = inputs_.find(v.node);
+  return it == inputs_.end() ? none : it->second;
+}
+
+const Tensor& Program::fetch(graph::Value v) const {
+  static const Tensor none;
+  auto it = fetches_.find({v.node, v.output});
+  return it == fetches_.end() ? none : it->second;
+}
+
 int64_t Program::matrix_flops_per_step() const {
   int64_t f = 0;
   for (const KernelInfo& k : kernels()) f += k.matrix_flops;

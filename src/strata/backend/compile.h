@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -180,12 +181,14 @@ class Program {
   // The same as Run(): one training step of a training graph.
   Status Step() { return Run(); }
 
-  // The preallocated buffer of an Input (contiguous, the Input's dtype and shape).
-  virtual Tensor& input(graph::Value v) = 0;
-  // The buffer of a fetched value, valid after Run (contiguous, plain layout, its dtype).
-  virtual const Tensor& fetch(graph::Value v) const = 0;
-  virtual VariableStore& variables() = 0;
-  virtual std::shared_ptr<VariableStore> shared_variables() = 0;
+  // The preallocated buffer of an Input (contiguous, the Input's dtype and shape); an empty
+  // tensor for a value that is no Input.
+  Tensor& input(graph::Value v);
+  // The buffer of a fetched value, valid after Run (contiguous, plain layout, its dtype); an
+  // empty tensor for a value not fetched.
+  const Tensor& fetch(graph::Value v) const;
+  VariableStore& variables() { return *vars_; }
+  std::shared_ptr<VariableStore> shared_variables() { return vars_; }
 
   virtual const std::vector<KernelInfo>& kernels() const = 0;
   // Sums over kernels(): the FLOPs of one Run() (executed: KernelInfo::ExecutedMatrixFlops).
@@ -197,6 +200,11 @@ class Program {
   virtual int64_t total_bytes() const = 0;
 
  protected:
+  // What each backend's program fills when it compiles: the variables, the Inputs' buffers by
+  // node, the fetched values' buffers by (node, output).
+  std::shared_ptr<VariableStore> vars_;
+  std::map<int, Tensor> inputs_;
+  std::map<std::pair<int, int>, Tensor> fetches_;
   // Shared with the kernels that call it (empty: no other replica).
   std::shared_ptr<CrossReplicaSum> cross_replica_sum_ = std::make_shared<CrossReplicaSum>();
   std::vector<uint8_t> hook_after_;  // [kernels + 1]: call hook_ before kernel 0 / after kernel k

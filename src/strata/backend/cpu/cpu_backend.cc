@@ -186,18 +186,6 @@ class CpuProgram : public Program {
     return Status::OK();
   }
 
-  Tensor& input(Value v) override {
-    static Tensor kNone;
-    auto it = inputs_.find(v.node);
-    return it == inputs_.end() ? kNone : it->second;
-  }
-  const Tensor& fetch(Value v) const override {
-    static Tensor kNone;
-    auto it = fetches_.find({v.node, v.output});
-    return it == fetches_.end() ? kNone : it->second;
-  }
-  VariableStore& variables() override { return *vars_; }
-  std::shared_ptr<VariableStore> shared_variables() override { return vars_; }
   const std::vector<KernelInfo>& kernels() const override { return infos_; }
   const std::vector<GradientReady>& gradient_ready() const override { return gradient_ready_; }
   int64_t arena_bytes() const override { return arena_bytes_; }
@@ -210,7 +198,6 @@ class CpuProgram : public Program {
   }
 
  private:
-  std::shared_ptr<VariableStore> vars_;
   int threads_ = 1;
   bool trace_ = false;
   dnnl::engine eng_;
@@ -218,8 +205,6 @@ class CpuProgram : public Program {
   std::vector<Kernel> kernels_;
   std::vector<KernelInfo> infos_;
   std::vector<GradientReady> gradient_ready_;
-  std::map<int, Tensor> inputs_;
-  std::map<std::pair<int, int>, Tensor> fetches_;
   std::map<std::pair<int, int>, Tensor> grad_views_;
   std::vector<Tensor> constants_;
   Tensor arena_, scratch_;

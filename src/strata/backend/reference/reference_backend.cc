@@ -36,7 +36,8 @@ void Store(Tensor& t, int64_t i, double v) {
 class ReferenceProgram : public Program {
  public:
   ReferenceProgram(const graph::Graph& g, const CompileOptions& o, std::shared_ptr<VariableStore> vars)
-      : g_(g), fetch_values_(o.fetches), vars_(std::move(vars)) {
+      : g_(g), fetch_values_(o.fetches) {
+    vars_ = std::move(vars);
     std::vector<Value> all = o.fetches;
     for (int i = 0; i < g.num_nodes(); ++i) {
       if (g.node(i).kind == OpKind::kInput) inputs_[i] = Tensor(g.node(i).out_dtypes[0], g.node(i).out_shapes[0]);
@@ -88,18 +89,6 @@ class ReferenceProgram : public Program {
     return Status::OK();
   }
 
-  Tensor& input(Value v) override {
-    static Tensor kNone;
-    auto it = inputs_.find(v.node);
-    return it == inputs_.end() ? kNone : it->second;
-  }
-  const Tensor& fetch(Value v) const override {
-    static Tensor kNone;
-    auto it = fetches_.find({v.node, v.output});
-    return it == fetches_.end() ? kNone : it->second;
-  }
-  VariableStore& variables() override { return *vars_; }
-  std::shared_ptr<VariableStore> shared_variables() override { return vars_; }
   const std::vector<KernelInfo>& kernels() const override { return kernels_; }
   int64_t arena_bytes() const override { return 0; }
   int64_t total_bytes() const override { return 0; }
@@ -107,9 +96,6 @@ class ReferenceProgram : public Program {
  private:
   const graph::Graph& g_;
   std::vector<Value> fetch_values_, grads_;
-  std::shared_ptr<VariableStore> vars_;
-  std::map<int, Tensor> inputs_;
-  std::map<std::pair<int, int>, Tensor> fetches_;
   std::unique_ptr<reference::Evaluator> eval_;
   std::vector<KernelInfo> kernels_;
   uint64_t step_ = 0;

@@ -359,8 +359,7 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
 class BatchStatisticsNorm final : public keras::Layer {
  public:
   std::string class_name() const override { return "BatchStatisticsNorm"; }
-  std::string default_name() const override { return "batch_statistics_norm"; }
-  Result<graph::Value> Call(keras::BuildContext& ctx, const std::vector<graph::Value>& in) override {
+  Result<graph::Value> Build(keras::BuildContext& ctx, const std::vector<graph::Value>& in) override {
     const int64_t c = in[0].shape()[-1];
     STRATA_ASSIGN_OR_RETURN(graph::Value mean, ctx.Variable(name(), "moving_mean", {c}, {}, false));
     STRATA_ASSIGN_OR_RETURN(graph::Value var, ctx.Variable(name(), "moving_variance", {c}, {.init = graph::Init::kOnes}, false));

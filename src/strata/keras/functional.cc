@@ -20,7 +20,7 @@ class InputLayerImpl final : public Layer {
   InputLayerImpl(Shape s, DType d) : shape(std::move(s)), dtype(d) {}
   std::string class_name() const override { return "InputLayer"; }
   std::string default_name() const override { return "input"; }
-  Result<Value> Call(BuildContext&, const std::vector<Value>&) override {
+  Result<Value> Build(BuildContext&, const std::vector<Value>&) override {
     return Internal("InputLayer is only valid as the first entry of a Sequential");
   }
   Shape shape;

@@ -64,10 +64,11 @@ class Layer {
   void set_name(std::string name) { name_ = std::move(name); }
   // Keras's class name: "Conv2D", "Dense".
   virtual std::string class_name() const = 0;
-  // Keras's default name prefix: "conv2d", "dense", "batch_normalization".
-  virtual std::string default_name() const = 0;
-  // Emits the layer's ops on `inputs` (most layers take one).
-  virtual Result<graph::Value> Call(BuildContext& ctx, const std::vector<graph::Value>& inputs) = 0;
+  // Keras's default name prefix: its class name in snake case, by Keras's rule ("conv2d",
+  // "batch_normalization", "re_lu"); a layer whose prefix differs says its own.
+  virtual std::string default_name() const;
+  // Emits the layer's ops on `inputs`, after checking there are num_inputs() of them.
+  Result<graph::Value> Call(BuildContext& ctx, const std::vector<graph::Value>& inputs);
   virtual int num_inputs() const { return 1; }  // -1: any number >= 2 (Add, Concatenate)
   // The shape Keras gives the weight `weight` ("depthwise_kernel") whose Strata shape is
   // `strata_shape`, where the two differ: a depthwise kernel is [k, k, 1, C * M] here (a grouped
@@ -84,7 +85,8 @@ class Layer {
  protected:
   // "conv2d_1 (Conv2D)": prefixes errors.
   std::string Label() const { return name_ + " (" + class_name() + ")"; }
-  Status ExpectInputs(const std::vector<graph::Value>& inputs) const;
+  // What Call does once the inputs are checked: the layer's own ops.
+  virtual Result<graph::Value> Build(BuildContext& ctx, const std::vector<graph::Value>& inputs) = 0;
 
  private:
   std::string name_;

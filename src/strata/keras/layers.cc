@@ -1,6 +1,7 @@
 #include "strata/keras/layers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -54,13 +55,28 @@ Result<graph::Activation> ParseActivation(const std::string& name) {
                          "' (linear, relu, relu6, gelu, gelu_approximate, swish, silu, sigmoid, tanh, hard_sigmoid, softmax)");
 }
 
-Status Layer::ExpectInputs(const std::vector<Value>& inputs) const {
+Result<Value> Layer::Call(BuildContext& ctx, const std::vector<Value>& inputs) {
   const int n = num_inputs();
   if (n >= 0 && static_cast<int>(inputs.size()) != n)
     return InvalidArgument(Label() + ": expects " + std::to_string(n) + " input(s), got " + std::to_string(inputs.size()));
   if (n < 0 && inputs.size() < 2)
     return InvalidArgument(Label() + ": expects at least 2 inputs, got " + std::to_string(inputs.size()));
-  return Status::OK();
+  return Build(ctx, inputs);
+}
+
+// Keras's generic_utils.to_snake_case: "DepthwiseConv2D" -> "depthwise_conv2d", "ReLU" -> "re_lu".
+std::string Layer::default_name() const {
+  const std::string cls = class_name();
+  const auto at = [&](size_t j) { return j < cls.size() ? static_cast<unsigned char>(cls[j]) : '\0'; };
+  std::string out;
+  for (size_t i = 0; i < cls.size(); ++i) {
+    // An underscore before an upper-case letter that starts a word ("Conv" in "DepthwiseConv2D")
+    // or follows a lower-case one ("LU" in "ReLU").
+    const bool starts_word = std::islower(at(i + 1)) || std::isdigit(at(i + 1));
+    if (i > 0 && std::isupper(at(i)) && (starts_word || std::islower(at(i - 1)))) out += '_';
+    out += static_cast<char>(std::tolower(at(i)));
+  }
+  return out;
 }
 
 namespace layers {

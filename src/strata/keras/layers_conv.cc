@@ -19,9 +19,7 @@ class Conv2DLayer final : public Layer {
  public:
   Conv2DLayer(int filters, int k, Conv2DOptions o) : filters_(filters), k_(k), o_(std::move(o)) {}
   std::string class_name() const override { return "Conv2D"; }
-  std::string default_name() const override { return "conv2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value x = in[0];
     if (x.shape().rank() != 4)
       return InvalidArgument(Label() + ": expects [batch, height, width, channels], got " + x.shape().ToString());
@@ -79,9 +77,7 @@ class DepthwiseConv2DLayer final : public Layer {
  public:
   DepthwiseConv2DLayer(int k, DepthwiseConv2DOptions o) : k_(k), o_(std::move(o)) {}
   std::string class_name() const override { return "DepthwiseConv2D"; }
-  std::string default_name() const override { return "depthwise_conv2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_ASSIGN_OR_RETURN(Value y, Depthwise(ctx, name(), Label(), in[0], k_, o_.strides, o_.padding,
                                                o_.depth_multiplier, o_.dilation_rate, o_.depthwise_initializer,
                                                o_.depthwise_regularizer_l2));
@@ -105,9 +101,7 @@ class SeparableConv2DLayer final : public Layer {
  public:
   SeparableConv2DLayer(int filters, int k, SeparableConv2DOptions o) : filters_(filters), k_(k), o_(std::move(o)) {}
   std::string class_name() const override { return "SeparableConv2D"; }
-  std::string default_name() const override { return "separable_conv2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_ASSIGN_OR_RETURN(Value d, Depthwise(ctx, name(), Label(), in[0], k_, o_.strides, o_.padding,
                                                o_.depth_multiplier, 1, o_.depthwise_initializer, 0));
     STRATA_ASSIGN_OR_RETURN(auto pinit, InitOptions(o_.pointwise_initializer, static_cast<double>(d.shape()[3]),
@@ -134,9 +128,7 @@ class ZeroPadding2DLayer final : public Layer {
  public:
   explicit ZeroPadding2DLayer(ZeroPadding2DOptions o) : o_(std::move(o)) {}
   std::string class_name() const override { return "ZeroPadding2D"; }
-  std::string default_name() const override { return "zero_padding2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value x = in[0];
     if (x.shape().rank() != 4)
       return InvalidArgument(Label() + ": expects [batch, height, width, channels], got " + x.shape().ToString());
@@ -155,9 +147,7 @@ class Pool2DLayer final : public Layer {
  public:
   Pool2DLayer(bool max, Pool2DOptions o) : max_(max), o_(std::move(o)) {}
   std::string class_name() const override { return max_ ? "MaxPooling2D" : "AveragePooling2D"; }
-  std::string default_name() const override { return max_ ? "max_pooling2d" : "average_pooling2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(o_.padding, Label()));
     graph::PoolOptions po;
     po.window_h = po.window_w = o_.pool_size;
@@ -175,9 +165,7 @@ class GlobalPoolLayer final : public Layer {
  public:
   explicit GlobalPoolLayer(bool max) : max_(max) {}
   std::string class_name() const override { return max_ ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D"; }
-  std::string default_name() const override { return max_ ? "global_max_pooling2d" : "global_average_pooling2d"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     return max_ ? ctx.graph->GlobalMaxPool(in[0], name()) : ctx.graph->GlobalAvgPool(in[0], name());
   }
 

@@ -18,9 +18,7 @@ class DenseLayer final : public Layer {
  public:
   DenseLayer(int units, DenseOptions o) : units_(units), o_(std::move(o)) {}
   std::string class_name() const override { return "Dense"; }
-  std::string default_name() const override { return "dense"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value x = in[0];
     if (x.shape().rank() != 2)
       return InvalidArgument(Label() + ": expects a rank-2 input [batch, features], got " + x.shape().ToString() +
@@ -41,12 +39,9 @@ class DenseLayer final : public Layer {
 
 class ActivationLayer final : public Layer {
  public:
-  ActivationLayer(std::string a, std::string cls, std::string prefix)
-      : a_(std::move(a)), cls_(std::move(cls)), prefix_(std::move(prefix)) {}
+  ActivationLayer(std::string a, std::string cls) : a_(std::move(a)), cls_(std::move(cls)) {}
   std::string class_name() const override { return cls_; }
-  std::string default_name() const override { return prefix_; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     if (a_ == "softmax") return ctx.graph->Softmax(in[0], name());
     if (a_ == "hard_sigmoid") return ctx.graph->HardSigmoid(in[0], name());
     STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(a_));
@@ -55,16 +50,14 @@ class ActivationLayer final : public Layer {
   }
 
  private:
-  std::string a_, cls_, prefix_;
+  std::string a_, cls_;
 };
 
 class ReLULayer final : public Layer {
  public:
   explicit ReLULayer(ReLUOptions o) : o_(std::move(o)) {}
   std::string class_name() const override { return "ReLU"; }
-  std::string default_name() const override { return "re_lu"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     Value x = in[0];
     const bool has_max = o_.max_value >= 0;
@@ -83,9 +76,7 @@ class ReLULayer final : public Layer {
 class FlattenLayer final : public Layer {
  public:
   std::string class_name() const override { return "Flatten"; }
-  std::string default_name() const override { return "flatten"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     return ctx.graph->Flatten(in[0], name());
   }
 };
@@ -94,9 +85,7 @@ class DropoutLayer final : public Layer {
  public:
   explicit DropoutLayer(float rate) : rate_(rate) {}
   std::string class_name() const override { return "Dropout"; }
-  std::string default_name() const override { return "dropout"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     if (rate_ < 0 || rate_ >= 1) return InvalidArgument(Label() + ": rate must be in [0, 1), got " + std::to_string(rate_));
     if (!ctx.training || rate_ == 0) return ctx.graph->Identity(in[0], name());
     uint64_t seed = (ctx.seed + static_cast<uint64_t>(ctx.replica) * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;
@@ -119,9 +108,7 @@ class NoiseShapeDropoutLayer final : public Layer {
  public:
   NoiseShapeDropoutLayer(float rate, DropoutOptions o) : rate_(rate), o_(std::move(o)) {}
   std::string class_name() const override { return "Dropout"; }
-  std::string default_name() const override { return "dropout"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     Value x = in[0];
     if (!(rate_ >= 0 && rate_ < 1)) return InvalidArgument(Label() + ": rate must be in [0, 1), got " + std::to_string(rate_));
@@ -153,9 +140,7 @@ class RescalingLayer final : public Layer {
  public:
   RescalingLayer(float scale, float offset) : scale_(scale), offset_(offset) {}
   std::string class_name() const override { return "Rescaling"; }
-  std::string default_name() const override { return "rescaling"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->Scale(in[0], scale_, name()));
     if (offset_ == 0) return y;
     Value c = ctx.graph->Constant(offset_, y.shape(), name() + "/offset");
@@ -170,9 +155,7 @@ class ReshapeLayer final : public Layer {
  public:
   explicit ReshapeLayer(std::vector<int64_t> target) : target_(std::move(target)) {}
   std::string class_name() const override { return "Reshape"; }
-  std::string default_name() const override { return "reshape"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     std::vector<int64_t> dims = {in[0].shape()[0]};
     dims.insert(dims.end(), target_.begin(), target_.end());
     return ctx.graph->Reshape(in[0], Shape(std::move(dims)), name());
@@ -244,8 +227,8 @@ Result<LayerPtr> ReshapeFromConfig(LayerConfig& c, const std::string& name) {
 }  // namespace
 
 LayerPtr Dense(int units, DenseOptions o) { std::string n = o.name; return Named<DenseLayer>(n, units, std::move(o)); }
-LayerPtr Activation(const std::string& a, const std::string& name) { return Named<ActivationLayer>(name, a, "Activation", "activation"); }
-LayerPtr ReLU(const std::string& name) { return Named<ActivationLayer>(name, "relu", "ReLU", "re_lu"); }
+LayerPtr Activation(const std::string& a, const std::string& name) { return Named<ActivationLayer>(name, a, "Activation"); }
+LayerPtr ReLU(const std::string& name) { return Named<ActivationLayer>(name, "relu", "ReLU"); }
 LayerPtr Flatten(const std::string& name) { return Named<FlattenLayer>(name); }
 LayerPtr Dropout(float rate, const std::string& name) { return Named<DropoutLayer>(name, rate); }
 LayerPtr Rescaling(float scale, float offset, const std::string& name) { return Named<RescalingLayer>(name, scale, offset); }

@@ -17,10 +17,8 @@ using graph::Value;
 class AddLayer final : public Layer {
  public:
   std::string class_name() const override { return "Add"; }
-  std::string default_name() const override { return "add"; }
   int num_inputs() const override { return -1; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value y = in[0];
     for (size_t i = 1; i < in.size(); ++i) {
       if (in[i].shape() != y.shape())
@@ -35,10 +33,8 @@ class AddLayer final : public Layer {
 class MultiplyLayer final : public Layer {
  public:
   std::string class_name() const override { return "Multiply"; }
-  std::string default_name() const override { return "multiply"; }
   int num_inputs() const override { return -1; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     // The output shape: per dimension the largest extent; every input has it or 1.
     const int rank = in[0].shape().rank();
@@ -68,10 +64,8 @@ class ConcatenateLayer final : public Layer {
  public:
   explicit ConcatenateLayer(int axis) : axis_(axis) {}
   std::string class_name() const override { return "Concatenate"; }
-  std::string default_name() const override { return "concatenate"; }
   int num_inputs() const override { return -1; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     int axis = axis_ < 0 ? axis_ + in[0].shape().rank() : axis_;
     return ctx.graph->Concat(in, axis, name());
   }

@@ -19,9 +19,7 @@ class BatchNormalizationLayer final : public Layer {
  public:
   explicit BatchNormalizationLayer(BatchNormalizationOptions o) : o_(std::move(o)) {}
   std::string class_name() const override { return "BatchNormalization"; }
-  std::string default_name() const override { return "batch_normalization"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value x = in[0];
     if (x.shape().rank() < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + x.shape().ToString());
     const int64_t c = x.shape()[-1];
@@ -88,9 +86,7 @@ class LayerNormalizationLayer final : public Layer {
  public:
   explicit LayerNormalizationLayer(LayerNormalizationOptions o) : o_(std::move(o)) {}
   std::string class_name() const override { return "LayerNormalization"; }
-  std::string default_name() const override { return "layer_normalization"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     const Value x = in[0];
     const int rank = x.shape().rank();
@@ -117,9 +113,7 @@ class NormalizationLayer final : public Layer {
  public:
   explicit NormalizationLayer(NormalizationOptions o) : o_(std::move(o)) {}
   std::string class_name() const override { return "Normalization"; }
-  std::string default_name() const override { return "normalization"; }
-  Result<Value> Call(BuildContext& ctx, const std::vector<Value>& in) override {
-    STRATA_RETURN_IF_ERROR(ExpectInputs(in));
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     Value x = in[0];
     const int rank = x.shape().rank();

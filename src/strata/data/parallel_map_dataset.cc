@@ -29,6 +29,8 @@ struct Slot {
   Element element;
 };
 
+const BufferedState kSlotState{"parallel_map", "slots", "slot", 1 << 20};
+
 class ParallelMapIterator : public StageIterator, WorkerPool::Work {
  public:
   ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFn* fn,
@@ -81,31 +83,26 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
 
   Status Save(IteratorState* st) override {
     WorkerPool::Parked parked = pool_.Park();
-    BufferPosition{next_index_, input_end_, static_cast<int64_t>(slots_.size())}.Save(st, ctx_.prefix);
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const std::string k = "slot/" + std::to_string(i);
-      st->SetInt(Key(k + "/index"), slots_[i]->index);
-      st->SetStatus(Key(k + "/status"), slots_[i]->status);
-      st->SetElement(Key(k + "/element"), slots_[i]->element);
-    }
+    auto save_slot = [&](const Slot& slot, const std::string& k) {
+      st->SetInt(k + "index", slot.index);
+      st->SetStatus(k + "status", slot.status);
+      st->SetElement(k + "element", slot.element);
+      return Status::OK();
+    };
+    STRATA_RETURN_IF_ERROR(kSlotState.Save(st, ctx_.prefix, next_index_, input_end_, slots_, save_slot));
     return input_->Save(st);
   }
 
   Status Restore(const IteratorState& st) override {
     std::lock_guard<std::mutex> l(pool_.mu());
-    STRATA_ASSIGN_OR_RETURN(BufferPosition pos, BufferPosition::Restore(st, ctx_.prefix, 1 << 20, "parallel_map", "slots"));
-    next_index_ = pos.next_index;
-    input_end_ = pos.input_end;
-    slots_.clear();
-    for (int64_t i = 0; i < pos.size; ++i) {
-      const std::string k = "slot/" + std::to_string(i);
-      auto slot = std::make_unique<Slot>();
-      STRATA_ASSIGN_OR_RETURN(slot->index, st.GetInt(Key(k + "/index")));
-      STRATA_RETURN_IF_ERROR(st.GetStatus(Key(k + "/status"), &slot->status));
-      STRATA_ASSIGN_OR_RETURN(slot->element, st.GetElement(Key(k + "/element")));
-      slot->ready = true;
-      slots_.push_back(std::move(slot));
-    }
+    auto restore_slot = [&](int64_t, const std::string& k, Slot& slot) -> Status {
+      STRATA_ASSIGN_OR_RETURN(slot.index, st.GetInt(k + "index"));
+      STRATA_RETURN_IF_ERROR(st.GetStatus(k + "status", &slot.status));
+      STRATA_ASSIGN_OR_RETURN(slot.element, st.GetElement(k + "element"));
+      slot.ready = true;
+      return Status::OK();
+    };
+    STRATA_RETURN_IF_ERROR(kSlotState.Restore(st, ctx_.prefix, &next_index_, &input_end_, &slots_, restore_slot));
     return input_->Restore(st);
   }
 

@@ -33,9 +33,9 @@ const BufferedState kSlotState{"parallel_map", "slots", "slot", 1 << 20};
 
 class ParallelMapIterator : public StageIterator, WorkerPool::Work {
  public:
-  ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFn* fn,
-                      const MapRngFn* rng_fn, const MapOptions& o)
-      : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(fn), rng_fn_(rng_fn),
+  ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFunction& fn,
+                      const MapOptions& o)
+      : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(&fn),
         seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)),
         pool_(this, PoolOptions(ctx, o.num_parallel_calls, stats_.get())) {
     stats_->parallelism.store(pool_.parallelism(), std::memory_order_relaxed);
@@ -187,13 +187,7 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
     const int64_t t0 = NowNanos();
     for (int64_t j = 0; j < got; ++j) {
       Slot* slot = mine[j];
-      Result<Element> r = [&]() -> Result<Element> {
-        if (*rng_fn_) {
-          Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
-          return (*rng_fn_)(std::move(ins[j]), rng);
-        }
-        return (*fn_)(std::move(ins[j]));
-      }();
+      Result<Element> r = (*fn_)(std::move(ins[j]), seed_, slot->index);
       if (r.ok()) {
         slot->element = std::move(r).value();
       } else {
@@ -208,8 +202,7 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
   }
 
   std::unique_ptr<IteratorBase> input_;
-  const MapFn* fn_;
-  const MapRngFn* rng_fn_;
+  const MapFunction* fn_;
   const uint64_t seed_;
   const bool deterministic_;
 
@@ -222,35 +215,14 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
   WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
-class ParallelMapNode : public DatasetNode {
- public:
-  ParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions o)
-      : DatasetNode("parallel_map", {std::move(input)}, Check(fn, rng_fn, o)), fn_(std::move(fn)),
-        rng_fn_(std::move(rng_fn)), o_(o) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new ParallelMapIterator(ctx, std::move(in), &fn_, &rng_fn_, o_));
-  }
-
- private:
-  static Status Check(const MapFn& fn, const MapRngFn& rng_fn, const MapOptions& o) {
-    if (!fn && !rng_fn) return InvalidArgument("map: no function given");
-    if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
-      return InvalidArgument("map: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
-                             std::to_string(o.num_parallel_calls));
-    return Status::OK();
-  }
-  MapFn fn_;
-  MapRngFn rng_fn_;
-  MapOptions o_;
-};
-
 }  // namespace
 
 NodePtr MakeParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options) {
-  return std::make_shared<ParallelMapNode>(std::move(input), std::move(fn), std::move(rng_fn), options);
+  MapFunction f{std::move(fn), std::move(rng_fn)};
+  Status error = f.given() ? CheckParallelCalls("map", options.num_parallel_calls)
+                           : InvalidArgument("map: no function given");
+  return MakeOneInputNode<ParallelMapIterator>("parallel_map", std::move(input), std::move(error), std::move(f),
+                                               options);
 }
 
 }  // namespace strata::data

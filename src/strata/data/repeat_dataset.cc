@@ -81,9 +81,7 @@ class RepeatIterator : public StageIterator {
 class RepeatNode : public DatasetNode {
  public:
   RepeatNode(NodePtr input, int64_t count)
-      : DatasetNode("repeat", {std::move(input)},
-                    count >= -1 ? Status::OK() : InvalidArgument("repeat: count must be >= -1, got " + std::to_string(count))),
-        count_(count) {}
+      : DatasetNode("repeat", {std::move(input)}, CheckCountOrAll("repeat", count)), count_(count) {}
 
  protected:
   Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {

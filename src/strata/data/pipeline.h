@@ -271,6 +271,44 @@ class UpToCountIterator : public CountingIterator {
   const int64_t count_;
 };
 
+// The input of a stage that makes its input's iterator itself, only when it runs the input
+// and perhaps more than once (repeat: one per epoch; the caches: a pass not read back). The
+// stage's state says whether it had one ("has_input") and, if so, that iterator's position.
+class OnDemandInput {
+ public:
+  explicit OnDemandInput(NodePtr node) : node_(std::move(node)) {}
+  IteratorBase* get() const { return it_.get(); }
+  explicit operator bool() const { return it_ != nullptr; }
+  void reset() { it_.reset(); }
+  // A fresh iterator of the input, made in `ctx` (the stage's ctx.Child(0), with repeat's
+  // epoch seed for repeat).
+  Status Make(const IteratorContext& ctx) {
+    STRATA_ASSIGN_OR_RETURN(it_, node_->Make(ctx));
+    return Status::OK();
+  }
+  // `prefix` is the stage's.
+  Status Save(IteratorState* st, const std::string& prefix) const {
+    st->SetInt(prefix + "has_input", it_ != nullptr);
+    return it_ ? it_->Save(st) : Status::OK();
+  }
+  // Whether the saved stage had an input iterator.
+  static Result<bool> Saved(const IteratorState& st, const std::string& prefix) {
+    STRATA_ASSIGN_OR_RETURN(int64_t has_input, st.GetInt(prefix + "has_input"));
+    return has_input != 0;
+  }
+  // When the saved stage had one (`saved`), a fresh iterator made in `ctx` and restored to
+  // its position; otherwise none is made.
+  Status Restore(const IteratorState& st, bool saved, const IteratorContext& ctx) {
+    if (!saved) return Status::OK();
+    STRATA_RETURN_IF_ERROR(Make(ctx));
+    return it_->Restore(st);
+  }
+
+ private:
+  NodePtr node_;
+  std::unique_ptr<IteratorBase> it_;
+};
+
 // Times one GetNext of a synchronous stage: its own work goes to busy_ns, the time inside
 // its input's GetNext to blocked_upstream_ns.
 class StageTimer {

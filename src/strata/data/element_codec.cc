@@ -8,37 +8,30 @@ namespace {
 constexpr uint32_t kMaxComponents = 4096;
 constexpr uint32_t kMaxNameLength = 4096;
 constexpr int kMaxRank = 8;
+
+// The one little-endian layout of the fixed-width integers below, whatever their width.
+template <typename T>
+void PutFixed(std::string* out, T v) {
+  char b[sizeof(T)];
+  for (size_t i = 0; i < sizeof(T); ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, sizeof(T));
+}
+
+template <typename T>
+bool GetFixed(std::string_view* in, T* v) {
+  if (in->size() < sizeof(T)) return false;
+  T r = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) r |= static_cast<T>(static_cast<uint8_t>((*in)[i])) << (8 * i);
+  *v = r;
+  in->remove_prefix(sizeof(T));
+  return true;
+}
 }  // namespace
 
-void PutFixed32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 4);
-}
-
-void PutFixed64(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 8);
-}
-
-bool GetFixed32(std::string_view* in, uint32_t* v) {
-  if (in->size() < 4) return false;
-  uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>(static_cast<uint8_t>((*in)[i])) << (8 * i);
-  *v = r;
-  in->remove_prefix(4);
-  return true;
-}
-
-bool GetFixed64(std::string_view* in, uint64_t* v) {
-  if (in->size() < 8) return false;
-  uint64_t r = 0;
-  for (int i = 0; i < 8; ++i) r |= static_cast<uint64_t>(static_cast<uint8_t>((*in)[i])) << (8 * i);
-  *v = r;
-  in->remove_prefix(8);
-  return true;
-}
+void PutFixed32(std::string* out, uint32_t v) { PutFixed(out, v); }
+void PutFixed64(std::string* out, uint64_t v) { PutFixed(out, v); }
+bool GetFixed32(std::string_view* in, uint32_t* v) { return GetFixed(in, v); }
+bool GetFixed64(std::string_view* in, uint64_t* v) { return GetFixed(in, v); }
 
 void EncodeElement(const Element& e, std::string* out) {
   PutFixed32(out, static_cast<uint32_t>(e.size()));

@@ -27,7 +27,7 @@ bool FileExists(const std::string& p) {
 class FileCacheIterator : public StageIterator {
  public:
   FileCacheIterator(const IteratorContext& ctx, NodePtr input, const std::string* path)
-      : StageIterator(ctx, "cache_file"), input_node_(std::move(input)), path_(path) {}
+      : StageIterator(ctx, "cache_file"), input_(std::move(input)), path_(path) {}
 
   Status Init() {
     if (FileExists(*path_)) return OpenForReading();
@@ -38,7 +38,7 @@ class FileCacheIterator : public StageIterator {
     StageTimer timer(stats_.get());
     if (file_) return ReadFrame(out, end);
     if (!input_) {
-      STRATA_ASSIGN_OR_RETURN(input_, input_node_->Make(ctx_.Child(0)));
+      STRATA_RETURN_IF_ERROR(input_.Make(ctx_.Child(0)));
       if (writing_) {
         STRATA_ASSIGN_OR_RETURN(writer_, NewAtomicWritableFile(*path_));
         STRATA_RETURN_IF_ERROR(writer_->Append(std::string_view(kCacheMagic, 8)));
@@ -74,14 +74,13 @@ class FileCacheIterator : public StageIterator {
     st->SetInt(Key("reading"), file_ != nullptr);
     st->SetInt(Key("offset"), static_cast<int64_t>(offset_));
     st->SetInt(Key("count"), count_);
-    st->SetInt(Key("has_input"), input_ != nullptr);
-    return input_ ? input_->Save(st) : Status::OK();
+    return input_.Save(st, ctx_.prefix);
   }
   Status Restore(const IteratorState& st) override {
     STRATA_ASSIGN_OR_RETURN(int64_t reading, st.GetInt(Key("reading")));
     STRATA_ASSIGN_OR_RETURN(int64_t offset, st.GetInt(Key("offset")));
     STRATA_ASSIGN_OR_RETURN(count_, st.GetInt(Key("count")));
-    STRATA_ASSIGN_OR_RETURN(int64_t has_input, st.GetInt(Key("has_input")));
+    STRATA_ASSIGN_OR_RETURN(bool has_input, OnDemandInput::Saved(st, ctx_.prefix));
     if (reading) {
       if (!file_) STRATA_RETURN_IF_ERROR(OpenForReading());
       if (offset < 8 || static_cast<uint64_t>(offset) > size_)
@@ -91,9 +90,7 @@ class FileCacheIterator : public StageIterator {
     }
     file_.reset();
     writing_ = false;
-    if (!has_input) return Status::OK();
-    STRATA_ASSIGN_OR_RETURN(input_, input_node_->Make(ctx_.Child(0)));
-    return input_->Restore(st);
+    return input_.Restore(st, has_input, ctx_.Child(0));
   }
 
  private:
@@ -135,9 +132,8 @@ class FileCacheIterator : public StageIterator {
     return Status::OK();
   }
 
-  NodePtr input_node_;
+  OnDemandInput input_;
   const std::string* path_;
-  std::unique_ptr<IteratorBase> input_;
   std::unique_ptr<RandomAccessFile> file_;
   std::unique_ptr<WritableFile> writer_;
   bool writing_ = true;

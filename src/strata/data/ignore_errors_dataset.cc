@@ -29,19 +29,10 @@ class IgnoreErrorsIterator : public PassThroughStateIterator {
   }
 };
 
-class IgnoreErrorsNode : public DatasetNode {
- public:
-  explicit IgnoreErrorsNode(NodePtr input) : DatasetNode("ignore_errors", {std::move(input)}) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new IgnoreErrorsIterator(ctx, std::move(in)));
-  }
-};
-
 }  // namespace
 
-NodePtr MakeIgnoreErrorsNode(NodePtr input) { return std::make_shared<IgnoreErrorsNode>(std::move(input)); }
+NodePtr MakeIgnoreErrorsNode(NodePtr input) {
+  return MakeOneInputNode<IgnoreErrorsIterator>("ignore_errors", std::move(input), Status::OK());
+}
 
 }  // namespace strata::data

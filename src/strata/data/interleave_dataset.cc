@@ -48,10 +48,10 @@ struct CycleSlot {
 
 class InterleaveIterator : public StageIterator, WorkerPool::Work {
  public:
-  InterleaveIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const InterleaveFn* fn,
+  InterleaveIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const InterleaveFn& fn,
                      const InterleaveOptions& o)
       : StageIterator(ctx, o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave"),
-        input_(std::move(input)), fn_(fn), block_length_(o.block_length),
+        input_(std::move(input)), fn_(&fn), block_length_(o.block_length),
         parallel_(o.num_parallel_calls != 1), deterministic_(Deterministic(o.deterministic, ctx)),
         per_slot_buffer_(std::max<int64_t>(1, o.buffer_output_elements)),
         cycle_length_(o.cycle_length == AUTOTUNE ? std::max(2, ctx.pipeline->cpu_budget()) : o.cycle_length),
@@ -376,39 +376,21 @@ class InterleaveIterator : public StageIterator, WorkerPool::Work {
   WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
-class InterleaveNode : public DatasetNode {
- public:
-  InterleaveNode(NodePtr input, InterleaveFn fn, InterleaveOptions o)
-      : DatasetNode(o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave", {std::move(input)},
-                    Check(fn, o)),
-        fn_(std::move(fn)), o_(o) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new InterleaveIterator(ctx, std::move(in), &fn_, o_));
-  }
-
- private:
-  static Status Check(const InterleaveFn& fn, const InterleaveOptions& o) {
-    if (!fn) return InvalidArgument("interleave: no function given");
-    if (o.cycle_length != AUTOTUNE && (o.cycle_length < 1 || o.cycle_length > 4096))
-      return InvalidArgument("interleave: cycle_length must be in [1, 4096] or AUTOTUNE, got " +
-                             std::to_string(o.cycle_length));
-    if (o.block_length < 1) return InvalidArgument("interleave: block_length must be >= 1, got " + std::to_string(o.block_length));
-    if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
-      return InvalidArgument("interleave: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
-                             std::to_string(o.num_parallel_calls));
-    return Status::OK();
-  }
-  InterleaveFn fn_;
-  InterleaveOptions o_;
-};
+Status Check(const InterleaveFn& fn, const InterleaveOptions& o) {
+  if (!fn) return InvalidArgument("interleave: no function given");
+  if (o.cycle_length != AUTOTUNE && (o.cycle_length < 1 || o.cycle_length > 4096))
+    return InvalidArgument("interleave: cycle_length must be in [1, 4096] or AUTOTUNE, got " +
+                           std::to_string(o.cycle_length));
+  if (o.block_length < 1) return InvalidArgument("interleave: block_length must be >= 1, got " + std::to_string(o.block_length));
+  return CheckParallelCalls("interleave", o.num_parallel_calls);
+}
 
 }  // namespace
 
 NodePtr MakeInterleaveNode(NodePtr input, InterleaveFn fn, InterleaveOptions o) {
-  return std::make_shared<InterleaveNode>(std::move(input), std::move(fn), o);
+  Status error = Check(fn, o);
+  return MakeOneInputNode<InterleaveIterator>(o.num_parallel_calls == 1 ? "interleave" : "parallel_interleave",
+                                              std::move(input), std::move(error), std::move(fn), o);
 }
 
 }  // namespace strata::data

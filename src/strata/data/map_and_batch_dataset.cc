@@ -46,6 +46,8 @@ struct Batch {
   int64_t error_row = -1;
 };
 
+const BufferedState kBatchState{"map_and_batch", "batches", "batch", 1 << 16};
+
 class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
  public:
   MapAndBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const ElementSpec* spec,
@@ -102,16 +104,13 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
 
   Status Save(IteratorState* st) override {
     WorkerPool::Parked parked = pool_.Park();
-    BufferPosition{next_index_, input_end_, static_cast<int64_t>(batches_.size())}.Save(st, ctx_.prefix);
-    Status s;
-    for (size_t i = 0; i < batches_.size() && s.ok(); ++i) {
-      const Batch& b = *batches_[i];
-      const std::string k = "batch/" + std::to_string(i);
-      st->SetInt(Key(k + "/first"), b.first);
-      st->SetInt(Key(k + "/rows"), b.claimed);
-      st->SetInt(Key(k + "/last"), b.last);
-      st->SetInt(Key(k + "/error_row"), b.error_row);
-      st->SetStatus(Key(k + "/status"), b.status);
+    auto save_batch = [&](const Batch& b, const std::string& k) {
+      st->SetInt(k + "first", b.first);
+      st->SetInt(k + "rows", b.claimed);
+      st->SetInt(k + "last", b.last);
+      st->SetInt(k + "error_row", b.error_row);
+      st->SetStatus(k + "status", b.status);
+      Status s;
       Element rows;
       rows.names = b.buf.names;
       for (const Tensor& t : b.buf.tensors) {
@@ -122,45 +121,41 @@ class MapAndBatchIterator : public StageIterator, WorkerPool::Work {
         }
         rows.tensors.push_back(std::move(r).value());
       }
-      st->SetElement(Key(k + "/rows_data"), rows);
-    }
-    if (s.ok()) s = input_->Save(st);
-    return s;
+      st->SetElement(k + "rows_data", rows);
+      return s;
+    };
+    STRATA_RETURN_IF_ERROR(kBatchState.Save(st, ctx_.prefix, next_index_, input_end_, batches_, save_batch));
+    return input_->Save(st);
   }
 
   Status Restore(const IteratorState& st) override {
     std::lock_guard<std::mutex> l(pool_.mu());
-    STRATA_ASSIGN_OR_RETURN(BufferPosition pos, BufferPosition::Restore(st, ctx_.prefix, 1 << 16, "map_and_batch", "batches"));
-    next_index_ = pos.next_index;
-    input_end_ = pos.input_end;
-    batches_.clear();
-    for (int64_t i = 0; i < pos.size; ++i) {
-      const std::string k = "batch/" + std::to_string(i);
-      auto b = std::make_unique<Batch>();
-      STRATA_ASSIGN_OR_RETURN(b->first, st.GetInt(Key(k + "/first")));
-      STRATA_ASSIGN_OR_RETURN(b->claimed, st.GetInt(Key(k + "/rows")));
-      STRATA_ASSIGN_OR_RETURN(int64_t last, st.GetInt(Key(k + "/last")));
-      STRATA_ASSIGN_OR_RETURN(b->error_row, st.GetInt(Key(k + "/error_row")));
-      STRATA_RETURN_IF_ERROR(st.GetStatus(Key(k + "/status"), &b->status));
-      STRATA_ASSIGN_OR_RETURN(Element rows, st.GetElement(Key(k + "/rows_data")));
-      if (b->claimed < 0 || b->claimed > n_ || rows.size() != spec_->dtypes.size())
-        return Corruption("map_and_batch state: batch " + std::to_string(i) + " has " + std::to_string(b->claimed) +
+    auto restore_batch = [&](int64_t i, const std::string& k, Batch& b) -> Status {
+      STRATA_ASSIGN_OR_RETURN(b.first, st.GetInt(k + "first"));
+      STRATA_ASSIGN_OR_RETURN(b.claimed, st.GetInt(k + "rows"));
+      STRATA_ASSIGN_OR_RETURN(int64_t last, st.GetInt(k + "last"));
+      STRATA_ASSIGN_OR_RETURN(b.error_row, st.GetInt(k + "error_row"));
+      STRATA_RETURN_IF_ERROR(st.GetStatus(k + "status", &b.status));
+      STRATA_ASSIGN_OR_RETURN(Element rows, st.GetElement(k + "rows_data"));
+      if (b.claimed < 0 || b.claimed > n_ || rows.size() != spec_->dtypes.size())
+        return Corruption("map_and_batch state: batch " + std::to_string(i) + " has " + std::to_string(b.claimed) +
                           " rows of " + std::to_string(rows.size()) + " components; expected <= " +
                           std::to_string(n_) + " rows of " + std::to_string(spec_->dtypes.size()));
-      b->last = last != 0;
-      b->done = b->claimed;
-      b->buf = Allocate();
+      b.last = last != 0;
+      b.done = b.claimed;
+      b.buf = Allocate();
       for (size_t c = 0; c < rows.size(); ++c) {
         const Tensor src = rows[c].is_contiguous() ? rows[c] : rows[c].Contiguous();
-        const size_t want = b->buf[c].nbytes() / n_ * b->claimed;
+        const size_t want = b.buf[c].nbytes() / n_ * b.claimed;
         if (src.dtype() != spec_->dtypes[c] || src.nbytes() != want)
           return Corruption("map_and_batch state: batch " + std::to_string(i) + " component " + std::to_string(c) +
-                            " is " + src.DebugString() + ", not " + std::to_string(b->claimed) + " rows of " +
+                            " is " + src.DebugString() + ", not " + std::to_string(b.claimed) + " rows of " +
                             std::string(DTypeName(spec_->dtypes[c])) + spec_->shapes[c].ToString());
-        std::memcpy(b->buf[c].raw_data(), src.raw_data(), want);
+        std::memcpy(b.buf[c].raw_data(), src.raw_data(), want);
       }
-      batches_.push_back(std::move(b));
-    }
+      return Status::OK();
+    };
+    STRATA_RETURN_IF_ERROR(kBatchState.Restore(st, ctx_.prefix, &next_index_, &input_end_, &batches_, restore_batch));
     return input_->Restore(st);
   }
 

@@ -24,10 +24,7 @@ Status CheckSpec(const ElementSpec& spec, const MapIntoFn& fn, const MapOptions&
   for (const Shape& s : spec.shapes)
     for (int64_t d : s.dims())
       if (d < 0) return InvalidArgument("map_into: spec shape " + s.ToString() + " has a negative extent");
-  if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
-    return InvalidArgument("map_into: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
-                           std::to_string(o.num_parallel_calls));
-  return Status::OK();
+  return CheckParallelCalls("map_into", o.num_parallel_calls);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct MemoryCache {
 class MemoryCacheIterator : public StageIterator {
  public:
   MemoryCacheIterator(const IteratorContext& ctx, NodePtr input, std::shared_ptr<MemoryCache> cache)
-      : StageIterator(ctx, "cache"), input_node_(std::move(input)), cache_(std::move(cache)) {
+      : StageIterator(ctx, "cache"), input_(std::move(input)), cache_(std::move(cache)) {
     std::lock_guard<std::mutex> l(cache_->mu);
     reading_ = cache_->complete;
   }
@@ -37,9 +37,7 @@ class MemoryCacheIterator : public StageIterator {
       stats_->AddElement(static_cast<int64_t>(out->nbytes()));
       return Status::OK();
     }
-    if (!input_) {
-      STRATA_ASSIGN_OR_RETURN(input_, input_node_->Make(ctx_.Child(0)));
-    }
+    if (!input_) STRATA_RETURN_IF_ERROR(input_.Make(ctx_.Child(0)));
     while (true) {
       STRATA_RETURN_IF_ERROR(timer.Input(input_.get(), out, end));
       if (*end) {
@@ -68,13 +66,12 @@ class MemoryCacheIterator : public StageIterator {
   Status Save(IteratorState* st) override {
     st->SetInt(Key("reading"), reading_);
     st->SetInt(Key("index"), index_);
-    st->SetInt(Key("has_input"), input_ != nullptr);
-    return input_ ? input_->Save(st) : Status::OK();
+    return input_.Save(st, ctx_.prefix);
   }
   Status Restore(const IteratorState& st) override {
     STRATA_ASSIGN_OR_RETURN(int64_t reading, st.GetInt(Key("reading")));
     STRATA_ASSIGN_OR_RETURN(int64_t index, st.GetInt(Key("index")));
-    STRATA_ASSIGN_OR_RETURN(int64_t has_input, st.GetInt(Key("has_input")));
+    STRATA_ASSIGN_OR_RETURN(bool has_input, OnDemandInput::Saved(st, ctx_.prefix));
     bool complete;
     {
       std::lock_guard<std::mutex> l(cache_->mu);
@@ -95,15 +92,12 @@ class MemoryCacheIterator : public StageIterator {
     reading_ = false;
     filling_ = false;  // the elements before the saved position are gone: this pass cannot complete it
     index_ = index;
-    if (!has_input) return Status::OK();
-    STRATA_ASSIGN_OR_RETURN(input_, input_node_->Make(ctx_.Child(0)));
-    return input_->Restore(st);
+    return input_.Restore(st, has_input, ctx_.Child(0));
   }
 
  private:
-  NodePtr input_node_;
+  OnDemandInput input_;
   std::shared_ptr<MemoryCache> cache_;
-  std::unique_ptr<IteratorBase> input_;
   bool reading_ = false;
   bool filling_ = true;
   int64_t index_ = 0;

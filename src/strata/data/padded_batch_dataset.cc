@@ -60,8 +60,8 @@ void CopyPadded(const Tensor& src, Tensor& dst, int64_t row) {
 class PaddedBatchIterator : public PassThroughStateIterator {
  public:
   PaddedBatchIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, int64_t n,
-                      const PaddedBatchOptions* o)
-      : PassThroughStateIterator(ctx, "padded_batch", std::move(input)), n_(n), o_(o) {}
+                      const PaddedBatchOptions& o)
+      : PassThroughStateIterator(ctx, "padded_batch", std::move(input)), n_(n), o_(&o) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -130,29 +130,11 @@ class PaddedBatchIterator : public PassThroughStateIterator {
   std::vector<Element> rows_;
 };
 
-class PaddedBatchNode : public DatasetNode {
- public:
-  PaddedBatchNode(NodePtr input, int64_t n, PaddedBatchOptions o)
-      : DatasetNode("padded_batch", {std::move(input)},
-                    n > 0 ? Status::OK()
-                          : InvalidArgument("padded_batch: batch_size must be > 0, got " + std::to_string(n))),
-        n_(n), o_(std::move(o)) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new PaddedBatchIterator(ctx, std::move(in), n_, &o_));
-  }
-
- private:
-  int64_t n_;
-  PaddedBatchOptions o_;
-};
-
 }  // namespace
 
 NodePtr MakePaddedBatchNode(NodePtr input, int64_t n, PaddedBatchOptions o) {
-  return std::make_shared<PaddedBatchNode>(std::move(input), n, std::move(o));
+  Status error = n > 0 ? Status::OK() : InvalidArgument("padded_batch: batch_size must be > 0, got " + std::to_string(n));
+  return MakeOneInputNode<PaddedBatchIterator>("padded_batch", std::move(input), std::move(error), n, std::move(o));
 }
 
 }  // namespace strata::data

@@ -29,11 +29,13 @@ struct Slot {
   Element element;
 };
 
+const BufferedState kSlotState{"parallel_map", "slots", "slot", 1 << 20};
+
 class ParallelMapIterator : public StageIterator, WorkerPool::Work {
  public:
-  ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFn* fn,
-                      const MapRngFn* rng_fn, const MapOptions& o)
-      : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(fn), rng_fn_(rng_fn),
+  ParallelMapIterator(const IteratorContext& ctx, std::unique_ptr<IteratorBase> input, const MapFunction& fn,
+                      const MapOptions& o)
+      : StageIterator(ctx, "parallel_map"), input_(std::move(input)), fn_(&fn),
         seed_(MixSeed(o.seed, ctx.epoch_seed)), deterministic_(Deterministic(o.deterministic, ctx)),
         pool_(this, PoolOptions(ctx, o.num_parallel_calls, stats_.get())) {
     stats_->parallelism.store(pool_.parallelism(), std::memory_order_relaxed);
@@ -81,31 +83,26 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
 
   Status Save(IteratorState* st) override {
     WorkerPool::Parked parked = pool_.Park();
-    BufferPosition{next_index_, input_end_, static_cast<int64_t>(slots_.size())}.Save(st, ctx_.prefix);
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const std::string k = "slot/" + std::to_string(i);
-      st->SetInt(Key(k + "/index"), slots_[i]->index);
-      st->SetStatus(Key(k + "/status"), slots_[i]->status);
-      st->SetElement(Key(k + "/element"), slots_[i]->element);
-    }
+    auto save_slot = [&](const Slot& slot, const std::string& k) {
+      st->SetInt(k + "index", slot.index);
+      st->SetStatus(k + "status", slot.status);
+      st->SetElement(k + "element", slot.element);
+      return Status::OK();
+    };
+    STRATA_RETURN_IF_ERROR(kSlotState.Save(st, ctx_.prefix, next_index_, input_end_, slots_, save_slot));
     return input_->Save(st);
   }
 
   Status Restore(const IteratorState& st) override {
     std::lock_guard<std::mutex> l(pool_.mu());
-    STRATA_ASSIGN_OR_RETURN(BufferPosition pos, BufferPosition::Restore(st, ctx_.prefix, 1 << 20, "parallel_map", "slots"));
-    next_index_ = pos.next_index;
-    input_end_ = pos.input_end;
-    slots_.clear();
-    for (int64_t i = 0; i < pos.size; ++i) {
-      const std::string k = "slot/" + std::to_string(i);
-      auto slot = std::make_unique<Slot>();
-      STRATA_ASSIGN_OR_RETURN(slot->index, st.GetInt(Key(k + "/index")));
-      STRATA_RETURN_IF_ERROR(st.GetStatus(Key(k + "/status"), &slot->status));
-      STRATA_ASSIGN_OR_RETURN(slot->element, st.GetElement(Key(k + "/element")));
-      slot->ready = true;
-      slots_.push_back(std::move(slot));
-    }
+    auto restore_slot = [&](int64_t, const std::string& k, Slot& slot) -> Status {
+      STRATA_ASSIGN_OR_RETURN(slot.index, st.GetInt(k + "index"));
+      STRATA_RETURN_IF_ERROR(st.GetStatus(k + "status", &slot.status));
+      STRATA_ASSIGN_OR_RETURN(slot.element, st.GetElement(k + "element"));
+      slot.ready = true;
+      return Status::OK();
+    };
+    STRATA_RETURN_IF_ERROR(kSlotState.Restore(st, ctx_.prefix, &next_index_, &input_end_, &slots_, restore_slot));
     return input_->Restore(st);
   }
 
@@ -190,13 +187,7 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
     const int64_t t0 = NowNanos();
     for (int64_t j = 0; j < got; ++j) {
       Slot* slot = mine[j];
-      Result<Element> r = [&]() -> Result<Element> {
-        if (*rng_fn_) {
-          Rng rng(MixSeed(seed_, static_cast<uint64_t>(slot->index)));
-          return (*rng_fn_)(std::move(ins[j]), rng);
-        }
-        return (*fn_)(std::move(ins[j]));
-      }();
+      Result<Element> r = (*fn_)(std::move(ins[j]), seed_, slot->index);
       if (r.ok()) {
         slot->element = std::move(r).value();
       } else {
@@ -211,8 +202,7 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
   }
 
   std::unique_ptr<IteratorBase> input_;
-  const MapFn* fn_;
-  const MapRngFn* rng_fn_;
+  const MapFunction* fn_;
   const uint64_t seed_;
   const bool deterministic_;
 
@@ -225,35 +215,14 @@ class ParallelMapIterator : public StageIterator, WorkerPool::Work {
   WorkerPool pool_;  // last: its threads stop before the members above go
 };
 
-class ParallelMapNode : public DatasetNode {
- public:
-  ParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions o)
-      : DatasetNode("parallel_map", {std::move(input)}, Check(fn, rng_fn, o)), fn_(std::move(fn)),
-        rng_fn_(std::move(rng_fn)), o_(o) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new ParallelMapIterator(ctx, std::move(in), &fn_, &rng_fn_, o_));
-  }
-
- private:
-  static Status Check(const MapFn& fn, const MapRngFn& rng_fn, const MapOptions& o) {
-    if (!fn && !rng_fn) return InvalidArgument("map: no function given");
-    if (o.num_parallel_calls != AUTOTUNE && (o.num_parallel_calls < 1 || o.num_parallel_calls > 1024))
-      return InvalidArgument("map: num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " +
-                             std::to_string(o.num_parallel_calls));
-    return Status::OK();
-  }
-  MapFn fn_;
-  MapRngFn rng_fn_;
-  MapOptions o_;
-};
-
 }  // namespace
 
 NodePtr MakeParallelMapNode(NodePtr input, MapFn fn, MapRngFn rng_fn, MapOptions options) {
-  return std::make_shared<ParallelMapNode>(std::move(input), std::move(fn), std::move(rng_fn), options);
+  MapFunction f{std::move(fn), std::move(rng_fn)};
+  Status error = f.given() ? CheckParallelCalls("map", options.num_parallel_calls)
+                           : InvalidArgument("map: no function given");
+  return MakeOneInputNode<ParallelMapIterator>("parallel_map", std::move(input), std::move(error), std::move(f),
+                                               options);
 }
 
 }  // namespace strata::data

@@ -1,6 +1,7 @@
 // Internals shared by every stage: the iterator interface, the context an iterator is made
-// in, the dataset node base class and the per-run Pipeline (statistics registry, AUTOTUNE
-// knobs and the tuner thread). Users see dataset.h; stages see this.
+// in, the dataset node base class, the per-run Pipeline (statistics registry, AUTOTUNE
+// knobs and the tuner thread) and the parts most stages are built from (OneInputNode, the
+// iterator bases by what their state holds). Users see dataset.h; stages see this.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "strata/core/clock.h"
@@ -162,6 +164,37 @@ class DatasetNode {
   Status error_;
 };
 
+using NodePtr = std::shared_ptr<const DatasetNode>;
+
+// A stage with one input whose iterator wraps that input's iterator (most stages): the node
+// keeps the stage's arguments and makes Iterator(ctx, the input's iterator, arguments...).
+// Each argument reaches the iterator as a const reference to the node's copy, which outlives
+// the iterator, so an iterator may keep a pointer to it (a function, an options struct).
+template <typename Iterator, typename... Args>
+class OneInputNode : public DatasetNode {
+ public:
+  OneInputNode(std::string name, NodePtr input, Status error, Args... args)
+      : DatasetNode(std::move(name), {std::move(input)}, std::move(error)), args_(std::move(args)...) {}
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, inputs()[0]->Make(ctx.Child(0)));
+    return std::apply(
+        [&](const Args&... args) { return std::unique_ptr<IteratorBase>(new Iterator(ctx, std::move(in), args...)); },
+        args_);
+  }
+
+ private:
+  const std::tuple<Args...> args_;
+};
+
+// A OneInputNode named `name`; `error` is the check of its arguments (OK when they are good).
+template <typename Iterator, typename... Args>
+NodePtr MakeOneInputNode(std::string name, NodePtr input, Status error, Args... args) {
+  return std::make_shared<OneInputNode<Iterator, Args...>>(std::move(name), std::move(input), std::move(error),
+                                                           std::move(args)...);
+}
+
 // Common state of a stage's iterator.
 class StageIterator : public IteratorBase {
  public:
@@ -189,23 +222,91 @@ class PassThroughStateIterator : public StageIterator {
   std::unique_ptr<IteratorBase> input_;
 };
 
-// A source whose position is one count (range: the next value; from_tensor_slices: the next
-// row), saved under "next".
-class CountingSourceIterator : public StageIterator {
+// A stage whose own position is one count, saved under `key` ahead of its input's position
+// when it has an input: the next value of range, the next row of from_tensor_slices, the
+// elements skip has skipped or take has taken, enumerate's next index, shard's place in its
+// group, map's element index.
+class CountingIterator : public StageIterator {
  public:
-  CountingSourceIterator(const IteratorContext& ctx, const std::string& name, int64_t first)
-      : StageIterator(ctx, name), next_(first) {}
+  CountingIterator(const IteratorContext& ctx, const std::string& name, std::string key, int64_t first,
+                   std::unique_ptr<IteratorBase> input = nullptr)
+      : StageIterator(ctx, name), input_(std::move(input)), position_(first), key_(std::move(key)) {}
   Status Save(IteratorState* st) override {
-    st->SetInt(Key("next"), next_);
-    return Status::OK();
+    st->SetInt(Key(key_), position_);
+    return input_ ? input_->Save(st) : Status::OK();
   }
   Status Restore(const IteratorState& st) override {
-    STRATA_ASSIGN_OR_RETURN(next_, st.GetInt(Key("next")));
-    return Status::OK();
+    STRATA_ASSIGN_OR_RETURN(position_, st.GetInt(Key(key_)));
+    STRATA_RETURN_IF_ERROR(CheckPosition());
+    if (!input_ || Finished()) return Status::OK();
+    return input_->Restore(st);
   }
 
  protected:
-  int64_t next_;
+  // Whether a restored position is one this stage reaches (shard: a place within its group).
+  virtual Status CheckPosition() const { return Status::OK(); }
+  // True when the stage hands out nothing more whatever its input holds (take, at its
+  // count): its input's position is then not restored.
+  virtual bool Finished() const { return false; }
+
+  std::unique_ptr<IteratorBase> input_;  // null for a source
+  int64_t position_;
+
+ private:
+  const std::string key_;
+};
+
+// skip and take: a CountingIterator over the first `count` elements of its input (-1: all of
+// them), which skip drops and take lets through.
+class UpToCountIterator : public CountingIterator {
+ public:
+  UpToCountIterator(const IteratorContext& ctx, const std::string& name, std::string key,
+                    std::unique_ptr<IteratorBase> input, int64_t count)
+      : CountingIterator(ctx, name, std::move(key), 0, std::move(input)), count_(count) {}
+
+ protected:
+  bool CountReached() const { return count_ >= 0 && position_ >= count_; }
+
+ private:
+  const int64_t count_;
+};
+
+// The input of a stage that makes its input's iterator itself, only when it runs the input
+// and perhaps more than once (repeat: one per epoch; the caches: a pass not read back). The
+// stage's state says whether it had one ("has_input") and, if so, that iterator's position.
+class OnDemandInput {
+ public:
+  explicit OnDemandInput(NodePtr node) : node_(std::move(node)) {}
+  IteratorBase* get() const { return it_.get(); }
+  explicit operator bool() const { return it_ != nullptr; }
+  void reset() { it_.reset(); }
+  // A fresh iterator of the input, made in `ctx` (the stage's ctx.Child(0), with repeat's
+  // epoch seed for repeat).
+  Status Make(const IteratorContext& ctx) {
+    STRATA_ASSIGN_OR_RETURN(it_, node_->Make(ctx));
+    return Status::OK();
+  }
+  // `prefix` is the stage's.
+  Status Save(IteratorState* st, const std::string& prefix) const {
+    st->SetInt(prefix + "has_input", it_ != nullptr);
+    return it_ ? it_->Save(st) : Status::OK();
+  }
+  // Whether the saved stage had an input iterator.
+  static Result<bool> Saved(const IteratorState& st, const std::string& prefix) {
+    STRATA_ASSIGN_OR_RETURN(int64_t has_input, st.GetInt(prefix + "has_input"));
+    return has_input != 0;
+  }
+  // When the saved stage had one (`saved`), a fresh iterator made in `ctx` and restored to
+  // its position; otherwise none is made.
+  Status Restore(const IteratorState& st, bool saved, const IteratorContext& ctx) {
+    if (!saved) return Status::OK();
+    STRATA_RETURN_IF_ERROR(Make(ctx));
+    return it_->Restore(st);
+  }
+
+ private:
+  NodePtr node_;
+  std::unique_ptr<IteratorBase> it_;
 };
 
 // Times one GetNext of a synchronous stage: its own work goes to busy_ns, the time inside
@@ -239,8 +340,35 @@ inline bool Deterministic(const std::optional<bool>& stage, const IteratorContex
   return stage.value_or(ctx.deterministic);
 }
 
+// The check of an element count where -1 means all (take, skip, repeat).
+inline Status CheckCountOrAll(const std::string& stage, int64_t count) {
+  if (count >= -1) return Status::OK();
+  return InvalidArgument(stage + ": count must be >= -1, got " + std::to_string(count));
+}
+
+// The check of a threaded stage's num_parallel_calls (map, map_into, interleave).
+inline Status CheckParallelCalls(const std::string& stage, int64_t n) {
+  if (n == AUTOTUNE || (n >= 1 && n <= 1024)) return Status::OK();
+  return InvalidArgument(stage + ": num_parallel_calls must be in [1, 1024] or AUTOTUNE, got " + std::to_string(n));
+}
+
+// A map's function, given with or without a generator (map, map_with_rng). With one, element
+// `index` draws from a generator seeded from (seed, index): the same numbers whatever thread
+// runs it (map, parallel map).
+struct MapFunction {
+  MapFn fn;
+  MapRngFn rng_fn;
+  bool given() const { return fn || rng_fn; }
+  Result<Element> operator()(Element in, uint64_t seed, int64_t index) const {
+    if (rng_fn) {
+      Rng rng(MixSeed(seed, static_cast<uint64_t>(index)));
+      return rng_fn(std::move(in), rng);
+    }
+    return fn(std::move(in));
+  }
+};
+
 // ---- stage factories (one file each) --------------------------------------------------------
-using NodePtr = std::shared_ptr<const DatasetNode>;
 NodePtr MakeRangeNode(int64_t start, int64_t stop, int64_t step);
 NodePtr MakeTensorSlicesNode(Element components);
 NodePtr MakeZipNode(std::vector<NodePtr> inputs);

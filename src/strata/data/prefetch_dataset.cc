@@ -122,27 +122,13 @@ class PrefetchIterator : public StageIterator, WorkerPool::Work {
   WorkerPool pool_;  // last: its thread stops before the members above go
 };
 
-class PrefetchNode : public DatasetNode {
- public:
-  PrefetchNode(NodePtr input, int64_t n)
-      : DatasetNode("prefetch", {std::move(input)},
-                    (n > 0 || n == AUTOTUNE)
-                        ? Status::OK()
-                        : InvalidArgument("prefetch: buffer_size must be > 0 or AUTOTUNE, got " + std::to_string(n))),
-        n_(n) {}
-
- protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {
-    STRATA_ASSIGN_OR_RETURN(auto in, inputs()[0]->Make(ctx.Child(0)));
-    return std::unique_ptr<IteratorBase>(new PrefetchIterator(ctx, std::move(in), n_));
-  }
-
- private:
-  int64_t n_;
-};
-
 }  // namespace
 
-NodePtr MakePrefetchNode(NodePtr input, int64_t n) { return std::make_shared<PrefetchNode>(std::move(input), n); }
+NodePtr MakePrefetchNode(NodePtr input, int64_t n) {
+  Status error = (n > 0 || n == AUTOTUNE)
+                     ? Status::OK()
+                     : InvalidArgument("prefetch: buffer_size must be > 0 or AUTOTUNE, got " + std::to_string(n));
+  return MakeOneInputNode<PrefetchIterator>("prefetch", std::move(input), std::move(error), n);
+}
 
 }  // namespace strata::data

@@ -4,21 +4,21 @@
 namespace strata::data {
 namespace {
 
-class RangeIterator : public CountingSourceIterator {
+class RangeIterator : public CountingIterator {
  public:
   RangeIterator(const IteratorContext& ctx, int64_t start, int64_t stop, int64_t step)
-      : CountingSourceIterator(ctx, "range", start), stop_(stop), step_(step) {}
+      : CountingIterator(ctx, "range", "next", start), stop_(stop), step_(step) {}
 
   Status GetNext(Element* out, bool* end) override {
-    if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) {
+    if (step_ > 0 ? position_ >= stop_ : position_ <= stop_) {
       *end = true;
       return Status::OK();
     }
     *end = false;
     out->names.clear();
     out->tensors.resize(1);
-    out->tensors[0] = Scalar<int64_t>(next_);
-    next_ += step_;
+    out->tensors[0] = Scalar<int64_t>(position_);
+    position_ += step_;
     stats_->AddElement(8);
     return Status::OK();
   }

@@ -10,7 +10,7 @@ namespace {
 class RepeatIterator : public StageIterator {
  public:
   RepeatIterator(const IteratorContext& ctx, NodePtr input, int64_t count)
-      : StageIterator(ctx, "repeat"), input_node_(std::move(input)), count_(count) {}
+      : StageIterator(ctx, "repeat"), input_(std::move(input)), count_(count) {}
 
   Status GetNext(Element* out, bool* end) override {
     StageTimer timer(stats_.get());
@@ -19,7 +19,7 @@ class RepeatIterator : public StageIterator {
         *end = true;
         return Status::OK();
       }
-      if (!input_) STRATA_RETURN_IF_ERROR(MakeInput());
+      if (!input_) STRATA_RETURN_IF_ERROR(input_.Make(EpochContext()));
       STRATA_RETURN_IF_ERROR(timer.Input(input_.get(), out, end));
       if (!*end) {
         produced_in_epoch_ = true;
@@ -42,14 +42,13 @@ class RepeatIterator : public StageIterator {
     st->SetInt(Key("epoch"), epoch_);
     st->SetInt(Key("done"), done_);
     st->SetInt(Key("produced"), produced_in_epoch_);
-    st->SetInt(Key("has_input"), input_ != nullptr);
-    return input_ ? input_->Save(st) : Status::OK();
+    return input_.Save(st, ctx_.prefix);
   }
   Status Restore(const IteratorState& st) override {
     STRATA_ASSIGN_OR_RETURN(epoch_, st.GetInt(Key("epoch")));
     STRATA_ASSIGN_OR_RETURN(int64_t done, st.GetInt(Key("done")));
     STRATA_ASSIGN_OR_RETURN(int64_t produced, st.GetInt(Key("produced")));
-    STRATA_ASSIGN_OR_RETURN(int64_t has_input, st.GetInt(Key("has_input")));
+    STRATA_ASSIGN_OR_RETURN(bool has_input, OnDemandInput::Saved(st, ctx_.prefix));
     done_ = done != 0;
     produced_in_epoch_ = produced != 0;
     input_.reset();
@@ -57,33 +56,28 @@ class RepeatIterator : public StageIterator {
       count_ = 0;
       return Status::OK();
     }
-    if (!has_input) return Status::OK();
-    STRATA_RETURN_IF_ERROR(MakeInput());
-    return input_->Restore(st);
+    return input_.Restore(st, has_input, EpochContext());
   }
 
  private:
-  Status MakeInput() {
+  // The input's context in the current epoch.
+  IteratorContext EpochContext() const {
     IteratorContext c = ctx_.Child(0);
     c.epoch_seed = MixSeed(ctx_.epoch_seed, static_cast<uint64_t>(epoch_));
-    STRATA_ASSIGN_OR_RETURN(input_, input_node_->Make(c));
-    return Status::OK();
+    return c;
   }
 
-  NodePtr input_node_;
+  OnDemandInput input_;
   int64_t count_;
   int64_t epoch_ = 0;
   bool produced_in_epoch_ = false;
   bool done_ = false;
-  std::unique_ptr<IteratorBase> input_;
 };
 
 class RepeatNode : public DatasetNode {
  public:
   RepeatNode(NodePtr input, int64_t count)
-      : DatasetNode("repeat", {std::move(input)},
-                    count >= -1 ? Status::OK() : InvalidArgument("repeat: count must be >= -1, got " + std::to_string(count))),
-        count_(count) {}
+      : DatasetNode("repeat", {std::move(input)}, CheckCountOrAll("repeat", count)), count_(count) {}
 
  protected:
   Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx) const override {

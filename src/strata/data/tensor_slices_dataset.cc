@@ -20,13 +20,13 @@ Status Check(const Element& c) {
   return Status::OK();
 }
 
-class TensorSlicesIterator : public CountingSourceIterator {
+class TensorSlicesIterator : public CountingIterator {
  public:
   TensorSlicesIterator(const IteratorContext& ctx, const Element* c)
-      : CountingSourceIterator(ctx, "tensor_slices", 0), c_(c) {}
+      : CountingIterator(ctx, "tensor_slices", "next", 0), c_(c) {}
 
   Status GetNext(Element* out, bool* end) override {
-    if (next_ >= c_->tensors[0].shape().dim(0)) {
+    if (position_ >= c_->tensors[0].shape().dim(0)) {
       *end = true;
       return Status::OK();
     }
@@ -36,7 +36,7 @@ class TensorSlicesIterator : public CountingSourceIterator {
     size_t bytes = 0;
     for (size_t i = 0; i < c_->size(); ++i) {
       const Tensor& t = c_->tensors[i];
-      STRATA_ASSIGN_OR_RETURN(Tensor row, t.Slice(0, next_, next_ + 1));
+      STRATA_ASSIGN_OR_RETURN(Tensor row, t.Slice(0, position_, position_ + 1));
       std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
       if (row.is_contiguous()) {
         STRATA_ASSIGN_OR_RETURN(out->tensors[i], row.Reshape(Shape(std::move(dims))));
@@ -45,7 +45,7 @@ class TensorSlicesIterator : public CountingSourceIterator {
       }
       bytes += out->tensors[i].nbytes();
     }
-    ++next_;
+    ++position_;
     stats_->AddElement(static_cast<int64_t>(bytes));
     return Status::OK();
   }

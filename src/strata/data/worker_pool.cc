@@ -90,22 +90,5 @@ void WorkerPool::Loop() {
   }
 }
 
-void BufferPosition::Save(IteratorState* st, const std::string& prefix) const {
-  st->SetInt(prefix + "next_index", next_index);
-  st->SetInt(prefix + "input_end", input_end);
-  st->SetInt(prefix + "size", size);
-}
-
-Result<BufferPosition> BufferPosition::Restore(const IteratorState& st, const std::string& prefix, int64_t max,
-                                               const std::string& stage, const std::string& entries) {
-  BufferPosition p;
-  STRATA_ASSIGN_OR_RETURN(p.next_index, st.GetInt(prefix + "next_index"));
-  STRATA_ASSIGN_OR_RETURN(int64_t input_end, st.GetInt(prefix + "input_end"));
-  p.input_end = input_end != 0;
-  STRATA_ASSIGN_OR_RETURN(p.size, st.GetInt(prefix + "size"));
-  if (p.size < 0 || p.size > max) return Corruption(stage + " state holds " + std::to_string(p.size) + " " + entries);
-  return p;
-}
-
 }  // namespace strata::data
 

@@ -36,8 +36,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -137,18 +139,51 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// The position an ordered threaded stage (parallel map, map_and_batch) saves beside its
-// buffered entries: the next input index handed out, whether its input has ended, and how
-// many entries (slots, batches) follow in the state.
-struct BufferPosition {
-  int64_t next_index = 0;
-  bool input_end = false;
-  int64_t size = 0;
-  void Save(IteratorState* st, const std::string& prefix) const;
-  // A size above `max` is Corruption naming the stage and its entries ("parallel_map state
-  // holds 9999999 slots").
-  static Result<BufferPosition> Restore(const IteratorState& st, const std::string& prefix, int64_t max,
-                                        const std::string& stage, const std::string& entries);
+// The saved state of an ordered threaded stage (parallel map, map_and_batch), beside its
+// input's: the next input index handed out, whether its input has ended, how many entries
+// (slots, batches) it holds, then each entry's fields under "<prefix><entry>/<i>/"
+// ("0/slot/3/index"), written by the stage's save_entry(entry, key) and read back by its
+// restore_entry(i, key, entry) into a fresh entry. Save with the workers parked, Restore with
+// mu held.
+struct BufferedState {
+  std::string stage;    // "parallel_map"
+  std::string entries;  // "slots": a count above `max` is Corruption ("parallel_map state holds 9999999 slots")
+  std::string entry;    // "slot"
+  int64_t max;
+
+  template <typename Entry, typename SaveEntry>
+  Status Save(IteratorState* st, const std::string& prefix, int64_t next_index, bool input_end,
+              const std::deque<std::unique_ptr<Entry>>& buffered, SaveEntry save_entry) const {
+    st->SetInt(prefix + "next_index", next_index);
+    st->SetInt(prefix + "input_end", input_end);
+    st->SetInt(prefix + "size", static_cast<int64_t>(buffered.size()));
+    for (size_t i = 0; i < buffered.size(); ++i)
+      STRATA_RETURN_IF_ERROR(save_entry(*buffered[i], EntryKey(prefix, static_cast<int64_t>(i))));
+    return Status::OK();
+  }
+
+  template <typename Entry, typename RestoreEntry>
+  Status Restore(const IteratorState& st, const std::string& prefix, int64_t* next_index, bool* input_end,
+                 std::deque<std::unique_ptr<Entry>>* buffered, RestoreEntry restore_entry) const {
+    STRATA_ASSIGN_OR_RETURN(int64_t next, st.GetInt(prefix + "next_index"));
+    STRATA_ASSIGN_OR_RETURN(int64_t end, st.GetInt(prefix + "input_end"));
+    STRATA_ASSIGN_OR_RETURN(int64_t size, st.GetInt(prefix + "size"));
+    if (size < 0 || size > max) return Corruption(stage + " state holds " + std::to_string(size) + " " + entries);
+    *next_index = next;
+    *input_end = end != 0;
+    buffered->clear();
+    for (int64_t i = 0; i < size; ++i) {
+      auto e = std::make_unique<Entry>();
+      STRATA_RETURN_IF_ERROR(restore_entry(i, EntryKey(prefix, i), *e));
+      buffered->push_back(std::move(e));
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string EntryKey(const std::string& prefix, int64_t i) const {
+    return prefix + entry + "/" + std::to_string(i) + "/";
+  }
 };
 
 }  // namespace strata::data

@@ -13,7 +13,6 @@
 #include "strata/core/peak_flops.h"
 #include "strata/distribute/strategy.h"
 #include "strata/keras/model.h"
-#include "strata/keras/spec.h"
 
 namespace strata::cli {
 namespace {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "strata/core/cpu.h"
 #include "strata/datasets/fashion_mnist.h"
@@ -14,13 +12,12 @@
 
 namespace strata::cli {
 
-using nlohmann::json;
-
 Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const std::string& weights_arg) {
   LoadedModel out;
-  if (keras::IsCheckpointFile(model_arg) && !weights_arg.empty())
+  const bool checkpoint = keras::IsCheckpointFile(model_arg);
+  if (checkpoint && !weights_arg.empty())
     return InvalidArgument("--weights is for --model SPEC; " + model_arg + " is a checkpoint already");
-  const std::string weights = keras::IsCheckpointFile(model_arg) ? model_arg : weights_arg;
+  const std::string weights = checkpoint ? model_arg : weights_arg;
   STRATA_ASSIGN_OR_RETURN(out.model, train::SelectModel({.model = model_arg}, &out.info));
   STRATA_ASSIGN_OR_RETURN(out.strategy, distribute::MirroredStrategy(std::max(1, UsableCores())));
   // Inference loads the weights alone, so the optimizer compiled with is never used.

@@ -220,7 +220,8 @@ Result<std::unique_ptr<keras::Model>> SelectModel(const ModelChoice& c, ModelInf
   *info = ModelInfo{};
   info->source = c.model;
   std::unique_ptr<keras::Model> model;
-  if (keras::IsCheckpointFile(c.model)) {
+  const bool recorded = keras::IsCheckpointFile(c.model);  // reads the file's header
+  if (recorded) {
     STRATA_ASSIGN_OR_RETURN(*info, ReadModelInfo(c.model));  // the model, input and records it was trained on
     STRATA_ASSIGN_OR_RETURN(model, BuildModel(*info));
   } else if (keras::applications::IsApplication(c.model)) {
@@ -259,7 +260,6 @@ Result<std::unique_ptr<keras::Model>> SelectModel(const ModelChoice& c, ModelInf
   }
   // What an application or a spec leaves unsaid (and a checkpoint written before channels were
   // recorded) follows from the model: its input, its outputs, and the records' kind from the input.
-  const bool recorded = keras::IsCheckpointFile(c.model);
   if (auto in = model->input_shape(0); in.ok() && in->rank() == 3) {
     if (!recorded) {
       info->image_size = (*in)[0];

@@ -105,6 +105,9 @@ keras::Optimizer OptimizerOf(const py::dict& d) {
   o.clipnorm = number("clipnorm", 0);
   o.global_clipnorm = number("global_clipnorm", 0);
   if (o.clipnorm > 0 && o.global_clipnorm > 0) ThrowValueError("optimizer: pass clipnorm or global_clipnorm, not both");
+  o.use_ema = d.contains("use_ema") && d["use_ema"].cast<bool>();
+  o.ema_momentum = number("ema_momentum", 0.99);
+  o.ema_overwrite_frequency = static_cast<int64_t>(number("ema_overwrite_frequency", 0));
   return o;
 }
 

@@ -50,6 +50,7 @@ void BindFields(C& c, py::list& names) {
   STRATA_FIELD(warmup_epochs);
   STRATA_FIELD(weight_decay);
   STRATA_FIELD(label_smoothing);
+  STRATA_FIELD(ema);
   STRATA_FIELD(metrics);
   STRATA_FIELD(precision);
   STRATA_FIELD(seed);

@@ -168,6 +168,26 @@ TEST_F(FlagsTrain, LabelSmoothingPadCropAndFlipChangeTheRun) {
   }
 }
 
+// --ema M (Keras's use_ema): training runs as without it (the same loss each step), and the
+// model saved and evaluated at the end is the weights' moving average, so the test loss
+// differs; with --ema 0 nothing changes. Out of range is refused naming the flag.
+TEST_F(FlagsTrain, EmaLeavesTrainingAloneAndEndsAtTheAverage) {
+  auto run = [&](const std::string& extra) {
+    auto r = Train("--steps-per-epoch 3 --val " + kCifar + " --validation-steps 2 --summary-json " + Path("s.json") +
+                   " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return ReadJson(Path("s.json"));
+  };
+  const nlohmann::json plain = run(""), off = run("--ema 0"), averaged = run("--ema 0.5");
+  EXPECT_EQ(averaged["history"]["loss"], plain["history"]["loss"]);
+  EXPECT_EQ(off["test_loss"], plain["test_loss"]);
+  EXPECT_NE(averaged["test_loss"], plain["test_loss"]);
+  EXPECT_EQ(averaged["recipe"]["ema"], 0.5);
+  auto r = Train("--ema 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Has(r, "--ema must be")) << r.output;
+}
+
 // --replicas, --batch-per-replica, --lr, --lr-scaling, --schedule, --warmup-epochs, --epochs and
 // --steps-per-epoch: the printed global batch, learning rate and schedule, and the work done.
 TEST_F(FlagsTrain, BatchAndLearningRateFlagsSetTheScheduleAndTheWork) {

@@ -93,13 +93,15 @@ class KerasOptimizer:
     """Keras 3's Adam / AdamW / RMSprop on float64 copies of the variables."""
 
     def __init__(self, kind, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
-                 rho=0.9, momentum=0.0, centered=False, weight_decay=None, clipnorm=None, global_clipnorm=None):
+                 rho=0.9, momentum=0.0, centered=False, weight_decay=None, clipnorm=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None):
         if kind == "AdamW" and weight_decay is None:
             weight_decay = 0.004  # AdamW's default (and it refuses None)
         self.kind, self.lr = kind, learning_rate
         self.beta_1, self.beta_2, self.epsilon, self.amsgrad = beta_1, beta_2, epsilon, amsgrad
         self.rho, self.momentum, self.centered = rho, momentum, centered
         self.weight_decay, self.clipnorm, self.global_clipnorm = weight_decay, clipnorm, global_clipnorm
+        self.use_ema, self.ema_momentum, self.ema_overwrite_frequency = use_ema, ema_momentum, ema_overwrite_frequency
         self.iterations = 0
         self.slots = None
 
@@ -152,6 +154,13 @@ class KerasOptimizer:
                     w -= increment
             else:
                 raise ValueError(self.kind)
+        if self.use_ema:  # _update_model_variables_moving_average, then the periodic overwrite
+            m = 0.0 if self.iterations == 0 else self.ema_momentum
+            for w, s in zip(variables, self.slots):
+                s["ema"] = m * s.get("ema", np.zeros_like(w)) + (1 - m) * w
+            if self.ema_overwrite_frequency and (self.iterations + 1) % self.ema_overwrite_frequency == 0:
+                for w, s in zip(variables, self.slots):
+                    w[...] = s["ema"]
         self.iterations += 1
 
 
@@ -402,6 +411,12 @@ CASES = {
     # base_optimizer._apply_weight_decay): Adam's is AdamW's.
     "adam_weight_decay": ("Adam", dict(learning_rate=0.0625, beta_1=0.875, beta_2=0.984375, weight_decay=0.25), 1.0),
     "rmsprop_weight_decay": ("RMSprop", dict(learning_rate=0.03125, rho=0.75, weight_decay=0.25), 1.0),
+    # use_ema: the weights take the moving average after updates 3 and 6 (Keras 3's
+    # base_optimizer: the average starts at the weights on the first update).
+    "adam_ema_overwrite": ("Adam", dict(learning_rate=0.0625, beta_1=0.875, beta_2=0.984375, use_ema=True,
+                                        ema_momentum=0.75, ema_overwrite_frequency=3), 1.0),
+    "rmsprop_ema_overwrite": ("RMSprop", dict(learning_rate=0.03125, rho=0.75, momentum=0.5, use_ema=True,
+                                              ema_momentum=0.5, ema_overwrite_frequency=2), 1.0),
 }
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -430,6 +445,28 @@ def test_strata_reproduces_keras_adamw_golden_values():
     np.testing.assert_allclose([w[0].ravel() for w in got], keras_golden("AdamW", dict(
         learning_rate=1.0, weight_decay=0.5, epsilon=2)), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got[4][0].ravel()[[0, 5, 9]], [0.0263, 0.0026, -0.0159], atol=5e-4)
+
+
+def test_fit_with_use_ema_ends_at_the_average():
+    """Keras's finalize_variable_values: fit leaves the model at the weights' moving average. With
+    ema_momentum 0 the average is the last update's weights, so the model is the same as without
+    use_ema; with 0.9 it is not."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(64, 3)).astype(np.float32)
+    y = (x @ rng.normal(size=(3, 2))).astype(np.float32)
+
+    def fitted(**ema):
+        model = strata.keras.Sequential([strata.keras.Input(shape=(3,)), layers.Dense(2)])
+        model.compile(optimizer=OPT.SGD(learning_rate=0.05, momentum=0.5, **ema), loss="mse", seed=1)
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
+        return model.get_weights()
+
+    plain, zero, averaged = fitted(), fitted(use_ema=True, ema_momentum=0.0), fitted(use_ema=True)
+    for a, b in zip(plain, zero):
+        np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, b) for a, b in zip(plain, averaged))
+    with pytest.raises(ValueError, match="ema_momentum"):
+        OPT.SGD(use_ema=True, ema_momentum=1.5)
 
 
 def test_strata_refuses_the_keras_options_it_lacks():

@@ -83,6 +83,9 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Double("weight-decay", &f.weight_decay, "weight decay: SGD's L2 term on the gradient (default 5e-4); with --preset flowers, Adam's decoupled decay as Keras's (default 0)");
   flags.Double("label-smoothing", &f.label_smoothing,
                "the cross-entropy's label smoothing e: targets (1 - e) one-hot + e / classes (default 0.1; --preset flowers 0)");
+  flags.Double("ema", &f.ema,
+               "Keras's use_ema: keep a moving average of the weights at this momentum (e.g. 0.99); the trained model is "
+               "the average (default 0: off)");
   flags.Int("pad-crop", &f.pad_crop,
             "Fashion-MNIST augmentation: a random 28x28 window of the image padded by N zero pixels a side (default 0)");
   flags.Double("flip", &f.flip, "Fashion-MNIST augmentation: mirror each training image left-right with this probability (default 0.5)");

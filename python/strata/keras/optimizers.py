@@ -12,15 +12,27 @@ class Optimizer:
 
     _kind = None
 
-    def __init__(self, learning_rate, weight_decay=None, clipnorm=None, global_clipnorm=None, name=None, **kwargs):
+    def __init__(self, learning_rate, weight_decay=None, clipnorm=None, global_clipnorm=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None, name=None, **kwargs):
         if clipnorm and global_clipnorm:
             raise ValueError(f"{type(self).__name__}: pass clipnorm or global_clipnorm, not both")
+        if not 0 <= ema_momentum <= 1:
+            raise ValueError(f"{type(self).__name__}: ema_momentum must be in [0, 1], got {ema_momentum}")
+        if ema_overwrite_frequency is not None and (int(ema_overwrite_frequency) != ema_overwrite_frequency
+                                                    or ema_overwrite_frequency < 1):
+            raise ValueError(f"{type(self).__name__}: ema_overwrite_frequency must be None or a positive integer, "
+                             f"got {ema_overwrite_frequency}")
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
         self.global_clipnorm = global_clipnorm
+        # Keras's weight averaging: the moving average of the weights, which the model takes at
+        # the end of fit (and every ema_overwrite_frequency steps).
+        self.use_ema = bool(use_ema)
+        self.ema_momentum = ema_momentum
+        self.ema_overwrite_frequency = ema_overwrite_frequency
         self.name = name or self._kind
 
     def _spec(self):

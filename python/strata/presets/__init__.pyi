@@ -31,6 +31,7 @@ class Recipe:
     warmup_epochs: float
     weight_decay: float
     label_smoothing: float
+    ema: float
     metrics: List[str]
     precision: str
     seed: int

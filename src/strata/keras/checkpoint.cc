@@ -56,6 +56,11 @@ std::string OptimizerJson(const Optimizer& o) {
       j["epsilon"] = o.epsilon;
       break;
   }
+  if (o.use_ema) {  // only then: headers of optimizers without it stay as they were
+    j["use_ema"] = true;
+    j["ema_momentum"] = o.ema_momentum;
+    j["ema_overwrite_frequency"] = o.ema_overwrite_frequency;
+  }
   return j.dump();
 }
 
@@ -270,6 +275,11 @@ Status ReadCheckpoint(const std::string& path, backend::VariableStore* store, Te
       for (int64_t b = 0; b < model_blocks; ++b)
         std::memcpy(to + b * model_trainable + c.to, from + b * file_trainable + c.from, static_cast<size_t>(c.size) * 4);
     }
+    if (options.average_block >= 0 && options.average_block < model_blocks)
+      for (const Copy& c : plan)
+        if (c.trainable_in_model && (!c.trainable_in_file || file_blocks <= 0))
+          std::memcpy(to + options.average_block * model_trainable + c.to, params.data() + c.from * 4,
+                      static_cast<size_t>(c.size) * 4);
   }
   *state = std::move(loaded);
   return Status::OK();

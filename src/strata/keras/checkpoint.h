@@ -63,6 +63,10 @@ struct ReadCheckpointOptions {
   // checked nor copied, so `slots` may be null and the model's optimizer any. Every record is
   // still read and CRC-checked.
   bool weights_only = false;
+  // With remap_slots: the slot block holding a moving average of the weights (Keras's use_ema,
+  // the last block; -1: none). A variable trainable only in the model starts its average at its
+  // weights, not at zero.
+  int average_block = -1;
 };
 
 // Loads into `store` and `slots`: every variable must exist with the same shape and the

@@ -165,6 +165,11 @@ Result<History> Model::fit(const data::Dataset& train, FitOptions options) {
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
   epoch_ = options.epochs;
+  // Keras's finalize_variable_values: with use_ema the model fit leaves (to save, evaluate and
+  // predict) is the moving average of its weights; the backup callbacks wrote the weights and
+  // the average both, so a resumed fit goes on from the same state.
+  if (global_step_ > 0 && optimizer_->FinalizeWeights(store_->params().data<float>()) && train_step_)
+    train_step_->TakeModelWeights();
   if (fit_->observer) {
     StepObserver* observer = fit_->observer;
     fit_->observer = nullptr;

@@ -365,7 +365,11 @@ Status Model::load_weights(const std::string& path, const LoadWeightsOptions& op
   if (IsHdf5File(path)) return LoadKerasWeights(*this, path).status();  // copies to the replicas (set_state)
   CheckpointState st;
   STRATA_RETURN_IF_ERROR(ReadCheckpoint(path, store_.get(), &optimizer_->slots(), &st,
-                                        {.remap_slots = true, .weights_only = options.weights_only}));
+                                        {.remap_slots = true,
+                                         .weights_only = options.weights_only,
+                                         .average_block = compile_.optimizer.use_ema
+                                                              ? compile_.optimizer.slot_blocks() - 1
+                                                              : -1}));
   if (train_step_) train_step_->TakeModelWeights();
   if (options.weights_only) return Status::OK();
   global_step_ = st.global_step;

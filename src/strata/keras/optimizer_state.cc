@@ -94,9 +94,25 @@ void OptimizerState::ApplySlice(float* w_block, float* g_block, int64_t begin, i
     const float wd = static_cast<float>(o.weight_decay);
     for (int64_t i = 0; i < len; ++i) g[i] += wd * w[i];
   }
-  float* s0 = num_slot_blocks_ > 0 ? slots_.data<float>() + begin : nullptr;
-  float* s1 = num_slot_blocks_ > 1 ? slots_.data<float>() + n + begin : nullptr;
+  const int rule_blocks = num_slot_blocks_ - (o.use_ema ? 1 : 0);
+  float* s0 = rule_blocks > 0 ? slots_.data<float>() + begin : nullptr;
+  float* s1 = rule_blocks > 1 ? slots_.data<float>() + n + begin : nullptr;
   backend_->ApplyUpdate(Rule(o, lr, step), {w, g, s0, s1, len});
+  if (!o.use_ema) return;
+  // The moving average of the updated weights (Keras's _update_model_variables_moving_average:
+  // the first update starts it at the weights), then Keras's periodic overwrite.
+  float* average = slots_.data<float>() + static_cast<int64_t>(rule_blocks) * n + begin;
+  const float m = step == 0 ? 0.0f : static_cast<float>(o.ema_momentum);
+  for (int64_t i = 0; i < len; ++i) average[i] = m * average[i] + (1 - m) * w[i];
+  if (o.ema_overwrite_frequency > 0 && (step + 1) % o.ema_overwrite_frequency == 0)
+    std::copy(average, average + len, w);
+}
+
+bool OptimizerState::FinalizeWeights(float* w) const {
+  if (!optimizer_.use_ema || num_trainable_ == 0) return false;
+  const float* average = slots_.data<float>() + static_cast<int64_t>(num_slot_blocks_ - 1) * num_trainable_;
+  std::copy(average, average + num_trainable_, w);
+  return true;
 }
 
 }  // namespace strata::keras

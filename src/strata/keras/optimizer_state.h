@@ -22,7 +22,8 @@ class OptimizerState {
   OptimizerState(const Optimizer& optimizer, const backend::VariableStore& variables, backend::Backend* backend,
                  int replicas);
 
-  // The slots, f32 [blocks, num_trainable]: SGD with momentum: 1; Adam(W): m, v; RMSprop: rms, momentum.
+  // The slots, f32 [blocks, num_trainable]: SGD with momentum: 1; Adam(W): m, v; RMSprop: rms, momentum;
+  // with use_ema the moving average last.
   Tensor& slots() { return slots_; }
   const Tensor& slots() const { return slots_; }
   // Clipping needs every slice's sum of squares before any slice is scaled.
@@ -33,6 +34,9 @@ class OptimizerState {
   // The update of slice [begin, end) of the parameters `w` from the averaged gradients `g` at
   // learning rate lr; `step` is the number of updates made before this one.
   void ApplySlice(float* w, float* g, int64_t begin, int64_t end, float lr, int64_t step);
+  // Keras's finalize_variable_values: with use_ema, the trainable block `w` takes the moving
+  // average (true); otherwise nothing changes (false).
+  bool FinalizeWeights(float* w) const;
 
  private:
   Optimizer optimizer_;

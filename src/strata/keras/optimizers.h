@@ -3,6 +3,7 @@
 #pragma once
 #pragma GCC visibility push(default)  // installed: libstrata.so exports what it declares
 
+#include <cstdint>
 #include <string>
 
 #include "strata/core/status.h"
@@ -27,10 +28,19 @@ struct Optimizer {
   // when that global norm is > c (tf.clip_by_global_norm).
   double clipnorm = 0;
   double global_clipnorm = 0;
+  // Keras's use_ema: an exponential moving average of the trainable weights, kept as one more
+  // slot block. After every update average = m average + (1 - m) w, with m = ema_momentum
+  // except on the first update (m = 0: the average starts at the weights). Every
+  // ema_overwrite_frequency updates (0: never) the weights take the average; at the end of
+  // fit they take it too (Keras's finalize_variable_values), so the model fit returns, saves
+  // and evaluates is the average. Validation during fit sees the weights being trained.
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;
   std::string name() const;    // "SGD", "Adam", "AdamW", "RMSprop"
   // The optimizer's slot blocks, each parallel to the trainable parameters (the slots' layout
   // in memory and in a checkpoint): SGD with momentum 1 (velocity), Adam(W) 2 (m, v), RMSprop 2
-  // (rms, momentum), plain SGD none.
+  // (rms, momentum), plain SGD none; use_ema one more, last (the average).
   int slot_blocks() const;
 };
 
@@ -45,13 +55,14 @@ inline std::string Optimizer::name() const {
 }
 
 inline int Optimizer::slot_blocks() const {
+  const int ema = use_ema ? 1 : 0;
   switch (kind) {
-    case Kind::kSGD: return momentum != 0 ? 1 : 0;
+    case Kind::kSGD: return (momentum != 0 ? 1 : 0) + ema;
     case Kind::kAdam:
     case Kind::kAdamW:
-    case Kind::kRMSprop: return 2;
+    case Kind::kRMSprop: return 2 + ema;
   }
-  return 0;
+  return ema;
 }
 
 namespace optimizers {
@@ -64,6 +75,9 @@ template <typename Options> Optimizer WithCommonOptions(Optimizer::Kind kind, Sc
   opt.weight_decay = o.weight_decay;
   opt.clipnorm = o.clipnorm;
   opt.global_clipnorm = o.global_clipnorm;
+  opt.use_ema = o.use_ema;
+  opt.ema_momentum = o.ema_momentum;
+  opt.ema_overwrite_frequency = o.ema_overwrite_frequency;
   return opt;
 }
 struct SGDOptions {
@@ -71,6 +85,9 @@ struct SGDOptions {
   bool nesterov = false;
   double weight_decay = 0;
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
+  bool use_ema = false;                       // see Optimizer
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;
 };
 inline Optimizer SGD(Schedule lr, SGDOptions o = {}) {
   Optimizer opt = WithCommonOptions(Optimizer::Kind::kSGD, std::move(lr), o);
@@ -83,6 +100,9 @@ struct AdamOptions {
   double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   double weight_decay = 0;
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
+  bool use_ema = false;                       // see Optimizer
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;
 };
 inline Optimizer Adam(Schedule lr, AdamOptions o = {}) {
   Optimizer opt = WithCommonOptions(Optimizer::Kind::kAdam, std::move(lr), o);
@@ -98,11 +118,16 @@ struct AdamWOptions {
   double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   double weight_decay = 0.004;
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
+  bool use_ema = false;                       // see Optimizer
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;
 };
 inline Optimizer AdamW(Schedule lr, AdamWOptions o = {}) {
   Optimizer opt = Adam(std::move(lr), {.beta_1 = o.beta_1, .beta_2 = o.beta_2, .epsilon = o.epsilon,
                                        .weight_decay = o.weight_decay, .clipnorm = o.clipnorm,
-                                       .global_clipnorm = o.global_clipnorm});
+                                       .global_clipnorm = o.global_clipnorm, .use_ema = o.use_ema,
+                                       .ema_momentum = o.ema_momentum,
+                                       .ema_overwrite_frequency = o.ema_overwrite_frequency});
   opt.kind = Optimizer::Kind::kAdamW;
   return opt;
 }
@@ -111,6 +136,9 @@ struct RMSpropOptions {
   double rho = 0.9, momentum = 0, epsilon = 1e-7;
   double weight_decay = 0;
   double clipnorm = 0, global_clipnorm = 0;  // see Optimizer
+  bool use_ema = false;                       // see Optimizer
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;
 };
 inline Optimizer RMSprop(Schedule lr, RMSpropOptions o = {}) {
   Optimizer opt = WithCommonOptions(Optimizer::Kind::kRMSprop, std::move(lr), o);

@@ -147,6 +147,7 @@ Status Check(const Recipe& r) {
   if (r.pad_crop < 0 || r.pad_crop > 27) return InvalidArgument("--pad-crop must be in [0, 27] pixels");
   if (!(r.flip >= 0 && r.flip <= 1)) return InvalidArgument("--flip must be a probability in [0, 1]");
   if (!(r.label_smoothing >= 0 && r.label_smoothing < 1)) return InvalidArgument("--label-smoothing must be in [0, 1)");
+  if (!(r.ema >= 0 && r.ema < 1)) return InvalidArgument("--ema must be a momentum in [0, 1) (0: off)");
   if (r.freeze_backbone_epochs < 0) return InvalidArgument("--freeze-backbone-epochs must be 0 or more");
   if (r.freeze_backbone_epochs > 0 && r.freeze_until.empty())
     return InvalidArgument("--freeze-backbone-epochs needs --freeze-until LAYER (the backbone's last layer)");
@@ -248,8 +249,13 @@ keras::Schedule MakeSchedule(const Recipe& r, int64_t steps_per_epoch, int repli
 keras::Optimizer MakeOptimizer(const Recipe& r, keras::Schedule schedule) {
   // The flowers recipe: Adam, as the codelab and the seed's notebook; the default job: SGD with
   // Nesterov momentum and weight decay.
-  if (r.optimizer == "adam") return keras::optimizers::Adam(std::move(schedule), {.weight_decay = r.weight_decay});
-  return keras::optimizers::SGD(std::move(schedule), {.momentum = 0.9, .nesterov = true, .weight_decay = r.weight_decay});
+  keras::Optimizer o =
+      r.optimizer == "adam"
+          ? keras::optimizers::Adam(std::move(schedule), {.weight_decay = r.weight_decay})
+          : keras::optimizers::SGD(std::move(schedule), {.momentum = 0.9, .nesterov = true, .weight_decay = r.weight_decay});
+  o.use_ema = r.ema > 0;
+  if (o.use_ema) o.ema_momentum = r.ema;
+  return o;
 }
 
 Result<data::Dataset> InferenceDataset(const ModelInfo& info, const std::string& glob, int64_t batch, bool labels,

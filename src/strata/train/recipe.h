@@ -64,6 +64,7 @@ struct Recipe {
   double warmup_epochs = 0.5;
   double weight_decay = 5e-4;     // SGD: L2 on the gradient; Adam: decoupled, as Keras 3
   double label_smoothing = 0.1;   // the cross-entropy's: targets (1 - e) one-hot + e / classes
+  double ema = 0;                 // Keras's use_ema at this ema_momentum: the model ends as the weights' average (0: off)
   std::vector<std::string> metrics = {"accuracy"};
   std::string precision = "f32";  // f32 or bf16 (mixed_bfloat16); the presets: bf16 where NativeBf16()
   int64_t seed = 42;

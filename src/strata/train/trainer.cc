@@ -516,7 +516,7 @@ std::string ReportJson(const Recipe& r, const TrainReport& report) {
   j["recipe"] = {{"model", r.model}, {"epochs", r.epochs}, {"batch_per_replica", r.batch_per_replica},
                  {"optimizer", r.optimizer}, {"lr", r.lr}, {"lr_scaling", r.lr_scaling}, {"schedule", r.schedule},
                  {"warmup_epochs", r.warmup_epochs}, {"weight_decay", r.weight_decay},
-                 {"label_smoothing", r.label_smoothing}, {"pad_crop", r.pad_crop}, {"flip", r.flip},
+                 {"label_smoothing", r.label_smoothing}, {"ema", r.ema}, {"pad_crop", r.pad_crop}, {"flip", r.flip},
                  {"precision", r.precision}, {"seed", r.seed}};
   if (!report.cross_host_json.empty()) j["cross_host"] = nlohmann::json::parse(report.cross_host_json);
   return j.dump(2) + "\n";

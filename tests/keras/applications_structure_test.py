@@ -20,16 +20,19 @@ import subprocess
 import sys
 import types
 
-from keras_applications import densenet, mobilenet_v2, resnet_common, xception
+from keras_applications import densenet, mobilenet_v2, resnet_common, vgg16, vgg19, xception
 
 # tf.keras 2.x against keras_applications 1.0.8: the classifier is "predictions" in every
 # model, and MobileNetV2's first convolution pads "same" itself (no Conv1_pad layer; the
 # shapes are the same, as correct_pad reproduces TensorFlow's "same" for a stride-2 3x3).
 TF_KERAS_RENAMES = {
-    "resnet50": {"probs": "predictions"},
-    "densenet121": {"fc1000": "predictions"},
+    **{m: {"probs": "predictions"} for m in ("resnet50", "resnet101", "resnet152", "resnet50_v2", "resnet101_v2",
+                                               "resnet152_v2")},
+    **{m: {"fc1000": "predictions"} for m in ("densenet121", "densenet169", "densenet201")},
     "mobilenet_v2": {"Logits": "predictions", "Conv1_pad": None},
     "xception": {},
+    "vgg16": {},
+    "vgg19": {},
 }
 
 # The variable store names depthwise kernels [k, k, 1, C*m] where Keras has [k, k, C, m]
@@ -284,6 +287,16 @@ class Dense(Layer):
         return (shapes[0][0], self.units)
 
 
+class Flatten(Layer):
+    prefix = "flatten"
+
+    def __init__(self, name=None, **kwargs):
+        super().__init__(name)
+
+    def compute(self, shapes):
+        return (shapes[0][0], math.prod(shapes[0][1:]))
+
+
 def add(inputs, name=None):
     return Add(name=name)(inputs)
 
@@ -324,7 +337,7 @@ LAYERS = types.SimpleNamespace(
     BatchNormalization=BatchNormalization, Activation=Activation, ReLU=ReLU, Add=Add, add=add,
     MaxPooling2D=MaxPooling2D, AveragePooling2D=AveragePooling2D,
     GlobalAveragePooling2D=GlobalAveragePooling2D, GlobalMaxPooling2D=GlobalMaxPooling2D,
-    ZeroPadding2D=ZeroPadding2D, Concatenate=Concatenate, Dense=Dense)
+    ZeroPadding2D=ZeroPadding2D, Concatenate=Concatenate, Dense=Dense, Flatten=Flatten)
 BACKEND = types.SimpleNamespace(
     image_data_format=lambda: "channels_last", int_shape=lambda x: x.shape,
     is_keras_tensor=lambda x: isinstance(x, KTensor), backend=lambda: "tensorflow")
@@ -332,19 +345,29 @@ MODELS = types.SimpleNamespace(Model=FakeModel)
 UTILS = types.SimpleNamespace(get_source_inputs=lambda t: [t])
 
 KERAS_FUNCTIONS = {
+    "vgg16": vgg16.VGG16,
+    "vgg19": vgg19.VGG19,
     "resnet50": resnet_common.ResNet50,
+    "resnet101": resnet_common.ResNet101,
+    "resnet152": resnet_common.ResNet152,
+    "resnet50_v2": resnet_common.ResNet50V2,
+    "resnet101_v2": resnet_common.ResNet101V2,
+    "resnet152_v2": resnet_common.ResNet152V2,
     "mobilenet_v2": mobilenet_v2.MobileNetV2,
     "xception": xception.Xception,
     "densenet121": densenet.DenseNet121,
+    "densenet169": densenet.DenseNet169,
+    "densenet201": densenet.DenseNet201,
 }
 
 
-def keras_structure(model, size, include_top, pooling, classes):
+def keras_structure(model, size, include_top, pooling, classes, alpha=None):
     """Keras's (layers, trainable weights, non-trainable weights) for one configuration."""
     global TRACE
     TRACE = Trace()
+    extra = {} if alpha is None else {"alpha": alpha}
     KERAS_FUNCTIONS[model](include_top=include_top, weights=None, input_shape=(size, size, 3), pooling=pooling,
-                           classes=classes, backend=BACKEND, layers=LAYERS, models=MODELS, utils=UTILS)
+                           classes=classes, backend=BACKEND, layers=LAYERS, models=MODELS, utils=UTILS, **extra)
     renames = TF_KERAS_RENAMES[model]
     layers = {}
     trainable, state = [], []
@@ -371,8 +394,10 @@ def parse_shape(text):
     return tuple(None if p.strip() == "None" else int(p) for p in inner.split(","))
 
 
-def strata_structure(dump, model, size, include_top, pooling, classes):
+def strata_structure(dump, model, size, include_top, pooling, classes, alpha=None):
     args = [dump, model, "--size", str(size), "--classes", str(classes)]
+    if alpha is not None:
+        args += ["--alpha", repr(alpha)]
     if not include_top:
         args.append("--no-top")
     if pooling:
@@ -385,13 +410,18 @@ def strata_structure(dump, model, size, include_top, pooling, classes):
     lines = summary.splitlines()
     rules = [i for i, l in enumerate(lines) if l.startswith("=")]
     layers = {}
-    # Summary(1000): columns at 0.33, 0.55 and 0.67 of the line.
+    # Summary(1000): the columns start where the header's titles do (Keras's positions: 0.33,
+    # 0.55 and 0.67 of the line for a graph, 0.45 and 0.85 for a chain of layers, which has no
+    # "Connected to").
+    header = next(l for l in lines if l.startswith(" Layer (type)"))
+    shape_at, param_at = header.index("Output Shape"), header.index("Param #")
+    param_end = header.index("Connected to") if "Connected to" in header else len(header)
     for line in lines[rules[0] + 1:rules[1]]:
-        if not line[:330].strip():
+        if not line[:shape_at].strip():
             continue
-        name_cls = line[:330].strip()
+        name_cls = line[:shape_at].strip()
         name, cls = name_cls[:-1].rsplit(" (", 1)
-        layers[name] = (cls, parse_shape(line[330:550]), int(line[550:670]))
+        layers[name] = (cls, parse_shape(line[shape_at:param_at]), int(line[param_at:param_end]))
     total = int(next(l for l in lines if l.startswith("Total params:")).split(":")[1].replace(",", ""))
     trainable, state = [], []
     for line in weights.splitlines():
@@ -400,10 +430,12 @@ def strata_structure(dump, model, size, include_top, pooling, classes):
     return layers, trainable, state, total, order.split()
 
 
-def compare(dump, model, size, include_top=True, pooling=None, classes=1000):
-    label = "%s size %d include_top=%s pooling=%s classes=%d" % (model, size, include_top, pooling, classes)
-    k_layers, k_train, k_state, k_order = keras_structure(model, size, include_top, pooling, classes)
-    s_layers, s_train, s_state, s_total, s_order = strata_structure(dump, model, size, include_top, pooling, classes)
+def compare(dump, model, size, include_top=True, pooling=None, classes=1000, alpha=None):
+    label = "%s size %d include_top=%s pooling=%s classes=%d%s" % (model, size, include_top, pooling, classes,
+                                                                   "" if alpha is None else " alpha=%s" % alpha)
+    k_layers, k_train, k_state, k_order = keras_structure(model, size, include_top, pooling, classes, alpha)
+    s_layers, s_train, s_state, s_total, s_order = strata_structure(dump, model, size, include_top, pooling, classes,
+                                                                    alpha)
     problems = []
     for name in sorted(set(k_layers) | set(s_layers)):
         k, s = k_layers.get(name), s_layers.get(name)
@@ -457,9 +489,22 @@ def main():
             dict(model=model, size=minimum + 13, include_top=False, pooling="max"),       # odd: correct_pad's other case
             dict(model=model, size=minimum + 32, include_top=True, classes=104),          # flowers' classes
         ]
+    # The deeper and wider members of the families: Keras's published model, and the smallest
+    # input without the top (the blocks are the same as above, repeated).
+    for model in ("vgg16", "vgg19", "resnet101", "resnet152", "resnet50_v2", "resnet101_v2", "resnet152_v2",
+                  "densenet169", "densenet201"):
+        cases += [dict(model=model, size=224), dict(model=model, size=45, include_top=False, pooling="avg")]
+    cases += [dict(model="resnet50_v2", size=32, include_top=False), dict(model="vgg16", size=64, classes=104)]
+    # MobileNetV2's widths (Keras publishes weights for each), and one it has none for.
+    for alpha in (0.35, 0.5, 0.75, 1.3, 1.4):
+        cases.append(dict(model="mobilenet_v2", size=224, alpha=alpha))
+    cases.append(dict(model="mobilenet_v2", size=45, include_top=False, pooling="max", alpha=0.6))
     ok = all([compare(dump, **c) for c in cases])
     # The oracle itself: Keras's published totals come out of the traced definitions.
-    published = {"resnet50": 25636712, "mobilenet_v2": 3538984, "xception": 22910480, "densenet121": 8062504}
+    published = {"resnet50": 25636712, "mobilenet_v2": 3538984, "xception": 22910480, "densenet121": 8062504,
+                 "vgg16": 138357544, "vgg19": 143667240, "resnet101": 44707176, "resnet152": 60419944,
+                 "resnet50_v2": 25613800, "resnet101_v2": 44675560, "resnet152_v2": 60380648,
+                 "densenet169": 14307880, "densenet201": 20242984}
     for model, total in published.items():
         layers, _, _, _ = keras_structure(model, 224 if model != "xception" else 299, True, None, 1000)
         got = sum(p for _, _, p in layers.values())

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 
 namespace strata::keras::applications {
@@ -24,14 +25,38 @@ struct Published {
   const char* keras_name;
   int64_t total, non_trainable;
   int64_t features;  // channels of the last feature map
+  bool dense_top = false;  // VGG: Flatten, fc1, fc2 (4096 each), predictions; else pool + Dense
 };
 const Published kPublished[] = {
+    {"vgg16", "vgg16", 138'357'544, 0, 512, true},
+    {"vgg19", "vgg19", 143'667'240, 0, 512, true},
     {"resnet50", "resnet50", 25'636'712, 53'120, 2048},
+    {"resnet101", "resnet101", 44'707'176, 105'344, 2048},
+    {"resnet152", "resnet152", 60'419'944, 151'424, 2048},
+    {"resnet50_v2", "resnet50v2", 25'613'800, 45'440, 2048},
+    {"resnet101_v2", "resnet101v2", 44'675'560, 97'664, 2048},
+    {"resnet152_v2", "resnet152v2", 60'380'648, 143'744, 2048},
     {"mobilenet_v2", "mobilenetv2_1.00_224", 3'538'984, 34'112, 1280},
     {"efficientnet_b0", "efficientnetb0", 5'330'571, 42'023, 1280},
+    {"efficientnet_b1", "efficientnetb1", 7'856'239, 62'055, 1280},
+    {"efficientnet_b2", "efficientnetb2", 9'177'569, 67'575, 1408},
+    {"efficientnet_b3", "efficientnetb3", 12'320'535, 87'303, 1536},
+    {"efficientnet_b4", "efficientnetb4", 19'466'823, 125'207, 1792},
+    {"efficientnet_b5", "efficientnetb5", 30'562'527, 172'743, 2048},
+    {"efficientnet_b6", "efficientnetb6", 43'265'143, 224'439, 2304},
+    {"efficientnet_b7", "efficientnetb7", 66'658'687, 310'727, 2560},
     {"xception", "xception", 22'910'480, 54'528, 2048},
     {"densenet121", "densenet121", 8'062'504, 83'648, 1024},
+    {"densenet169", "densenet169", 14'307'880, 158'400, 1664},
+    {"densenet201", "densenet201", 20'242'984, 229'056, 1920},
 };
+
+// The classifier's parameters on a feature map of side `side` (stride 32 from the input).
+int64_t TopParams(const Published& p, int64_t side, int64_t classes) {
+  if (!p.dense_top) return (p.features + 1) * classes;
+  const int64_t flat = side * side * p.features;
+  return (flat + 1) * 4096 + (4096 + 1) * 4096 + (4096 + 1) * classes;
+}
 
 std::string WithCommas(int64_t v) {
   std::string d = std::to_string(v), s;
@@ -43,10 +68,17 @@ std::string WithCommas(int64_t v) {
 }
 
 TEST(Applications, NamesAndSizes) {
-  EXPECT_EQ(Names(), (std::vector<std::string>{"resnet50", "mobilenet_v2", "efficientnet_b0", "xception", "densenet121"}));
+  std::vector<std::string> names;
+  for (const Published& p : kPublished) names.push_back(p.name);
+  EXPECT_EQ(Names(), names);
+  const std::map<std::string, int> efficientnet_sizes = {{"efficientnet_b0", 224}, {"efficientnet_b1", 240},
+                                                         {"efficientnet_b2", 260}, {"efficientnet_b3", 300},
+                                                         {"efficientnet_b4", 380}, {"efficientnet_b5", 456},
+                                                         {"efficientnet_b6", 528}, {"efficientnet_b7", 600}};
   for (const auto& n : Names()) {
     EXPECT_TRUE(IsApplication(n));
-    EXPECT_EQ(DefaultSize(n), n == "xception" ? 299 : 224) << n;
+    const int size = n == "xception" ? 299 : efficientnet_sizes.count(n) ? efficientnet_sizes.at(n) : 224;
+    EXPECT_EQ(DefaultSize(n), size) << n;
     EXPECT_EQ(MinimumSize(n), n == "xception" ? 71 : 32) << n;
   }
   EXPECT_FALSE(IsApplication("resnet18"));
@@ -73,6 +105,7 @@ TEST(Applications, PublishedParameterCounts) {
     EXPECT_NE(s.find("Non-trainable params: " + WithCommas(p.non_trainable)), std::string::npos)
         << s.substr(s.size() - 300);
     EXPECT_NE(s.find(" predictions (Dense)"), std::string::npos);
+    EXPECT_EQ(TopParams(p, size / 32, 1000), p.dense_top ? 123'642'856 : (p.features + 1) * 1000);
   }
 }
 
@@ -83,7 +116,8 @@ TEST(Applications, FeaturesPoolingAndClasses) {
     auto features = Build(p.name, {.include_top = false, .input_shape = {96, 96, 3}});
     ASSERT_TRUE(features);
     EXPECT_EQ(features->output_shape().value(), (Shape{3, 3, p.features}));
-    const int64_t classifier = (p.features + 1) * 1000;
+    const int size = DefaultSize(p.name);
+    const int64_t classifier = TopParams(p, size / 32, 1000);
     EXPECT_EQ(features->count_params(), p.total - classifier);
     EXPECT_FALSE(features->ends_in_softmax());
     for (const char* pooling : {"avg", "max"}) {
@@ -92,13 +126,14 @@ TEST(Applications, FeaturesPoolingAndClasses) {
       EXPECT_EQ(pooled->output_shape().value(), (Shape{p.features})) << pooling;
       EXPECT_EQ(pooled->count_params(), p.total - classifier) << pooling;
     }
-    // The flowers data: 104 classes at 192 px, logits; the input size does not change the weights.
+    // The flowers data: 104 classes at 192 px, logits; the input size does not change the weights
+    // (but for VGG's flattened top).
     auto flowers = Build(p.name, {.input_shape = {192, 192, 3}, .classes = 104, .classifier_activation = "linear",
                                   .name = "flowers"});
     ASSERT_TRUE(flowers);
     EXPECT_EQ(flowers->name(), "flowers");
     EXPECT_EQ(flowers->output_shape().value(), (Shape{104}));
-    EXPECT_EQ(flowers->count_params(), p.total - classifier + (p.features + 1) * 104);
+    EXPECT_EQ(flowers->count_params(), p.total - classifier + TopParams(p, 192 / 32, 104));
     EXPECT_FALSE(flowers->ends_in_softmax());
   }
 }
@@ -147,6 +182,30 @@ TEST(Applications, EfficientNetB0HasKerasLayers) {
   ASSERT_NE(row, std::string::npos) << s.substr(0, 3000);
   EXPECT_NE(s.substr(row, s.find('\n', row) - row).find("(None, 113, 113, 96)"), std::string::npos)
       << s.substr(row, 200);
+}
+
+// MobileNetV2's width: Keras's model name says it; the layer widths are checked against Keras's
+// source by the structure oracle. alpha and depth_multiplier elsewhere are errors, not ignored.
+TEST(Applications, AlphaIsMobileNetsAlone) {
+  for (double alpha : {0.35, 0.5, 0.75, 1.0, 1.3, 1.4}) {
+    auto m = Build("mobilenet_v2", {.alpha = alpha});
+    ASSERT_TRUE(m);
+    char name[32];
+    std::snprintf(name, sizeof name, "mobilenetv2_%0.2f_224", alpha);
+    EXPECT_EQ(m->name(), name);
+  }
+  auto wide = Build("mobilenet_v2", {.include_top = false, .input_shape = {96, 96, 3}, .alpha = 1.4});
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->output_shape().value(), (Shape{3, 3, 1792}));  // the last convolution widens above 1.0
+  for (const char* name : {"resnet50", "vgg16", "efficientnet_b3"}) {
+    auto a = ByName(name, {.alpha = 0.5});
+    ASSERT_FALSE(a.ok()) << name;
+    EXPECT_NE(a.status().message().find("alpha"), std::string::npos) << a.status().ToString();
+  }
+  auto d = ByName("mobilenet_v2", {.depth_multiplier = 2});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("depth_multiplier"), std::string::npos) << d.status().ToString();
+  EXPECT_FALSE(ByName("mobilenet_v2", {.alpha = 0}).ok());
 }
 
 TEST(Applications, BadOptionsAreClearErrors) {

@@ -144,6 +144,24 @@ def test_applications_have_kerass_parameter_counts():
         strata.keras.applications.ResNet50(weights="imagenet")
 
 
+def test_every_application_is_a_keras_function_of_the_same_name():
+    apps = strata.keras.applications
+    # The C++ table's command-line names, one Keras function each (resnet50_v2 -> ResNet50V2).
+    camel = {n.replace("_", "").lower(): n for n in apps.__all__}
+    for name in strata._strata.keras.application_names():
+        assert name.replace("_", "") in camel, f"--model {name} has no strata.keras.applications function"
+    assert len(apps.__all__) == len(strata._strata.keras.application_names())
+    # Keras's totals (keras.io/api/applications), and the widths Keras names its models by.
+    assert apps.VGG16(weights=None).count_params() == 138357544
+    assert apps.ResNet152V2(weights=None).count_params() == 60380648
+    assert apps.EfficientNetB7(weights=None).count_params() == 66658687
+    assert apps.MobileNetV2(alpha=0.35, weights=None, input_shape=(96, 96, 3)).name == "mobilenetv2_0.35_96"
+    b3 = apps.EfficientNetB3(weights=None, include_top=False, input_shape=(64, 64, 3), pooling="avg")
+    assert b3.output_shape == (None, 1536)
+    with pytest.raises(ValueError, match="alpha"):
+        strata.keras.applications.MobileNetV2(alpha=0.0, weights=None)
+
+
 class Recorder(strata.keras.callbacks.Callback):
     def __init__(self, stop_after_epoch=None):
         super().__init__()

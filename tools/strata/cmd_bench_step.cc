@@ -12,6 +12,7 @@
 #include "strata/core/cpu.h"
 #include "strata/core/peak_flops.h"
 #include "strata/distribute/strategy.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/keras/model.h"
 
 namespace strata::cli {
@@ -36,8 +37,8 @@ int RunBenchStep(const std::vector<std::string>& args) {
                    "images/s (all replicas), median step time, matrix FLOPs per image and utilization = counted\n"
                    "matrix FLOPs / time / (calibrated peak per core x cores used).");
   flags.String("model", &model, "a model spec file, or a built-in: reference-cnn (the Fashion-MNIST CNN of the "
-                                "benchmarks, default), flowers-cnn, ...; or a Keras application: resnet50, "
-                                "mobilenet_v2, efficientnet_b0, xception, densenet121 (1000 classes, as Keras builds it)");
+                                "benchmarks, default), flowers-cnn, ...; or a Keras application: " +
+                                    keras::applications::NameList() + " (1000 classes, as Keras builds it)");
   flags.Int("image-size", &image_size,
             "SxS images: the model is built for them (default: the spec's own size; an application's Keras default, 224 "
             "or 299 for xception)");

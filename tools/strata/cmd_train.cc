@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "strata/core/file.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/train/recipe.h"
 #include "strata/train/reporter.h"
 #include "strata/train/trainer.h"
@@ -67,7 +68,7 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.String("preset", &f.preset, "fashion_mnist (the default job) or flowers (the Kaggle flowers recipe, docs/flowers.md): its values, which the other flags override");
   flags.String("model", &f.model,
                "a built-in name (reference-cnn, flowers-cnn, flowers-squeezenet, flowers-xception) or a Keras application "
-               "(resnet50, mobilenet_v2, efficientnet_b0, xception, densenet121), built for the input's size, channels and "
+               "(" + keras::applications::NameList() + "), built for the input's size, channels and "
                "--classes; or a spec JSON file, kept as written");
   flags.Int("epochs", &f.epochs, "epochs (default 15; --preset flowers 12)");
   flags.Int("steps-per-epoch", &f.steps_per_epoch, "steps per epoch (default: one pass over the training files)");

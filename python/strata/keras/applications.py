@@ -4,11 +4,14 @@ to a Keras weight file: nothing is downloaded."""
 from .. import _strata
 from .models import Model
 
-__all__ = ["ResNet50", "MobileNetV2", "EfficientNetB0", "Xception", "DenseNet121"]
+__all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
+           "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
+           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "Xception", "DenseNet121", "DenseNet169",
+           "DenseNet201"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
-           **kwargs):
+           alpha=1.0, **kwargs):
     if kwargs:
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
     if input_tensor is not None:
@@ -16,40 +19,52 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
     if weights == "imagenet":
         raise ValueError(f"{app}: weights='imagenet' would download; pass weights=None or the path of a Keras .h5 file")
     cc = _strata.keras.Model.application(app, bool(include_top), list(input_shape) if input_shape else None,
-                                         int(classes), pooling or "", classifier_activation or "linear", name or "")
+                                         int(classes), pooling or "", classifier_activation or "linear", name or "",
+                                         float(alpha))
     model = Model(_cc=cc)
     if weights is not None:
         model.load_weights(weights, by_name=True, skip_mismatch=not include_top)
     return model
 
 
-def ResNet50(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-             classifier_activation="softmax", name=None, **kwargs):
-    return _build("resnet50", include_top, weights, input_tensor, input_shape, pooling, classes,
-                  classifier_activation, name, **kwargs)
+def _application(function, app, doc):
+    """Keras's signature for the applications without a width argument."""
+
+    def build(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
+              classifier_activation="softmax", name=None, **kwargs):
+        return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes,
+                      classifier_activation, name, **kwargs)
+
+    build.__name__ = build.__qualname__ = function
+    build.__doc__ = f"keras.applications.{function}: {doc}"
+    return build
+
+
+VGG16 = _application("VGG16", "vgg16", "16 layers, a flattened 4096-4096 classifier (224 px)")
+VGG19 = _application("VGG19", "vgg19", "19 layers, a flattened 4096-4096 classifier (224 px)")
+ResNet50 = _application("ResNet50", "resnet50", "bottleneck blocks 3-4-6-3 (224 px)")
+ResNet101 = _application("ResNet101", "resnet101", "bottleneck blocks 3-4-23-3 (224 px)")
+ResNet152 = _application("ResNet152", "resnet152", "bottleneck blocks 3-8-36-3 (224 px)")
+ResNet50V2 = _application("ResNet50V2", "resnet50_v2", "pre-activation blocks 3-4-6-3 (224 px)")
+ResNet101V2 = _application("ResNet101V2", "resnet101_v2", "pre-activation blocks 3-4-23-3 (224 px)")
+ResNet152V2 = _application("ResNet152V2", "resnet152_v2", "pre-activation blocks 3-8-36-3 (224 px)")
+EfficientNetB0 = _application("EfficientNetB0", "efficientnet_b0", "MBConv blocks, width 1.0, depth 1.0 (224 px)")
+EfficientNetB1 = _application("EfficientNetB1", "efficientnet_b1", "width 1.0, depth 1.1 (240 px)")
+EfficientNetB2 = _application("EfficientNetB2", "efficientnet_b2", "width 1.1, depth 1.2 (260 px)")
+EfficientNetB3 = _application("EfficientNetB3", "efficientnet_b3", "width 1.2, depth 1.4 (300 px)")
+EfficientNetB4 = _application("EfficientNetB4", "efficientnet_b4", "width 1.4, depth 1.8 (380 px)")
+EfficientNetB5 = _application("EfficientNetB5", "efficientnet_b5", "width 1.6, depth 2.2 (456 px)")
+EfficientNetB6 = _application("EfficientNetB6", "efficientnet_b6", "width 1.8, depth 2.6 (528 px)")
+EfficientNetB7 = _application("EfficientNetB7", "efficientnet_b7", "width 2.0, depth 3.1 (600 px)")
+Xception = _application("Xception", "xception", "depthwise-separable blocks (299 px)")
+DenseNet121 = _application("DenseNet121", "densenet121", "dense blocks 6-12-24-16 (224 px)")
+DenseNet169 = _application("DenseNet169", "densenet169", "dense blocks 6-12-32-32 (224 px)")
+DenseNet201 = _application("DenseNet201", "densenet201", "dense blocks 6-12-48-32 (224 px)")
 
 
 def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, input_tensor=None, pooling=None,
                 classes=1000, classifier_activation="softmax", name=None, **kwargs):
-    if alpha != 1.0:
-        raise NotImplementedError("MobileNetV2: only alpha=1.0 is built")
+    """keras.applications.MobileNetV2: inverted residual blocks at width `alpha` (Keras has
+    ImageNet weights for 0.35, 0.5, 0.75, 1.0, 1.3 and 1.4)."""
     return _build("mobilenet_v2", include_top, weights, input_tensor, input_shape, pooling, classes,
-                  classifier_activation, name, **kwargs)
-
-
-def EfficientNetB0(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-                   classifier_activation="softmax", name=None, **kwargs):
-    return _build("efficientnet_b0", include_top, weights, input_tensor, input_shape, pooling, classes,
-                  classifier_activation, name, **kwargs)
-
-
-def Xception(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-             classifier_activation="softmax", name=None, **kwargs):
-    return _build("xception", include_top, weights, input_tensor, input_shape, pooling, classes,
-                  classifier_activation, name, **kwargs)
-
-
-def DenseNet121(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-                classifier_activation="softmax", name=None, **kwargs):
-    return _build("densenet121", include_top, weights, input_tensor, input_shape, pooling, classes,
-                  classifier_activation, name, **kwargs)
+                  classifier_activation, name, alpha=alpha, **kwargs)

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Model>> Sequential(std::vector<LayerPtr> layer_list, std:
     x = Call(layer_list[i], x);
   }
   auto model = std::unique_ptr<Model>(new Model(std::move(name), {input}, {x}));
+  model->MarkSequential();
   STRATA_RETURN_IF_ERROR(model->Validate());
   return model;
 }

@@ -258,6 +258,7 @@ class Model {
   struct LayerEntry;
   Model(std::string name, std::vector<KTensor> inputs, std::vector<KTensor> outputs);
   Status Validate();
+  void MarkSequential() { sequential_ = true; }
 
  private:
   // One training step on a global batch (train_step_, whose Run reads it top to bottom: feed,
@@ -283,6 +284,7 @@ class Model {
   std::vector<std::unique_ptr<Metric>> MakeMetrics() const;
 
   std::string name_;
+  bool sequential_ = false;  // built by Sequential(): its summary hides the InputLayer, as Keras's
   std::vector<KTensor> inputs_, outputs_;
   std::vector<std::shared_ptr<LayerEntry>> layers_;  // topological order
   bool compiled_ = false;

@@ -81,7 +81,8 @@ std::string Model::Summary(int line_length) const {
   int64_t total = 0, trainable = 0;
   bool first = true;
   for (const LayerEntry* e : rows) {
-    if (sequential_like && !e->layer) continue;  // Keras hides the InputLayer of a Sequential
+    // Keras hides the InputLayer of a Sequential; a functional chain (VGG16) lists it.
+    if (sequential_like && sequential_ && !e->layer) continue;
     if (!first) out += std::string(line_length, ' ') + "\n";
     first = false;
     std::string name = e->layer ? e->layer->name() + " (" + e->layer->class_name() + ")"

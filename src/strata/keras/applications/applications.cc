@@ -15,11 +15,27 @@ struct Entry {
 
 const std::vector<Entry>& Table() {
   static const std::vector<Entry> table = {
+      {"vgg16", VGG16, 224, 32},
+      {"vgg19", VGG19, 224, 32},
       {"resnet50", ResNet50, 224, 32},
+      {"resnet101", ResNet101, 224, 32},
+      {"resnet152", ResNet152, 224, 32},
+      {"resnet50_v2", ResNet50V2, 224, 32},
+      {"resnet101_v2", ResNet101V2, 224, 32},
+      {"resnet152_v2", ResNet152V2, 224, 32},
       {"mobilenet_v2", MobileNetV2, 224, 32},
       {"efficientnet_b0", EfficientNetB0, 224, 32},
+      {"efficientnet_b1", EfficientNetB1, 240, 32},
+      {"efficientnet_b2", EfficientNetB2, 260, 32},
+      {"efficientnet_b3", EfficientNetB3, 300, 32},
+      {"efficientnet_b4", EfficientNetB4, 380, 32},
+      {"efficientnet_b5", EfficientNetB5, 456, 32},
+      {"efficientnet_b6", EfficientNetB6, 528, 32},
+      {"efficientnet_b7", EfficientNetB7, 600, 32},
       {"xception", Xception, 299, 71},
       {"densenet121", DenseNet121, 224, 32},
+      {"densenet169", DenseNet169, 224, 32},
+      {"densenet201", DenseNet201, 224, 32},
   };
   return table;
 }
@@ -30,13 +46,13 @@ const Entry* Find(const std::string& name) {
   return nullptr;
 }
 
+}  // namespace
+
 std::string NameList() {
   std::string s;
   for (const Entry& e : Table()) s += (s.empty() ? "" : ", ") + std::string(e.name);
   return s;
 }
-
-}  // namespace
 
 const std::vector<std::string>& Names() {
   static const std::vector<std::string> names = [] {
@@ -79,6 +95,14 @@ Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
     auto a = ParseActivation(o.classifier_activation);
     if (!a.ok()) return InvalidArgument(label + "classifier_activation: " + a.status().message());
   }
+  if (!m.takes_alpha && o.alpha != 1.0)
+    return InvalidArgument(label + "has no alpha (a width multiplier of MobileNet and MobileNetV2), got " +
+                           std::to_string(o.alpha));
+  if (!(o.alpha > 0)) return InvalidArgument(label + "alpha must be positive, got " + std::to_string(o.alpha));
+  if (!m.takes_depth_multiplier && o.depth_multiplier != 1)
+    return InvalidArgument(label + "has no depth_multiplier (MobileNet's), got " + std::to_string(o.depth_multiplier));
+  if (o.depth_multiplier < 1)
+    return InvalidArgument(label + "depth_multiplier must be at least 1, got " + std::to_string(o.depth_multiplier));
   if (o.input_shape.rank() == 0) return Shape{m.default_size, m.default_size, 3};
   const Shape& s = o.input_shape;
   if (s.rank() != 3)

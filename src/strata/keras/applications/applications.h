@@ -26,21 +26,43 @@ struct Options {
   std::string pooling;                // without include_top: "" (4-D features), "avg" or "max"
   std::string classifier_activation = "softmax";  // or "linear"/"" (logits)
   std::string name;                   // empty: Keras's model name ("resnet50", "xception", ...)
+  double alpha = 1.0;                 // MobileNet, MobileNetV2: the width multiplier
+  int depth_multiplier = 1;           // MobileNet: depthwise channel multiplier
 };
 
+Result<std::unique_ptr<Model>> VGG16(Options o = {});
+Result<std::unique_ptr<Model>> VGG19(Options o = {});
 Result<std::unique_ptr<Model>> ResNet50(Options o = {});
-Result<std::unique_ptr<Model>> MobileNetV2(Options o = {});   // alpha 1.0
+Result<std::unique_ptr<Model>> ResNet101(Options o = {});
+Result<std::unique_ptr<Model>> ResNet152(Options o = {});
+Result<std::unique_ptr<Model>> ResNet50V2(Options o = {});
+Result<std::unique_ptr<Model>> ResNet101V2(Options o = {});
+Result<std::unique_ptr<Model>> ResNet152V2(Options o = {});
+Result<std::unique_ptr<Model>> MobileNetV2(Options o = {});   // any alpha (Keras has weights for 0.35 to 1.4)
 Result<std::unique_ptr<Model>> EfficientNetB0(Options o = {});
+Result<std::unique_ptr<Model>> EfficientNetB1(Options o = {});  // default input 240
+Result<std::unique_ptr<Model>> EfficientNetB2(Options o = {});  // 260
+Result<std::unique_ptr<Model>> EfficientNetB3(Options o = {});  // 300
+Result<std::unique_ptr<Model>> EfficientNetB4(Options o = {});  // 380
+Result<std::unique_ptr<Model>> EfficientNetB5(Options o = {});  // 456
+Result<std::unique_ptr<Model>> EfficientNetB6(Options o = {});  // 528
+Result<std::unique_ptr<Model>> EfficientNetB7(Options o = {});  // 600
 Result<std::unique_ptr<Model>> Xception(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet121(Options o = {});
+Result<std::unique_ptr<Model>> DenseNet169(Options o = {});
+Result<std::unique_ptr<Model>> DenseNet201(Options o = {});
 
-// The command-line names: "resnet50", "mobilenet_v2", "efficientnet_b0", "xception", "densenet121".
+// The command-line names, in Keras's order of the families: "vgg16", ..., "resnet50",
+// "resnet101_v2", ..., "mobilenet_v2", "efficientnet_b0" ... "efficientnet_b7", "xception",
+// "densenet121", "densenet169", "densenet201".
 const std::vector<std::string>& Names();
+// Names() joined by ", ": for help texts and errors.
+std::string NameList();
 bool IsApplication(const std::string& name);
 // Builds the application called `name` (one of Names()); an unknown name is an error listing them.
 Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o = {});
-// Keras's default input side (224; 299 for Xception) and the smallest side it accepts
-// (32; 71 for Xception).
+// Keras's default input side (224; 299 for Xception, 240 to 600 for EfficientNetB1-B7) and the
+// smallest side it accepts (32; 71 for Xception).
 int DefaultSize(const std::string& name);
 int MinimumSize(const std::string& name);
 

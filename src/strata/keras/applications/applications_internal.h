@@ -17,6 +17,8 @@ struct ModelFacts {
   std::string keras_name;    // the model's name in Keras ("resnet50")
   int default_size = 224;    // input side when Options::input_shape is empty
   int min_size = 32;         // the smallest side Keras accepts
+  bool takes_alpha = false;  // MobileNet, MobileNetV2: Options::alpha (else it must be 1)
+  bool takes_depth_multiplier = false;  // MobileNet: Options::depth_multiplier (else it must be 1)
 };
 
 // Keras's names of the layers after the feature extractor ("" = Keras leaves it unnamed and

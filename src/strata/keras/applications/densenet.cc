@@ -1,15 +1,22 @@
-// DenseNet121 (Huang et al. 2017) as Keras builds it (keras.applications.densenet): a 7x7
-// stem, four dense blocks of pre-activation 1x1 -> 3x3 convolutions whose outputs are
-// concatenated (growth 32), transitions that halve the channels and the size, batch norm
-// epsilon 1.001e-5 throughout.
-#include <iterator>
+// DenseNet121, 169 and 201 (Huang et al. 2017) as Keras builds them
+// (keras.applications.densenet): a 7x7 stem, four dense blocks of pre-activation 1x1 -> 3x3
+// convolutions whose outputs are concatenated (growth 32), transitions that halve the channels
+// and the size, batch norm epsilon 1.001e-5 throughout. The depths differ only in the number
+// of conv_blocks per dense block.
 
 #include "strata/keras/applications/applications_internal.h"
 
 namespace strata::keras::applications {
 namespace {
 
-constexpr int kBlocks[] = {6, 12, 24, 16};  // DenseNet121's conv_blocks per dense block
+struct Depth {
+  const char* function;  // Keras's function: "DenseNet169"
+  const char* keras_name;
+  int blocks[4];  // conv_blocks per dense block
+};
+constexpr Depth kDenseNet121{"DenseNet121", "densenet121", {6, 12, 24, 16}};
+constexpr Depth kDenseNet169{"DenseNet169", "densenet169", {6, 12, 32, 32}};
+constexpr Depth kDenseNet201{"DenseNet201", "densenet201", {6, 12, 48, 32}};
 constexpr int kGrowth = 32;                 // channels each conv_block adds
 constexpr float kEpsilon = 1.001e-5f;
 
@@ -34,10 +41,8 @@ KTensor Transition(const KTensor& x, int64_t channels, const std::string& name) 
   return Call(layers::AveragePooling2D({.pool_size = 2, .strides = 2, .name = name + "_pool"}), y);
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Model>> DenseNet121(Options o) {
-  const internal::ModelFacts facts{"DenseNet121", "densenet121", 224, 32};
+Result<std::unique_ptr<Model>> Build(const Depth& d, Options o) {
+  const internal::ModelFacts facts{d.function, d.keras_name, 224, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
   KTensor input = Input(input_shape);
   // Keras leaves the two stem paddings unnamed: these are the names it gives them.
@@ -48,9 +53,9 @@ Result<std::unique_ptr<Model>> DenseNet121(Options o) {
   x = Call(layers::ZeroPadding2D(1, internal::AutoName("zero_padding2d", 1)), x);
   x = Call(layers::MaxPooling2D({.pool_size = 3, .strides = 2, .name = "pool1"}), x);
   int64_t channels = 64;
-  const int stages = static_cast<int>(std::size(kBlocks));
+  const int stages = 4;
   for (int s = 0; s < stages; ++s) {
-    for (int b = 1; b <= kBlocks[s]; ++b) {
+    for (int b = 1; b <= d.blocks[s]; ++b) {
       x = ConvBlock(x, "conv" + std::to_string(s + 2) + "_block" + std::to_string(b));
       channels += kGrowth;
     }
@@ -64,5 +69,11 @@ Result<std::unique_ptr<Model>> DenseNet121(Options o) {
   x = internal::Top(x, o, {.top_pool = "avg_pool", .avg_pool = "avg_pool", .max_pool = "max_pool"});
   return internal::Finish(input, x, o, facts.keras_name);
 }
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> DenseNet121(Options o) { return Build(kDenseNet121, std::move(o)); }
+Result<std::unique_ptr<Model>> DenseNet169(Options o) { return Build(kDenseNet169, std::move(o)); }
+Result<std::unique_ptr<Model>> DenseNet201(Options o) { return Build(kDenseNet201, std::move(o)); }
 
 }  // namespace strata::keras::applications

@@ -1,7 +1,9 @@
-// MobileNetV2 (Sandler et al. 2018), alpha 1.0, as Keras builds it
+// MobileNetV2 (Sandler et al. 2018) at any width alpha, as Keras builds it
 // (keras.applications.mobilenet_v2): inverted residual blocks (1x1 expansion, 3x3 depthwise,
 // linear 1x1 projection) with ReLU(6.), batch norm epsilon 1e-3 and momentum 0.999, and
 // correct_pad zeros before every stride-2 depthwise convolution.
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "strata/keras/applications/applications_internal.h"
@@ -15,7 +17,7 @@ struct Stage {
 };
 constexpr Stage kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                              {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
-constexpr int kStem = 32, kLast = 1280;  // _make_divisible(32 * alpha, 8), 1280 for alpha <= 1
+constexpr int kStem = 32, kLast = 1280;  // before alpha scales them
 
 LayerPtr Bn(const std::string& name) { return layers::BatchNormalization({.momentum = 0.999f, .epsilon = 1e-3f, .name = name}); }
 LayerPtr Relu6(const std::string& name) { return layers::ReLU(layers::ReLUOptions{.max_value = 6, .name = name}); }
@@ -26,6 +28,15 @@ struct Features {
   KTensor x;
   int64_t channels, height, width;
 };
+
+// Keras's _make_divisible: to a multiple of 8 (rounded to nearest, at least 8), not more than
+// 10 % below v.
+int MakeDivisible(double v) {
+  constexpr int kDivisor = 8;
+  int rounded = std::max(kDivisor, static_cast<int>(v + kDivisor / 2.0) / kDivisor * kDivisor);
+  if (rounded < 0.9 * v) rounded += kDivisor;
+  return rounded;
+}
 
 // Keras's _inverted_res_block: "block_<id>_..." ("expanded_conv_..." for block 0, which has
 // no expansion).
@@ -61,25 +72,32 @@ Features InvertedResidual(const Features& in, int expansion, int stride, int fil
 }  // namespace
 
 Result<std::unique_ptr<Model>> MobileNetV2(Options o) {
-  const internal::ModelFacts facts{"MobileNetV2", "mobilenetv2", 224, 32};
+  const internal::ModelFacts facts{"MobileNetV2", "mobilenetv2", 224, 32, /*takes_alpha=*/true};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
+  const double alpha = o.alpha;
   KTensor input = Input(input_shape);
   // tf.keras's stem convolution pads "same" itself (keras_applications 1.0.8 had Conv1_pad).
-  KTensor x = Call(layers::Conv2D(kStem, 3, {.strides = 2, .padding = "same", .use_bias = false, .name = "Conv1"}), input);
+  const int stem = MakeDivisible(kStem * alpha);
+  KTensor x = Call(layers::Conv2D(stem, 3, {.strides = 2, .padding = "same", .use_bias = false, .name = "Conv1"}), input);
   x = Call(Bn("bn_Conv1"), x);
   x = Call(Relu6("Conv1_relu"), x);
-  Features f{x, kStem, (input_shape[0] + 1) / 2, (input_shape[1] + 1) / 2};
+  Features f{x, stem, (input_shape[0] + 1) / 2, (input_shape[1] + 1) / 2};
   int id = 0;
   for (const Stage& s : kStages)
-    for (int i = 0; i < s.n; ++i) f = InvertedResidual(f, s.t, i == 0 ? s.s : 1, s.c, id++);
-  x = Call(layers::Conv2D(kLast, 1, {.use_bias = false, .name = "Conv_1"}), f.x);
+    for (int i = 0; i < s.n; ++i)
+      f = InvertedResidual(f, s.t, i == 0 ? s.s : 1, MakeDivisible(static_cast<int>(s.c * alpha)), id++);
+  // Wider than 1.0, the last convolution widens too.
+  const int last = alpha > 1.0 ? MakeDivisible(kLast * alpha) : kLast;
+  x = Call(layers::Conv2D(last, 1, {.use_bias = false, .name = "Conv_1"}), f.x);
   x = Call(Bn("Conv_1_bn"), x);
   x = Call(Relu6("out_relu"), x);
   x = internal::Top(x, o, {});
   // Keras names the model after alpha and the input rows it has weights for (else 224).
   const int64_t rows = input_shape[0];
   const bool weights_size = rows == input_shape[1] && (rows == 96 || rows == 128 || rows == 160 || rows == 192 || rows == 224);
-  return internal::Finish(input, x, o, "mobilenetv2_1.00_" + std::to_string(weights_size ? rows : 224));
+  char name[48];
+  std::snprintf(name, sizeof name, "mobilenetv2_%0.2f_%lld", alpha, static_cast<long long>(weights_size ? rows : 224));
+  return internal::Finish(input, x, o, name);
 }
 
 }  // namespace strata::keras::applications

@@ -217,9 +217,11 @@ void RegisterKeras(py::module_& m) {
       }, py::arg("layers"), py::arg("name"))
       .def_static("application", [](const std::string& app, bool include_top, py::object input_shape, int classes,
                                     const std::string& pooling, const std::string& classifier_activation,
-                                    const std::string& name, double alpha) {
+                                    const std::string& name, double alpha, int depth_multiplier, double dropout) {
         keras::applications::Options o;
         o.alpha = alpha;
+        o.depth_multiplier = depth_multiplier;
+        o.dropout = dropout;
         o.include_top = include_top;
         if (!input_shape.is_none()) o.input_shape = ShapeOf(input_shape.cast<std::vector<int64_t>>(), "input_shape");
         o.classes = classes;
@@ -228,7 +230,8 @@ void RegisterKeras(py::module_& m) {
         o.name = name;
         return Unwrap(keras::applications::ByName(app, o));
       }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("pooling"),
-         py::arg("classifier_activation"), py::arg("name"), py::arg("alpha") = 1.0)
+         py::arg("classifier_activation"), py::arg("name"), py::arg("alpha") = 1.0,
+         py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3)
       .def_property_readonly("name", &Model::name)
       .def("summary_text", &Model::Summary, py::arg("line_length") = 65)
       .def("count_params", &Model::count_params)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import types
 
-from keras_applications import densenet, mobilenet_v2, resnet_common, vgg16, vgg19, xception
+from keras_applications import densenet, mobilenet, mobilenet_v2, resnet_common, vgg16, vgg19, xception
 
 # tf.keras 2.x against keras_applications 1.0.8: the classifier is "predictions" in every
 # model, and MobileNetV2's first convolution pads "same" itself (no Conv1_pad layer; the
@@ -30,6 +30,10 @@ TF_KERAS_RENAMES = {
                                                "resnet152_v2")},
     **{m: {"fc1000": "predictions"} for m in ("densenet121", "densenet169", "densenet201")},
     "mobilenet_v2": {"Logits": "predictions", "Conv1_pad": None},
+    # MobileNet: the same for its stem (compared without the top: tf.keras's top pools with
+    # keepdims=True and has no reshape_1, which 1.0.8 lacks; tests/keras/applications_test.cc
+    # checks it).
+    "mobilenet": {"conv1_pad": None},
     "xception": {},
     "vgg16": {},
     "vgg19": {},
@@ -353,6 +357,7 @@ KERAS_FUNCTIONS = {
     "resnet50_v2": resnet_common.ResNet50V2,
     "resnet101_v2": resnet_common.ResNet101V2,
     "resnet152_v2": resnet_common.ResNet152V2,
+    "mobilenet": mobilenet.MobileNet,
     "mobilenet_v2": mobilenet_v2.MobileNetV2,
     "xception": xception.Xception,
     "densenet121": densenet.DenseNet121,
@@ -361,11 +366,13 @@ KERAS_FUNCTIONS = {
 }
 
 
-def keras_structure(model, size, include_top, pooling, classes, alpha=None):
+def keras_structure(model, size, include_top, pooling, classes, alpha=None, depth_multiplier=None):
     """Keras's (layers, trainable weights, non-trainable weights) for one configuration."""
     global TRACE
     TRACE = Trace()
     extra = {} if alpha is None else {"alpha": alpha}
+    if depth_multiplier is not None:
+        extra["depth_multiplier"] = depth_multiplier
     KERAS_FUNCTIONS[model](include_top=include_top, weights=None, input_shape=(size, size, 3), pooling=pooling,
                            classes=classes, backend=BACKEND, layers=LAYERS, models=MODELS, utils=UTILS, **extra)
     renames = TF_KERAS_RENAMES[model]
@@ -394,10 +401,12 @@ def parse_shape(text):
     return tuple(None if p.strip() == "None" else int(p) for p in inner.split(","))
 
 
-def strata_structure(dump, model, size, include_top, pooling, classes, alpha=None):
+def strata_structure(dump, model, size, include_top, pooling, classes, alpha=None, depth_multiplier=None):
     args = [dump, model, "--size", str(size), "--classes", str(classes)]
     if alpha is not None:
         args += ["--alpha", repr(alpha)]
+    if depth_multiplier is not None:
+        args += ["--depth-multiplier", str(depth_multiplier)]
     if not include_top:
         args.append("--no-top")
     if pooling:
@@ -430,12 +439,14 @@ def strata_structure(dump, model, size, include_top, pooling, classes, alpha=Non
     return layers, trainable, state, total, order.split()
 
 
-def compare(dump, model, size, include_top=True, pooling=None, classes=1000, alpha=None):
-    label = "%s size %d include_top=%s pooling=%s classes=%d%s" % (model, size, include_top, pooling, classes,
-                                                                   "" if alpha is None else " alpha=%s" % alpha)
-    k_layers, k_train, k_state, k_order = keras_structure(model, size, include_top, pooling, classes, alpha)
+def compare(dump, model, size, include_top=True, pooling=None, classes=1000, alpha=None, depth_multiplier=None):
+    label = "%s size %d include_top=%s pooling=%s classes=%d%s%s" % (
+        model, size, include_top, pooling, classes, "" if alpha is None else " alpha=%s" % alpha,
+        "" if depth_multiplier is None else " depth_multiplier=%d" % depth_multiplier)
+    k_layers, k_train, k_state, k_order = keras_structure(model, size, include_top, pooling, classes, alpha,
+                                                          depth_multiplier)
     s_layers, s_train, s_state, s_total, s_order = strata_structure(dump, model, size, include_top, pooling, classes,
-                                                                    alpha)
+                                                                    alpha, depth_multiplier)
     problems = []
     for name in sorted(set(k_layers) | set(s_layers)):
         k, s = k_layers.get(name), s_layers.get(name)
@@ -499,6 +510,13 @@ def main():
     for alpha in (0.35, 0.5, 0.75, 1.3, 1.4):
         cases.append(dict(model="mobilenet_v2", size=224, alpha=alpha))
     cases.append(dict(model="mobilenet_v2", size=45, include_top=False, pooling="max", alpha=0.6))
+    # MobileNet's widths and depth multiplier, without the top, at even sizes only: on an odd side
+    # 1.0.8's conv1_pad + 'valid' stem gives one row less than tf.keras's 'same' (which Strata
+    # follows, as for MobileNetV2's Conv1).
+    for alpha in (0.25, 0.5, 0.75, 1.0):
+        cases.append(dict(model="mobilenet", size=224, include_top=False, alpha=alpha))
+    cases += [dict(model="mobilenet", size=46, include_top=False, pooling="avg", depth_multiplier=2),
+              dict(model="mobilenet", size=68, include_top=False, pooling="max", alpha=0.75)]
     ok = all([compare(dump, **c) for c in cases])
     # The oracle itself: Keras's published totals come out of the traced definitions.
     published = {"resnet50": 25636712, "mobilenet_v2": 3538984, "xception": 22910480, "densenet121": 8062504,

@@ -36,6 +36,7 @@ const Published kPublished[] = {
     {"resnet50_v2", "resnet50v2", 25'613'800, 45'440, 2048},
     {"resnet101_v2", "resnet101v2", 44'675'560, 97'664, 2048},
     {"resnet152_v2", "resnet152v2", 60'380'648, 143'744, 2048},
+    {"mobilenet", "mobilenet_1.00_224", 4'253'864, 21'888, 1024},
     {"mobilenet_v2", "mobilenetv2_1.00_224", 3'538'984, 34'112, 1280},
     {"efficientnet_b0", "efficientnetb0", 5'330'571, 42'023, 1280},
     {"efficientnet_b1", "efficientnetb1", 7'856'239, 62'055, 1280},
@@ -104,7 +105,9 @@ TEST(Applications, PublishedParameterCounts) {
     EXPECT_NE(s.find("Total params: " + WithCommas(p.total)), std::string::npos) << s.substr(s.size() - 300);
     EXPECT_NE(s.find("Non-trainable params: " + WithCommas(p.non_trainable)), std::string::npos)
         << s.substr(s.size() - 300);
-    EXPECT_NE(s.find(" predictions (Dense)"), std::string::npos);
+    // MobileNet's classifier is a 1x1 convolution (conv_preds) and `predictions` its activation.
+    EXPECT_NE(s.find(std::string(" predictions (") + (p.name == std::string("mobilenet") ? "Activation)" : "Dense)")),
+              std::string::npos);
     EXPECT_EQ(TopParams(p, size / 32, 1000), p.dense_top ? 123'642'856 : (p.features + 1) * 1000);
   }
 }
@@ -202,6 +205,28 @@ TEST(Applications, AlphaIsMobileNetsAlone) {
     ASSERT_FALSE(a.ok()) << name;
     EXPECT_NE(a.status().message().find("alpha"), std::string::npos) << a.status().ToString();
   }
+  // MobileNet: Keras's names after alpha and the input rows; the depth multiplier widens the
+  // depthwise outputs (so the pointwise kernels) only.
+  auto v1 = Build("mobilenet", {.include_top = false, .input_shape = {128, 128, 3}, .alpha = 0.25});
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->name(), "mobilenet_0.25_128");
+  EXPECT_EQ(v1->output_shape().value(), (Shape{4, 4, 256}));
+  auto top = Build("mobilenet");
+  ASSERT_TRUE(top);
+  std::map<std::string, std::string> cls;
+  for (const auto& l : top->layers()) cls[l->name()] = l->class_name();
+  for (const auto& [name, c] : std::map<std::string, std::string>{{"conv_pad_2", "ZeroPadding2D"},
+                                                                  {"conv_dw_13", "DepthwiseConv2D"},
+                                                                  {"global_average_pooling2d", "GlobalAveragePooling2D"},
+                                                                  {"dropout", "Dropout"}, {"conv_preds", "Conv2D"},
+                                                                  {"reshape_2", "Reshape"}, {"predictions", "Activation"}})
+    EXPECT_EQ(cls[name], c) << name;
+  EXPECT_NE(top->Summary(200).find("(None, 1, 1, 1024)"), std::string::npos) << "keepdims=True before conv_preds";
+  auto deep = Build("mobilenet", {.include_top = false, .depth_multiplier = 2});
+  auto plain = Build("mobilenet", {.include_top = false});
+  ASSERT_TRUE(deep && plain);
+  EXPECT_GT(deep->count_params(), plain->count_params());
+  EXPECT_FALSE(ByName("mobilenet", {.dropout = 1}).ok());
   auto d = ByName("mobilenet_v2", {.depth_multiplier = 2});
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("depth_multiplier"), std::string::npos) << d.status().ToString();

@@ -5,13 +5,13 @@ from .. import _strata
 from .models import Model
 
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
-           "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
+           "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
            "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "Xception", "DenseNet121", "DenseNet169",
            "DenseNet201"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
-           alpha=1.0, **kwargs):
+           alpha=1.0, depth_multiplier=1, dropout=1e-3, **kwargs):
     if kwargs:
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
     if input_tensor is not None:
@@ -20,7 +20,7 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
         raise ValueError(f"{app}: weights='imagenet' would download; pass weights=None or the path of a Keras .h5 file")
     cc = _strata.keras.Model.application(app, bool(include_top), list(input_shape) if input_shape else None,
                                          int(classes), pooling or "", classifier_activation or "linear", name or "",
-                                         float(alpha))
+                                         float(alpha), int(depth_multiplier), float(dropout))
     model = Model(_cc=cc)
     if weights is not None:
         model.load_weights(weights, by_name=True, skip_mismatch=not include_top)
@@ -60,6 +60,16 @@ Xception = _application("Xception", "xception", "depthwise-separable blocks (299
 DenseNet121 = _application("DenseNet121", "densenet121", "dense blocks 6-12-24-16 (224 px)")
 DenseNet169 = _application("DenseNet169", "densenet169", "dense blocks 6-12-32-32 (224 px)")
 DenseNet201 = _application("DenseNet201", "densenet201", "dense blocks 6-12-48-32 (224 px)")
+
+
+def MobileNet(input_shape=None, alpha=1.0, depth_multiplier=1, dropout=1e-3, include_top=True, weights=None,
+              input_tensor=None, pooling=None, classes=1000, classifier_activation="softmax", name=None, **kwargs):
+    """keras.applications.MobileNet: depthwise-separable blocks at width `alpha` (Keras has ImageNet
+    weights for 0.25, 0.5, 0.75 and 1.0) and `depth_multiplier`; the top convolves the pooled
+    features (conv_preds)."""
+    return _build("mobilenet", include_top, weights, input_tensor, input_shape, pooling, classes,
+                  classifier_activation, name, alpha=alpha, depth_multiplier=depth_multiplier, dropout=dropout,
+                  **kwargs)
 
 
 def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, input_tensor=None, pooling=None,

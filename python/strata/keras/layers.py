@@ -208,16 +208,12 @@ AvgPool2D = AveragePooling2D
 
 class GlobalAveragePooling2D(Layer):
     def __init__(self, keepdims=False, **kwargs):
-        if keepdims:
-            raise NotImplementedError("GlobalAveragePooling2D: keepdims=True is not supported (add a Reshape)")
-        super().__init__(**kwargs)
+        super().__init__(_config={"keepdims": bool(keepdims)}, **kwargs)
 
 
 class GlobalMaxPooling2D(Layer):
     def __init__(self, keepdims=False, **kwargs):
-        if keepdims:
-            raise NotImplementedError("GlobalMaxPooling2D: keepdims=True is not supported (add a Reshape)")
-        super().__init__(**kwargs)
+        super().__init__(_config={"keepdims": bool(keepdims)}, **kwargs)
 
 
 class Flatten(Layer):

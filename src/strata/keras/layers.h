@@ -112,6 +112,13 @@ LayerPtr MaxPooling2D(Pool2DOptions o = {});
 LayerPtr AveragePooling2D(Pool2DOptions o = {});
 LayerPtr GlobalAveragePooling2D(const std::string& name = "");
 LayerPtr GlobalMaxPooling2D(const std::string& name = "");
+// keepdims: [N, 1, 1, C] instead of [N, C], as Keras's keepdims=True.
+struct GlobalPool2DOptions {
+  bool keepdims = false;
+  std::string name;
+};
+LayerPtr GlobalAveragePooling2D(GlobalPool2DOptions o);
+LayerPtr GlobalMaxPooling2D(GlobalPool2DOptions o);
 LayerPtr Flatten(const std::string& name = "");
 LayerPtr Dropout(float rate, const std::string& name = "");
 // Dropout with Keras's noise_shape: one entry per dimension incl. batch; 0 = None (that dim of the

@@ -163,14 +163,19 @@ class Pool2DLayer final : public Layer {
 
 class GlobalPoolLayer final : public Layer {
  public:
-  explicit GlobalPoolLayer(bool max) : max_(max) {}
+  GlobalPoolLayer(bool max, bool keepdims) : max_(max), keepdims_(keepdims) {}
   std::string class_name() const override { return max_ ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D"; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
-    return max_ ? ctx.graph->GlobalMaxPool(in[0], name()) : ctx.graph->GlobalAvgPool(in[0], name());
+    if (!keepdims_) return max_ ? ctx.graph->GlobalMaxPool(in[0], name()) : ctx.graph->GlobalAvgPool(in[0], name());
+    // Keras's keepdims: [N, 1, 1, C] (MobileNet's top convolves it).
+    STRATA_ASSIGN_OR_RETURN(Value pooled, max_ ? ctx.graph->GlobalMaxPool(in[0], name() + "/pool")
+                                               : ctx.graph->GlobalAvgPool(in[0], name() + "/pool"));
+    const Shape& s = pooled.shape();
+    return ctx.graph->Reshape(pooled, Shape{s[0], 1, 1, s[1]}, name());
   }
 
  private:
-  bool max_;
+  bool max_, keepdims_;
 };
 
 Result<LayerPtr> Conv2DFromConfig(LayerConfig& c, const std::string& name) {
@@ -266,11 +271,15 @@ Result<LayerPtr> AveragePooling2DFromConfig(LayerConfig& c, const std::string& n
   return AveragePooling2D(o);
 }
 
-Result<LayerPtr> GlobalAveragePooling2DFromConfig(LayerConfig&, const std::string& name) {
-  return GlobalAveragePooling2D(name);
+Result<LayerPtr> GlobalAveragePooling2DFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(bool keepdims, c.Bool("keepdims", false));
+  return GlobalAveragePooling2D(GlobalPool2DOptions{.keepdims = keepdims, .name = name});
 }
 
-Result<LayerPtr> GlobalMaxPooling2DFromConfig(LayerConfig&, const std::string& name) { return GlobalMaxPooling2D(name); }
+Result<LayerPtr> GlobalMaxPooling2DFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(bool keepdims, c.Bool("keepdims", false));
+  return GlobalMaxPooling2D(GlobalPool2DOptions{.keepdims = keepdims, .name = name});
+}
 
 }  // namespace
 
@@ -279,8 +288,10 @@ LayerPtr DepthwiseConv2D(int k, DepthwiseConv2DOptions o) { std::string n = o.na
 LayerPtr SeparableConv2D(int filters, int k, SeparableConv2DOptions o) { std::string n = o.name; return Named<SeparableConv2DLayer>(n, filters, k, std::move(o)); }
 LayerPtr MaxPooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, true, std::move(o)); }
 LayerPtr AveragePooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, false, std::move(o)); }
-LayerPtr GlobalAveragePooling2D(const std::string& name) { return Named<GlobalPoolLayer>(name, false); }
-LayerPtr GlobalMaxPooling2D(const std::string& name) { return Named<GlobalPoolLayer>(name, true); }
+LayerPtr GlobalAveragePooling2D(GlobalPool2DOptions o) { return Named<GlobalPoolLayer>(o.name, false, o.keepdims); }
+LayerPtr GlobalMaxPooling2D(GlobalPool2DOptions o) { return Named<GlobalPoolLayer>(o.name, true, o.keepdims); }
+LayerPtr GlobalAveragePooling2D(const std::string& name) { return GlobalAveragePooling2D(GlobalPool2DOptions{.name = name}); }
+LayerPtr GlobalMaxPooling2D(const std::string& name) { return GlobalMaxPooling2D(GlobalPool2DOptions{.name = name}); }
 LayerPtr ZeroPadding2D(ZeroPadding2DOptions o) { std::string n = o.name; return Named<ZeroPadding2DLayer>(n, std::move(o)); }
 LayerPtr ZeroPadding2D(int padding, const std::string& name) {
   return ZeroPadding2D({.top = padding, .bottom = padding, .left = padding, .right = padding, .name = name});

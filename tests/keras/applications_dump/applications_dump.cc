@@ -1,7 +1,7 @@
 // Prints an application's summary and its variables, for the structure oracle
 // (tests/keras/applications_structure_test.py compares them with Keras's own definitions).
 //
-//   applications_dump MODEL [--size S] [--no-top] [--pooling avg|max] [--classes N] [--alpha A]
+//   applications_dump MODEL [--size S] [--no-top] [--pooling avg|max] [--classes N] [--alpha A] [--depth-multiplier M]
 //
 // Output: the summary at line length 1000 (no field wraps, so columns parse at fixed
 // positions), a line "== weights", then one line per variable in the variable store's order
@@ -17,7 +17,7 @@
 int main(int argc, char** argv) {
   using namespace strata;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: applications_dump MODEL [--size S] [--no-top] [--pooling avg|max] [--classes N] [--alpha A]\n");
+    std::fprintf(stderr, "usage: applications_dump MODEL [--size S] [--no-top] [--pooling avg|max] [--classes N] [--alpha A] [--depth-multiplier M]\n");
     return 2;
   }
   keras::applications::Options o;
@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
       o.classes = std::atoi(argv[++i]);
     } else if (a == "--alpha" && has_value) {
       o.alpha = std::atof(argv[++i]);
+    } else if (a == "--depth-multiplier" && has_value) {
+      o.depth_multiplier = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr, "applications_dump: unknown or incomplete argument %s\n", a.c_str());
       return 2;

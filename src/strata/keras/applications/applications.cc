@@ -23,6 +23,7 @@ const std::vector<Entry>& Table() {
       {"resnet50_v2", ResNet50V2, 224, 32},
       {"resnet101_v2", ResNet101V2, 224, 32},
       {"resnet152_v2", ResNet152V2, 224, 32},
+      {"mobilenet", MobileNet, 224, 32},
       {"mobilenet_v2", MobileNetV2, 224, 32},
       {"efficientnet_b0", EfficientNetB0, 224, 32},
       {"efficientnet_b1", EfficientNetB1, 240, 32},

@@ -28,6 +28,7 @@ struct Options {
   std::string name;                   // empty: Keras's model name ("resnet50", "xception", ...)
   double alpha = 1.0;                 // MobileNet, MobileNetV2: the width multiplier
   int depth_multiplier = 1;           // MobileNet: depthwise channel multiplier
+  double dropout = 1e-3;              // MobileNet: the top's dropout rate
 };
 
 Result<std::unique_ptr<Model>> VGG16(Options o = {});
@@ -38,6 +39,7 @@ Result<std::unique_ptr<Model>> ResNet152(Options o = {});
 Result<std::unique_ptr<Model>> ResNet50V2(Options o = {});
 Result<std::unique_ptr<Model>> ResNet101V2(Options o = {});
 Result<std::unique_ptr<Model>> ResNet152V2(Options o = {});
+Result<std::unique_ptr<Model>> MobileNet(Options o = {});     // any alpha and depth_multiplier
 Result<std::unique_ptr<Model>> MobileNetV2(Options o = {});   // any alpha (Keras has weights for 0.35 to 1.4)
 Result<std::unique_ptr<Model>> EfficientNetB0(Options o = {});
 Result<std::unique_ptr<Model>> EfficientNetB1(Options o = {});  // default input 240
@@ -53,7 +55,7 @@ Result<std::unique_ptr<Model>> DenseNet169(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet201(Options o = {});
 
 // The command-line names, in Keras's order of the families: "vgg16", ..., "resnet50",
-// "resnet101_v2", ..., "mobilenet_v2", "efficientnet_b0" ... "efficientnet_b7", "xception",
+// "resnet101_v2", ..., "mobilenet", "mobilenet_v2", "efficientnet_b0" ... "efficientnet_b7", "xception",
 // "densenet121", "densenet169", "densenet201".
 const std::vector<std::string>& Names();
 // Names() joined by ", ": for help texts and errors.

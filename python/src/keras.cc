@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -338,6 +339,16 @@ void RegisterKeras(py::module_& m) {
       });
 
   k.def("application_names", &keras::applications::Names);
+  k.def("preprocess_mode", [](const std::string& app) { return Unwrap(keras::applications::PreprocessMode(app)); });
+  // Keras's imagenet_utils.preprocess_input on a float32 copy of `x` (uint8 and other numeric
+  // arrays are converted, as Keras casts them to floatx).
+  k.def("preprocess_input", [](py::handle x, const std::string& mode) {
+    Tensor in = TensorFromArray(x, "x", {.cast_to = DType::kF32});
+    Tensor out(DType::kF32, in.shape());
+    std::memcpy(out.raw_data(), in.raw_data(), in.nbytes());
+    Check(keras::applications::PreprocessInput(&out, mode));
+    return ArrayFromTensor(out);
+  }, py::arg("x"), py::arg("mode"));
   RegisterKerasFit(k);
 }
 

@@ -1,6 +1,7 @@
 #include "strata/core/file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -10,7 +11,7 @@ namespace strata {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-file-test";
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-file-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

@@ -233,6 +233,38 @@ TEST(Applications, AlphaIsMobileNetsAlone) {
   EXPECT_FALSE(ByName("mobilenet_v2", {.alpha = 0}).ok());
 }
 
+// Keras's modes on one pixel (Python's test_preprocess_input_is_kerass_to_the_bit compares
+// whole arrays with Keras's own imagenet_utils): the family's mode from the table, the float32
+// arithmetic in Keras's order, and errors for a wrong mode or channel count.
+TEST(Applications, PreprocessInputModes) {
+  auto pixel = [](float r, float g, float b) {
+    Tensor t(DType::kF32, {1, 1, 1, 3});
+    t.data<float>()[0] = r, t.data<float>()[1] = g, t.data<float>()[2] = b;
+    return t;
+  };
+  auto run = [&](const std::string& app) {
+    Tensor t = pixel(10, 128, 255);
+    auto mode = PreprocessMode(app);
+    EXPECT_TRUE(mode.ok()) << app;
+    EXPECT_TRUE(PreprocessInput(&t, *mode).ok()) << app;
+    return std::vector<float>(t.data<float>(), t.data<float>() + 3);
+  };
+  EXPECT_EQ(run("vgg16"), (std::vector<float>{255 - 103.939f, 128 - 116.779f, 10 - 123.68f}));  // BGR
+  EXPECT_EQ(run("resnet152"), run("vgg16"));
+  EXPECT_EQ(run("resnet50_v2"), (std::vector<float>{10 / 127.5f - 1, 128 / 127.5f - 1, 255 / 127.5f - 1}));
+  EXPECT_EQ(run("xception"), run("mobilenet"));
+  EXPECT_EQ(run("densenet169"), (std::vector<float>{(10 / 255.0f - 0.485f) / 0.229f, (128 / 255.0f - 0.456f) / 0.224f,
+                                                    (255 / 255.0f - 0.406f) / 0.225f}));
+  EXPECT_EQ(run("efficientnet_b3"), (std::vector<float>{10, 128, 255}));
+  EXPECT_FALSE(PreprocessMode("resnet18").ok());
+  Tensor gray(DType::kF32, {2, 4, 4, 1});
+  Status s = PreprocessInput(&gray, "caffe");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("3 channels"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(PreprocessInput(&gray, "tf").ok());  // elementwise: any channels, as Keras's
+  EXPECT_FALSE(PreprocessInput(&gray, "inception").ok());
+}
+
 TEST(Applications, BadOptionsAreClearErrors) {
   for (const Published& p : kPublished) {
     SCOPED_TRACE(p.name);

@@ -3,6 +3,7 @@
 // restored with the optimizer's other slots, and a variable that becomes trainable starts its
 // average at its weights.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -91,7 +92,7 @@ TEST(Ema, FitEndsAtTheAverageAndOverwritesEveryNSteps) {
 }
 
 TEST(Ema, TheAverageIsSavedAndRestored) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-ema";
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ema-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto step = [](Model& m, int k) { return m.train_on_batch({Blobs(32, 20 + k)[0]}, Blobs(32, 20 + k)[1]); };
@@ -120,7 +121,7 @@ TEST(Ema, TheAverageIsSavedAndRestored) {
 }
 
 TEST(Ema, AVariableThatBecomesTrainableStartsItsAverageAtItsWeights) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-ema-freeze";
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ema-freeze-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto frozen = Wide();

@@ -3,6 +3,7 @@
 #include "strata/keras/model.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -195,7 +196,7 @@ TEST(Model, ReplicasMatchOneReplicaWithTheSameGlobalBatch) {
 }
 
 TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-ckpt";
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ckpt-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto train = data::Dataset::from_tensor_slices(Blobs(192, 4)).batch(32, {.drop_remainder = true});
@@ -227,7 +228,7 @@ TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
 }
 
 TEST(Callbacks, EarlyStoppingCsvLoggerAndLearningRateScheduler) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / "strata-keras-cb";
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-cb-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto m = Mlp();
   ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.0), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());

@@ -2,6 +2,7 @@
 // replica, each on its share of the batch (as fit's step), and always reads the model's
 // current weights (after fit, load_weights, a recompile after set_trainable).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -90,7 +91,7 @@ TEST(Predict, ReplicasSplitTheBatchAndMatchOneProgram) {
 }
 
 TEST(Predict, SeesTheWeightsAfterFitLoadWeightsAndSetTrainable) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "strata-predict-weights";
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-predict-weights-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto strategy = distribute::MirroredStrategy(2);

@@ -162,6 +162,38 @@ def test_every_application_is_a_keras_function_of_the_same_name():
         strata.keras.applications.MobileNetV2(alpha=0.0, weights=None)
 
 
+def test_preprocess_input_is_kerass_to_the_bit():
+    """Each family's preprocess_input against Keras's own imagenet_utils (Debian's
+    keras_applications, its NumPy path, given a NumPy stand-in for the backend), on uint8 and
+    float32 images: the same float32 bits, and the modes per family as Keras's modules have them."""
+    import types
+    from keras_applications import imagenet_utils as keras_utils
+    backend = types.SimpleNamespace(floatx=lambda: "float32", image_data_format=lambda: "channels_last")
+    apps = strata.keras.applications
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(2, 5, 7, 3), dtype=np.uint8)
+    for x in (pixels, pixels.astype(np.float32) + rng.random(pixels.shape, dtype=np.float32)):
+        for module, mode in ((apps.vgg16, "caffe"), (apps.resnet, "caffe"), (apps.resnet50, "caffe"),
+                             (apps.resnet_v2, "tf"), (apps.mobilenet, "tf"), (apps.mobilenet_v2, "tf"),
+                             (apps.xception, "tf"), (apps.densenet, "torch")):
+            want = keras_utils.preprocess_input(x.copy(), mode=mode, backend=backend)
+            got = module.preprocess_input(x)
+            assert got.dtype == np.float32 and got.shape == x.shape
+            np.testing.assert_array_equal(got, want, err_msg=f"{module.__name__} ({mode})")
+        assert apps.efficientnet.preprocess_input(x) is x  # Keras's is a pass-through too
+    before = pixels.copy()
+    apps.imagenet_utils.preprocess_input(pixels, mode="torch")
+    np.testing.assert_array_equal(pixels, before)  # a new array; the input is left as it was
+    # The C++ table agrees with the modules.
+    assert strata._strata.keras.preprocess_mode("resnet152_v2") == "tf"
+    assert strata._strata.keras.preprocess_mode("densenet201") == "torch"
+    assert strata._strata.keras.preprocess_mode("efficientnet_b7") == ""
+    with pytest.raises(ValueError, match="3 channels"):
+        apps.vgg16.preprocess_input(np.zeros((1, 4, 4, 1), np.float32))
+    with pytest.raises(ValueError, match="mode"):
+        apps.imagenet_utils.preprocess_input(pixels, mode="inception")
+
+
 class Recorder(strata.keras.callbacks.Callback):
     def __init__(self, stop_after_epoch=None):
         super().__init__()

@@ -11,32 +11,33 @@ struct Entry {
   const char* name;  // the command-line name
   Result<std::unique_ptr<Model>> (*build)(Options);
   int default_size, min_size;  // Keras's obtain_input_shape(default_size=, min_size=)
+  const char* preprocess;      // its module's preprocess_input mode (applications.h)
 };
 
 const std::vector<Entry>& Table() {
   static const std::vector<Entry> table = {
-      {"vgg16", VGG16, 224, 32},
-      {"vgg19", VGG19, 224, 32},
-      {"resnet50", ResNet50, 224, 32},
-      {"resnet101", ResNet101, 224, 32},
-      {"resnet152", ResNet152, 224, 32},
-      {"resnet50_v2", ResNet50V2, 224, 32},
-      {"resnet101_v2", ResNet101V2, 224, 32},
-      {"resnet152_v2", ResNet152V2, 224, 32},
-      {"mobilenet", MobileNet, 224, 32},
-      {"mobilenet_v2", MobileNetV2, 224, 32},
-      {"efficientnet_b0", EfficientNetB0, 224, 32},
-      {"efficientnet_b1", EfficientNetB1, 240, 32},
-      {"efficientnet_b2", EfficientNetB2, 260, 32},
-      {"efficientnet_b3", EfficientNetB3, 300, 32},
-      {"efficientnet_b4", EfficientNetB4, 380, 32},
-      {"efficientnet_b5", EfficientNetB5, 456, 32},
-      {"efficientnet_b6", EfficientNetB6, 528, 32},
-      {"efficientnet_b7", EfficientNetB7, 600, 32},
-      {"xception", Xception, 299, 71},
-      {"densenet121", DenseNet121, 224, 32},
-      {"densenet169", DenseNet169, 224, 32},
-      {"densenet201", DenseNet201, 224, 32},
+      {"vgg16", VGG16, 224, 32, "caffe"},
+      {"vgg19", VGG19, 224, 32, "caffe"},
+      {"resnet50", ResNet50, 224, 32, "caffe"},
+      {"resnet101", ResNet101, 224, 32, "caffe"},
+      {"resnet152", ResNet152, 224, 32, "caffe"},
+      {"resnet50_v2", ResNet50V2, 224, 32, "tf"},
+      {"resnet101_v2", ResNet101V2, 224, 32, "tf"},
+      {"resnet152_v2", ResNet152V2, 224, 32, "tf"},
+      {"mobilenet", MobileNet, 224, 32, "tf"},
+      {"mobilenet_v2", MobileNetV2, 224, 32, "tf"},
+      {"efficientnet_b0", EfficientNetB0, 224, 32, ""},
+      {"efficientnet_b1", EfficientNetB1, 240, 32, ""},
+      {"efficientnet_b2", EfficientNetB2, 260, 32, ""},
+      {"efficientnet_b3", EfficientNetB3, 300, 32, ""},
+      {"efficientnet_b4", EfficientNetB4, 380, 32, ""},
+      {"efficientnet_b5", EfficientNetB5, 456, 32, ""},
+      {"efficientnet_b6", EfficientNetB6, 528, 32, ""},
+      {"efficientnet_b7", EfficientNetB7, 600, 32, ""},
+      {"xception", Xception, 299, 71, "tf"},
+      {"densenet121", DenseNet121, 224, 32, "torch"},
+      {"densenet169", DenseNet169, 224, 32, "torch"},
+      {"densenet201", DenseNet201, 224, 32, "torch"},
   };
   return table;
 }
@@ -70,6 +71,12 @@ Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o) {
   const Entry* e = Find(name);
   if (!e) return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
   return e->build(std::move(o));
+}
+
+Result<std::string> PreprocessMode(const std::string& name) {
+  const Entry* e = Find(name);
+  if (!e) return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  return std::string(e->preprocess);
 }
 
 int DefaultSize(const std::string& name) {

@@ -63,6 +63,21 @@ std::string NameList();
 bool IsApplication(const std::string& name);
 // Builds the application called `name` (one of Names()); an unknown name is an error listing them.
 Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o = {});
+// Keras's preprocess_input for the model `name` (one of Names()), as each family's module
+// (keras.applications.<family>.preprocess_input) calls imagenet_utils.preprocess_input: its
+// mode, "caffe" (VGG, ResNet), "tf" (ResNetV2, MobileNet, MobileNetV2, Xception), "torch"
+// (DenseNet), or "" (EfficientNet, which rescales and normalizes inside the model).
+Result<std::string> PreprocessMode(const std::string& name);
+// Keras's imagenet_utils.preprocess_input in place on float32 images [..., 3], channels last,
+// RGB with values in [0, 255], computed in float32 in Keras's order of operations:
+//   "caffe": to BGR, then minus the ImageNet mean per channel (103.939, 116.779, 123.68 in BGR);
+//   "tf":    x / 127.5 - 1;
+//   "torch": x / 255, minus the mean (0.485, 0.456, 0.406), over the deviation (0.229, 0.224,
+//            0.225) per RGB channel;
+//   "" (or "none"): unchanged.
+// Another mode, or images whose last dimension is not 3 for caffe and torch, is InvalidArgument.
+Status PreprocessInput(Tensor* images, const std::string& mode);
+
 // Keras's default input side (224; 299 for Xception, 240 to 600 for EfficientNetB1-B7) and the
 // smallest side it accepts (32; 71 for Xception).
 int DefaultSize(const std::string& name);

@@ -1,8 +1,9 @@
 """``strata.keras.applications``: the Keras applications Strata builds, with Keras's layer names
 and weight layout (so Keras .h5 weight files load by name). ``weights`` must be None or a path
-to a Keras weight file: nothing is downloaded."""
-from .. import _strata
-from .models import Model
+to a Keras weight file: nothing is downloaded. Each family's module (``resnet_v2``,
+``efficientnet``, ...) has Keras's ``preprocess_input``; ``imagenet_utils`` has the modes."""
+from ... import _strata
+from ..models import Model
 
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
            "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
@@ -78,3 +79,9 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
     ImageNet weights for 0.35, 0.5, 0.75, 1.0, 1.3 and 1.4)."""
     return _build("mobilenet_v2", include_top, weights, input_tensor, input_shape, pooling, classes,
                   classifier_activation, name, alpha=alpha, **kwargs)
+
+
+# Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
+# functions they re-export.
+from . import (densenet, efficientnet, imagenet_utils, mobilenet, mobilenet_v2, resnet, resnet50,  # noqa: E402
+               resnet_v2, vgg16, vgg19, xception)

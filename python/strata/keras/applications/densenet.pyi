@@ -1,0 +1,3 @@
+from . import DenseNet121, DenseNet169, DenseNet201
+__all__ = ['DenseNet121', 'DenseNet169', 'DenseNet201', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

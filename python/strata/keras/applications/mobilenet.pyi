@@ -1,0 +1,3 @@
+from . import MobileNet
+__all__ = ['MobileNet', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,3 @@
+from . import MobileNetV2
+__all__ = ['MobileNetV2', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

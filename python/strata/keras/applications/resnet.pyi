@@ -1,0 +1,3 @@
+from . import ResNet50, ResNet101, ResNet152
+__all__ = ['ResNet50', 'ResNet101', 'ResNet152', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,10 @@
+"""``strata.keras.applications.resnet50``: as ``keras.applications.resnet50``."""
+from . import ResNet50
+from . import imagenet_utils
+
+__all__ = ["ResNet50", "preprocess_input"]
+
+
+def preprocess_input(x, data_format=None):
+    """Keras's resnet50.preprocess_input: imagenet_utils.preprocess_input with mode "caffe"."""
+    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="caffe")

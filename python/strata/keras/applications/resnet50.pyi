@@ -1,0 +1,3 @@
+from . import ResNet50
+__all__ = ['ResNet50', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,10 @@
+"""``strata.keras.applications.resnet_v2``: as ``keras.applications.resnet_v2``."""
+from . import ResNet50V2, ResNet101V2, ResNet152V2
+from . import imagenet_utils
+
+__all__ = ["ResNet50V2", "ResNet101V2", "ResNet152V2", "preprocess_input"]
+
+
+def preprocess_input(x, data_format=None):
+    """Keras's resnet_v2.preprocess_input: imagenet_utils.preprocess_input with mode "tf"."""
+    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")

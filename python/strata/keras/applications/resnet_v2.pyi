@@ -1,0 +1,3 @@
+from . import ResNet50V2, ResNet101V2, ResNet152V2
+__all__ = ['ResNet50V2', 'ResNet101V2', 'ResNet152V2', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,3 @@
+from . import VGG16
+__all__ = ['VGG16', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,3 @@
+from . import VGG19
+__all__ = ['VGG19', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

@@ -1,0 +1,3 @@
+from . import Xception
+__all__ = ['Xception', 'preprocess_input']
+def preprocess_input(x, data_format=...): ...

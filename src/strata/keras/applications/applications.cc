@@ -2,6 +2,8 @@
 // model shares: Keras's option checks, the classifier / pooling top, automatic names.
 #include "strata/keras/applications/applications.h"
 
+#include <algorithm>
+
 #include "strata/keras/applications/applications_internal.h"
 
 namespace strata::keras::applications {
@@ -139,6 +141,13 @@ KTensor Top(const KTensor& x, const Options& o, const TopNames& names) {
 Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& output, const Options& o,
                                       const std::string& keras_name) {
   return Model::Functional({input}, {output}, o.name.empty() ? keras_name : o.name);
+}
+
+int MakeDivisible(double v) {
+  constexpr int kDivisor = 8;
+  int rounded = std::max(kDivisor, static_cast<int>(v + kDivisor / 2.0) / kDivisor * kDivisor);
+  if (rounded < 0.9 * v) rounded += kDivisor;
+  return rounded;
 }
 
 std::string AutoName(const std::string& prefix, int index) {

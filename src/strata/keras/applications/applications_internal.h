@@ -45,6 +45,10 @@ Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& outpu
 // Keras's automatic name of the index-th unnamed layer of a kind: "conv2d", "conv2d_1", ...
 std::string AutoName(const std::string& prefix, int index);
 
+// Keras's _make_divisible(v, 8) (MobileNetV2's widths; EfficientNet's round_filters is it on the
+// scaled width): v to the nearest multiple of 8, at least 8, and not more than 10 % below v.
+int MakeDivisible(double v);
+
 // Keras's correct_pad(inputs, kernel_size): the ((top, bottom), (left, right)) zeros before a
 // stride-2 "valid" convolution so it samples as TensorFlow's "same" does for either parity.
 layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name);

@@ -42,15 +42,8 @@ constexpr Scale kB5{"EfficientNetB5", "efficientnetb5", 1.6, 2.2, 456, 0.4};
 constexpr Scale kB6{"EfficientNetB6", "efficientnetb6", 1.8, 2.6, 528, 0.5};
 constexpr Scale kB7{"EfficientNetB7", "efficientnetb7", 2.0, 3.1, 600, 0.5};
 
-// Keras's round_filters: the width scaled, to a multiple of 8 (rounded to nearest), and not
-// more than 10 % below the scaled width.
-int RoundFilters(int filters, double width) {
-  constexpr int kDivisor = 8;
-  const double scaled = filters * width;
-  int rounded = std::max(kDivisor, static_cast<int>(scaled + kDivisor / 2.0) / kDivisor * kDivisor);
-  if (rounded < 0.9 * scaled) rounded += kDivisor;
-  return rounded;
-}
+// Keras's round_filters: the width scaled, then _make_divisible.
+int RoundFilters(int filters, double width) { return internal::MakeDivisible(filters * width); }
 // Keras's round_repeats.
 int RoundRepeats(int repeats, double depth) { return static_cast<int>(std::ceil(depth * repeats)); }
 // Keras's CONV_KERNEL_INITIALIZER and DENSE_KERNEL_INITIALIZER, with Keras's fans.

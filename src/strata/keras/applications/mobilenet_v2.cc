@@ -2,7 +2,6 @@
 // (keras.applications.mobilenet_v2): inverted residual blocks (1x1 expansion, 3x3 depthwise,
 // linear 1x1 projection) with ReLU(6.), batch norm epsilon 1e-3 and momentum 0.999, and
 // correct_pad zeros before every stride-2 depthwise convolution.
-#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -28,15 +27,6 @@ struct Features {
   KTensor x;
   int64_t channels, height, width;
 };
-
-// Keras's _make_divisible: to a multiple of 8 (rounded to nearest, at least 8), not more than
-// 10 % below v.
-int MakeDivisible(double v) {
-  constexpr int kDivisor = 8;
-  int rounded = std::max(kDivisor, static_cast<int>(v + kDivisor / 2.0) / kDivisor * kDivisor);
-  if (rounded < 0.9 * v) rounded += kDivisor;
-  return rounded;
-}
 
 // Keras's _inverted_res_block: "block_<id>_..." ("expanded_conv_..." for block 0, which has
 // no expansion).
@@ -77,7 +67,7 @@ Result<std::unique_ptr<Model>> MobileNetV2(Options o) {
   const double alpha = o.alpha;
   KTensor input = Input(input_shape);
   // tf.keras's stem convolution pads "same" itself (keras_applications 1.0.8 had Conv1_pad).
-  const int stem = MakeDivisible(kStem * alpha);
+  const int stem = internal::MakeDivisible(kStem * alpha);
   KTensor x = Call(layers::Conv2D(stem, 3, {.strides = 2, .padding = "same", .use_bias = false, .name = "Conv1"}), input);
   x = Call(Bn("bn_Conv1"), x);
   x = Call(Relu6("Conv1_relu"), x);
@@ -85,9 +75,9 @@ Result<std::unique_ptr<Model>> MobileNetV2(Options o) {
   int id = 0;
   for (const Stage& s : kStages)
     for (int i = 0; i < s.n; ++i)
-      f = InvertedResidual(f, s.t, i == 0 ? s.s : 1, MakeDivisible(static_cast<int>(s.c * alpha)), id++);
+      f = InvertedResidual(f, s.t, i == 0 ? s.s : 1, internal::MakeDivisible(static_cast<int>(s.c * alpha)), id++);
   // Wider than 1.0, the last convolution widens too.
-  const int last = alpha > 1.0 ? MakeDivisible(kLast * alpha) : kLast;
+  const int last = alpha > 1.0 ? internal::MakeDivisible(kLast * alpha) : kLast;
   x = Call(layers::Conv2D(last, 1, {.use_bias = false, .name = "Conv_1"}), f.x);
   x = Call(Bn("Conv_1_bn"), x);
   x = Call(Relu6("out_relu"), x);

@@ -51,6 +51,20 @@ def test_scopes_nest_per_thread():
         a._cpp._exit_scope()
 
 
+def test_a_model_keeps_the_strategy_of_the_scope_it_was_compiled_in():
+    """`with MirroredStrategy().scope():` leaves no other reference to the strategy: the model
+    holds it (before, the strategy was freed with the block and the next step crashed or hung)."""
+    import gc
+    for replicas in (1, 2):
+        with distribute.MirroredStrategy(replicas=replicas).scope():
+            model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
+            model.compile(optimizer="sgd", loss="mse", seed=1)
+        gc.collect()
+        x, y = np.ones((4, 4), np.float32), np.zeros((4, 3), np.float32)
+        assert model.predict(x, verbose=0).shape == (4, 3)
+        assert np.isfinite(model.compute_gradients(x, y))
+
+
 def test_per_replica_functions_run_on_each_replicas_thread():
     s = distribute.MirroredStrategy(replicas=3)
     ids = s.experimental_distribute_values_from_function(lambda ctx: ctx.replica_id_in_sync_group)

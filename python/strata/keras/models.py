@@ -163,6 +163,12 @@ class Model:
                 raise TypeError(f"metrics: Strata takes metric names ('accuracy', 'sparse_top_k_categorical_accuracy', "
                                 f"'f1_macro'), got {type(m).__name__}")
             names.append(m)
+        # The enclosing scope's strategy, held by the model: `with MirroredStrategy().scope():`
+        # leaves no other reference to it once the block ends, and the compiled model runs on it.
+        if strategy is None:
+            from .. import distribute
+            if distribute.has_strategy():
+                strategy = distribute.get_strategy()
         # strata.distribute's strategies wrap the C++ one (its _cpp).
         cc_strategy = getattr(strategy, "_cpp", strategy)
         self._cc.compile(opt._spec(), loss_name, from_logits, smoothing, names, int(seed), precision, int(threads),

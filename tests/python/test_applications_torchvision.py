@@ -1,4 +1,5 @@
-"""Strata's DenseNet169 against torchvision 0.14's densenet169 (issue 44's independent check).
+"""Strata's DenseNet169 and VGG16 against torchvision 0.14's (issue 44's independent check); VGG16's
+test is at the end of the file, this text is DenseNet169's.
 
 torchvision's model is an implementation of its own; its weights are copied into Strata's by a
 name map (features.denseblock<s>.denselayer<b>.norm1 -> conv<s+1>_block<b>_0_bn, ...; kernels
@@ -163,3 +164,74 @@ def test_densenet169_training_step_matches_torchvision(pair):
             compared.append(name)
     assert offset == grads.size
     assert sorted(compared) == ["bn/beta", "bn/gamma", "predictions/bias", "predictions/kernel"]
+
+
+# ---- VGG16: torchvision's vgg16 features (no batch norm: a well-conditioned training step) ----
+
+def vgg16_name_map():
+    """torchvision's features.<index> -> Keras's block<b>_conv<c> (indices skip ReLUs and pools)."""
+    names, i = {}, 0
+    for b, convs in enumerate((2, 2, 3, 3, 3), start=1):
+        for c in range(1, convs + 1):
+            names[f"features.{i}"] = f"block{b}_conv{c}"
+            i += 2  # Conv2d, ReLU
+        i += 1      # MaxPool2d
+    return names
+
+
+def test_vgg16_features_forward_and_training_step_match_torchvision():
+    """VGG16 without the top, average-pooled (Keras's pooling="avg"), at 64 x 64 px, batch 2: the
+    features in inference, then one step of mean squared error against random targets, every
+    gradient. torchvision's 3x3 convolutions with padding 1 are Keras's "same"; its 2x2 max pools
+    Keras's; its biases are zero, so they are drawn N(0, 0.05) here."""
+    torch.manual_seed(4)
+    net = torchvision.models.vgg16().double()
+    g = torch.Generator().manual_seed(4)
+    for mod in net.features:
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.bias.data.normal_(0.0, 0.05, generator=g)
+    with strata.distribute.MirroredStrategy(replicas=1).scope():
+        model = strata.keras.applications.VGG16(weights=None, include_top=False, input_shape=(64, 64, 3),
+                                                pooling="avg")
+        model.compile(optimizer="sgd", loss="mse", seed=1)
+    names = vgg16_name_map()
+    views = {n: a for n, a in model.weights}
+    for tname, p in net.features.named_parameters():
+        prefix, kind = f"features.{tname}".rsplit(".", 1)
+        v = p.detach().numpy()
+        views[f"{names[prefix]}/{'kernel' if kind == 'weight' else 'bias'}"][...] = (
+            v.transpose(2, 3, 1, 0) if kind == "weight" else v)
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(2, 64, 64, 3)).astype(np.float32)
+    target = rng.normal(size=(2, 512)).astype(np.float32)
+
+    def torch_features(inp):
+        return net.features(torch.from_numpy(inp).double().permute(0, 3, 1, 2)).mean(dim=(2, 3))
+
+    with torch.no_grad():
+        want = torch_features(x).numpy()
+    got = model.predict(x, verbose=0)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err <= 1e-4, f"features: {err:.2e} x the largest"
+
+    net.zero_grad()
+    loss = torch.nn.functional.mse_loss(torch_features(x), torch.from_numpy(target).double())
+    loss.backward()
+    got_loss = model.compute_gradients(x, target)
+    assert abs(got_loss - loss.item()) <= 1e-4 * loss.item(), (got_loss, loss.item())
+    grads, offset = model.gradients(), 0
+    want_grads = {}
+    for tname, p in net.features.named_parameters():
+        prefix, kind = f"features.{tname}".rsplit(".", 1)
+        gv = p.grad.numpy()
+        want_grads[f"{names[prefix]}/{'kernel' if kind == 'weight' else 'bias'}"] = (
+            gv.transpose(2, 3, 1, 0) if kind == "weight" else gv)
+    for name, _, trainable in model._cc.weights():
+        if not trainable:
+            continue
+        w = want_grads[name]
+        got_g = grads[offset:offset + w.size].reshape(w.shape)
+        offset += w.size
+        err = np.abs(got_g - w).max() / np.abs(w).max()
+        assert err <= 1e-4, f"gradient of {name}: {err:.2e} x its largest"
+    assert offset == grads.size == sum(w.size for w in want_grads.values())

@@ -1,5 +1,5 @@
-"""Strata's DenseNet169 and VGG16 against torchvision 0.14's (issue 44's independent check); VGG16's
-test is at the end of the file, this text is DenseNet169's.
+"""Strata's DenseNet169, VGG16 and EfficientNetB1 against torchvision 0.14's (issue 44's independent
+check); VGG16's and EfficientNetB1's tests follow DenseNet169's, which this text describes.
 
 torchvision's model is an implementation of its own; its weights are copied into Strata's by a
 name map (features.denseblock<s>.denselayer<b>.norm1 -> conv<s+1>_block<b>_0_bn, ...; kernels
@@ -235,3 +235,114 @@ def test_vgg16_features_forward_and_training_step_match_torchvision():
         err = np.abs(got_g - w).max() / np.abs(w).max()
         assert err <= 1e-4, f"gradient of {name}: {err:.2e} x its largest"
     assert offset == grads.size == sum(w.size for w in want_grads.values())
+
+
+# ---- EfficientNetB1: torchvision's efficientnet_b1, patched to Keras's padding and epsilon ----
+
+def efficientnet_name_map(net):
+    """torchvision module path -> Keras layer name: the stem, each MBConv's expand / depthwise /
+    squeeze-excite / project, the top convolution and the classifier."""
+    m = {"features.0.0": "stem_conv", "features.0.1": "stem_bn", "features.8.0": "top_conv",
+         "features.8.1": "top_bn", "classifier.1": "predictions"}
+    for i in range(1, 8):
+        for j, block in enumerate(net.features[i]):
+            t, k = f"features.{i}.{j}.block", f"block{i}{chr(97 + j)}_"
+            parts = ["expand", "dw", "se", "project"] if len(block.block) == 4 else ["dw", "se", "project"]
+            for n, part in enumerate(parts):
+                if part == "se":
+                    m[f"{t}.{n}.fc1"], m[f"{t}.{n}.fc2"] = k + "se_reduce", k + "se_expand"
+                else:
+                    conv, bn = {"expand": ("expand_conv", "expand_bn"), "dw": ("dwconv", "bn"),
+                                "project": ("project_conv", "project_bn")}[part]
+                    m[f"{t}.{n}.0"], m[f"{t}.{n}.1"] = k + conv, k + bn
+    return m
+
+
+def keras_correct_pad(conv):
+    """A stride-2 convolution of torchvision's pads k // 2 on every side; Keras's correct_pad pads
+    one less at the top (left) of an even side. The convolution pads nothing and this pads first."""
+    k = conv.kernel_size[0]
+    conv.padding = (0, 0)
+    forward = conv.forward
+
+    def padded(x):
+        h, w = x.shape[2], x.shape[3]
+        c = k // 2
+        return forward(torch.nn.functional.pad(x, (c - (1 - w % 2), c, c - (1 - h % 2), c)))
+
+    conv.forward = padded
+
+
+def test_efficientnet_b1_forward_matches_torchvision():
+    """EfficientNetB1 at 67 x 64 px (odd and even sides), batch 2, 10 classes, inference. Patched:
+    Keras's correct_pad before every stride-2 convolution, Keras's epsilon 1e-3 (torchvision's
+    B-series: 1e-5); torch is fed x / 255, which Keras's Rescaling and un-adapted Normalization
+    layers compute inside the model. Batch-norm weights and every bias randomized, the moving
+    statistics taken from the batch and perturbed."""
+    torch.manual_seed(7)
+    net = torchvision.models.efficientnet_b1(num_classes=10).double().eval()
+    g = torch.Generator().manual_seed(7)
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
+            keras_correct_pad(mod)
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            c = mod.num_features
+            mod.eps = 1e-3
+            mod.weight.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 1.5, generator=g)
+            mod.bias.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.3, generator=g)
+            mod.running_mean.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.5, generator=g)
+            mod.running_var.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
+        elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
+            mod.bias.data.normal_(0.0, 0.3, generator=g)
+    x = np.random.default_rng(8).uniform(0, 255, size=(2, 67, 64, 3)).astype(np.float32)
+    torch_x = torch.from_numpy(x / 255.0).double().permute(0, 3, 1, 2)
+    # Moving statistics from each batch norm's own input on this batch (a training-mode pass with
+    # momentum 1), the mean shifted by N(0, 0.2) deviations and the variance scaled by U(0.5, 2):
+    # random statistics of a fixed scale would wash the images out (both gave the same logits).
+    bns = [mod for mod in net.modules() if isinstance(mod, torch.nn.BatchNorm2d)]
+    for bn in bns:
+        bn.momentum = 1.0
+    net.train()
+    with torch.no_grad():
+        net(torch_x)
+    net.eval()
+    for bn in bns:
+        c = bn.num_features
+        sd = bn.running_var.sqrt()
+        bn.running_mean += torch.empty(c, dtype=torch.float64).normal_(0.0, 0.2, generator=g) * sd
+        bn.running_var *= torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
+    with strata.distribute.MirroredStrategy(replicas=1).scope():
+        model = strata.keras.applications.EfficientNetB1(weights=None, input_shape=(67, 64, 3), classes=10,
+                                                         classifier_activation=None)
+        model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      seed=1)
+    names = efficientnet_name_map(net)
+    views = {n: a for n, a in model.weights}
+    copied = set()
+    for tname, tensor in list(net.named_parameters()) + list(net.named_buffers()):
+        prefix, kind = tname.rsplit(".", 1)
+        if kind == "num_batches_tracked":
+            continue
+        layer, v = names[prefix], tensor.detach().numpy()
+        if v.ndim == 4:
+            key = f"{layer}/{'depthwise_kernel' if layer.endswith('dwconv') else 'kernel'}"
+            v = v.transpose(2, 3, 1, 0)
+        elif layer == "predictions":
+            key, v = f"{layer}/{'kernel' if kind == 'weight' else 'bias'}", (v.T if kind == "weight" else v)
+        elif layer.endswith(("_reduce", "_expand")) and kind == "bias":
+            key = f"{layer}/bias"
+        else:
+            key = f"{layer}/" + {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
+                                 "running_var": "moving_variance"}[kind]
+        assert views[key].shape == v.shape, (key, views[key].shape, v.shape)
+        views[key][...] = v
+        copied.add(key)
+    # Keras's Normalization keeps its (un-adapted) mean, variance and count: not torchvision's.
+    assert set(views) - copied == {"normalization/mean", "normalization/variance", "normalization/count"}
+    with torch.no_grad():
+        want = net(torch_x).numpy()
+    got = model.predict(x, verbose=0)
+    scale = np.abs(want).max()
+    err = np.abs(got - want).max() / scale
+    assert err <= 1e-4, f"max |strata - torch| = {err:.2e} x max |torch|"
+    assert np.abs(want[0] - want[1]).max() > 100 * 1e-4 * scale  # the images give different logits

@@ -5,12 +5,21 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 namespace strata::test {
 
 inline std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid());
+}
+
+// TempPath(name) as an empty directory: whatever an earlier run left there is removed.
+inline std::filesystem::path FreshTempDir(const std::string& name) {
+  const std::filesystem::path dir = TempPath(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace strata::test

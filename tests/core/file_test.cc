@@ -1,17 +1,17 @@
 #include "strata/core/file.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "strata/core/clock.h"
+#include "common/temp_path.h"
 
 namespace strata {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-file-test-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::path(test::TempPath("strata-file-test"));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

@@ -3,12 +3,12 @@
 // restored with the optimizer's other slots, and a variable that becomes trainable starts its
 // average at its weights.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "blobs.h"
 #include "strata/keras/model.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -92,9 +92,7 @@ TEST(Ema, FitEndsAtTheAverageAndOverwritesEveryNSteps) {
 }
 
 TEST(Ema, TheAverageIsSavedAndRestored) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ema-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  auto dir = test::FreshTempDir("strata-keras-ema");
   auto step = [](Model& m, int k) { return m.train_on_batch({Blobs(32, 20 + k)[0]}, Blobs(32, 20 + k)[1]); };
 
   auto straight = Wide();
@@ -121,9 +119,7 @@ TEST(Ema, TheAverageIsSavedAndRestored) {
 }
 
 TEST(Ema, AVariableThatBecomesTrainableStartsItsAverageAtItsWeights) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ema-freeze-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  auto dir = test::FreshTempDir("strata-keras-ema-freeze");
   auto frozen = Wide();
   ASSERT_TRUE(frozen->freeze_until("dense").ok());  // the first Dense frozen: only dense_1 trains
   ASSERT_TRUE(frozen->compile(Options(Averaging(0.9))).ok());

@@ -3,7 +3,6 @@
 #include "strata/keras/model.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "strata/keras/callbacks.h"
 #include "strata/keras/layer_registry.h"
 #include "strata/keras/spec.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -196,9 +196,7 @@ TEST(Model, ReplicasMatchOneReplicaWithTheSameGlobalBatch) {
 }
 
 TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-ckpt-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  auto dir = test::FreshTempDir("strata-keras-ckpt");
   auto train = data::Dataset::from_tensor_slices(Blobs(192, 4)).batch(32, {.drop_remainder = true});
   auto opts = [](CompileOptions o) { return o; };
   CompileOptions co{.optimizer = optimizers::Adam(0.01), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})};
@@ -228,7 +226,7 @@ TEST(Model, CheckpointRoundTripAndResumeGivesTheSameWeights) {
 }
 
 TEST(Callbacks, EarlyStoppingCsvLoggerAndLearningRateScheduler) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-keras-cb-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::path(test::TempPath("strata-keras-cb"));
   std::filesystem::create_directories(dir);
   auto m = Mlp();
   ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.0), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());

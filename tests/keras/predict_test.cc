@@ -2,7 +2,6 @@
 // replica, each on its share of the batch (as fit's step), and always reads the model's
 // current weights (after fit, load_weights, a recompile after set_trainable).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "strata/distribute/strategy.h"
 #include "strata/keras/model.h"
 #include "common/small_cnn.h"
+#include "common/temp_path.h"
 
 namespace strata::keras {
 namespace {
@@ -91,9 +91,7 @@ TEST(Predict, ReplicasSplitTheBatchAndMatchOneProgram) {
 }
 
 TEST(Predict, SeesTheWeightsAfterFitLoadWeightsAndSetTrainable) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / ("strata-predict-weights-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const auto dir = test::FreshTempDir("strata-predict-weights");
   auto strategy = distribute::MirroredStrategy(2);
   ASSERT_TRUE(strategy.ok()) << strategy.status().ToString();
   auto m = SmallCnn();

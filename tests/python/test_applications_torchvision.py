@@ -41,7 +41,14 @@ def keras_name_map(blocks):
     return m
 
 
-TORCH_TO_KERAS_WEIGHT = {"weight": None, "bias": "bias", "running_mean": "moving_mean", "running_var": "moving_variance"}
+def randomize_batch_norm(bn, eps, g):
+    """Keras's epsilon, and gamma, beta and the moving statistics drawn away from identity."""
+    c = bn.num_features
+    bn.eps = eps
+    bn.weight.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 1.5, generator=g)
+    bn.bias.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.3, generator=g)
+    bn.running_mean.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.5, generator=g)
+    bn.running_var.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
 
 
 def randomized_torch_densenet169(seed):
@@ -50,42 +57,66 @@ def randomized_torch_densenet169(seed):
     g = torch.Generator().manual_seed(seed)
     for mod in net.modules():
         if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.eps = EPS
-            c = mod.num_features
-            mod.weight.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 1.5, generator=g)
-            mod.bias.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.3, generator=g)
-            mod.running_mean.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.5, generator=g)
-            mod.running_var.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
+            randomize_batch_norm(mod, EPS, g)
     net.classifier.bias.data.normal_(0.0, 0.3, generator=g)
     return net
 
 
-def copy_into_strata(net, model, blocks):
-    names = keras_name_map(blocks)
+def keras_weight(layer, kind, value, strata_names):
+    """The Keras name of torch's `kind` ("weight", "bias", "running_mean", ...) of the layer Keras
+    calls `layer`, and `value` in Keras's layout: convolution kernels OIHW -> HWIO (a depthwise
+    one's [C, 1, k, k] -> Strata's [k, k, 1, C]), dense kernels transposed; a batch norm's weight
+    and bias are gamma and beta (a layer with a Keras bias keeps "bias")."""
+    if kind == "weight" and value.ndim == 4:
+        depthwise = f"{layer}/depthwise_kernel" in strata_names
+        return f"{layer}/{'depthwise_kernel' if depthwise else 'kernel'}", value.transpose(2, 3, 1, 0)
+    if kind == "weight" and value.ndim == 2:
+        return f"{layer}/kernel", value.T
+    if kind == "weight":
+        return f"{layer}/gamma", value
+    if kind == "bias":
+        return f"{layer}/{'bias' if f'{layer}/bias' in strata_names else 'beta'}", value
+    return f"{layer}/{ {'running_mean': 'moving_mean', 'running_var': 'moving_variance'}[kind]}", value
+
+
+def copy_into_strata(named_tensors, names, model):
+    """Writes torch's (name, tensor) pairs into the Strata model's weights, `names` mapping a torch
+    module path to its Keras layer; returns the Strata weights left unset."""
     views = {n: a for n, a in model.weights}
     copied = set()
-    for tname, tensor in list(net.named_parameters()) + list(net.named_buffers()):
+    for tname, tensor in named_tensors:
         prefix, kind = tname.rsplit(".", 1)
         if kind == "num_batches_tracked":
             continue
-        layer = names[prefix]
-        v = tensor.detach().numpy()
-        if kind == "weight":
-            if v.ndim == 4:
-                kind, v = "kernel", v.transpose(2, 3, 1, 0)  # OIHW -> HWIO
-            elif prefix == "classifier":
-                kind, v = "kernel", v.T
-            else:
-                kind = "gamma"
-        elif kind == "bias" and prefix != "classifier":
-            kind = "beta"
-        else:
-            kind = TORCH_TO_KERAS_WEIGHT[kind]
-        key = f"{layer}/{kind}"
+        key, v = keras_weight(names[prefix], kind, tensor.detach().numpy(), views)
         assert views[key].shape == v.shape, (key, views[key].shape, v.shape)
         views[key][...] = v
         copied.add(key)
-    assert copied == set(views), f"left unset: {sorted(set(views) - copied)[:5]}"
+    return set(views) - copied
+
+
+def torch_gradients(named_parameters, names, model):
+    """torch's gradients of (name, parameter) pairs under their Keras names, in Keras's layout."""
+    strata_names = {n for n, _ in model.weights}
+    out = {}
+    for tname, p in named_parameters:
+        prefix, kind = tname.rsplit(".", 1)
+        key, g = keras_weight(names[prefix], kind, p.grad.double().numpy(), strata_names)
+        out[key] = g
+    return out
+
+
+def strata_gradients(model, shapes):
+    """compute_gradients' block (the trainable variables' gradients, in the store's order) as
+    name -> array of the given shape; every value of the block is someone's."""
+    grads, offset, out = model.gradients(), 0, {}
+    for name, _, trainable in model._cc.weights():
+        if trainable:
+            size = int(np.prod(shapes[name]))
+            out[name] = grads[offset:offset + size].reshape(shapes[name])
+            offset += size
+    assert offset == grads.size
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +130,8 @@ def pair():
                                                       classifier_activation=None)
         model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       seed=1)
-    copy_into_strata(net, model, blocks)
+    left = copy_into_strata(list(net.named_parameters()) + list(net.named_buffers()), keras_name_map(blocks), model)
+    assert not left, f"left unset: {sorted(left)[:5]}"
     x = np.random.default_rng(5).normal(size=(2, 65, 64, 3)).astype(np.float32)
     return net, model, x
 
@@ -117,23 +149,12 @@ def test_densenet169_forward_matches_torchvision(pair):
 
 
 def torch_step(dtype, x, y):
-    """torch's loss and named gradients of one training-mode step of the randomized densenet169."""
+    """torch's loss and gradients of one training-mode step of the randomized densenet169."""
     net = randomized_torch_densenet169(3).to(dtype)
     net.train()
     loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(x).permute(0, 3, 1, 2).to(dtype)), torch.from_numpy(y))
     loss.backward()
-    return loss.item(), {k: p.grad.double().numpy() for k, p in net.named_parameters()}
-
-
-def keras_gradient_name(names, tname, g):
-    prefix, kind = tname.rsplit(".", 1)
-    if kind == "weight":
-        if g.ndim == 4:
-            return f"{names[prefix]}/kernel", g.transpose(2, 3, 1, 0)
-        if prefix == "classifier":
-            return f"{names[prefix]}/kernel", g.T
-        return f"{names[prefix]}/gamma", g
-    return f"{names[prefix]}/{'bias' if prefix == 'classifier' else 'beta'}", g
+    return loss.item(), list(net.named_parameters())
 
 
 def test_densenet169_training_step_matches_torchvision(pair):
@@ -145,24 +166,17 @@ def test_densenet169_training_step_matches_torchvision(pair):
     comparison meaningful are tests/keras/applications_oracle.py's (ResNet50, MobileNetV2)."""
     _, model, x = pair
     y = np.array([3, 7], np.int64)
-    loss64, g64 = torch_step(torch.float64, x, y)
+    loss64, params64 = torch_step(torch.float64, x, y)
     got_loss = model.compute_gradients(x, y)
     assert abs(got_loss - loss64) <= 1e-4 * abs(loss64), (got_loss, loss64)
-    names = keras_name_map((6, 12, 32, 32))
-    want = dict(keras_gradient_name(names, k, g) for k, g in g64.items())
-    grads = model.gradients()  # the trainable variables' gradients, in the store's order
-    offset, compared = 0, []
-    for name, _, trainable in model._cc.weights():
-        if not trainable:
-            continue
-        w = want[name]
-        got = grads[offset:offset + w.size].reshape(w.shape)
-        offset += w.size
+    want = torch_gradients(params64, keras_name_map((6, 12, 32, 32)), model)
+    compared = []
+    for name, got in strata_gradients(model, {k: w.shape for k, w in want.items()}).items():
         if name.split("/")[0] in ("predictions", "bn"):
+            w = want[name]
             err = np.abs(got - w).max() / np.abs(w).max()
             assert err <= 1e-3, f"gradient of {name}: {err:.2e} x its largest"
             compared.append(name)
-    assert offset == grads.size
     assert sorted(compared) == ["bn/beta", "bn/gamma", "predictions/bias", "predictions/kernel"]
 
 
@@ -195,12 +209,11 @@ def test_vgg16_features_forward_and_training_step_match_torchvision():
                                                 pooling="avg")
         model.compile(optimizer="sgd", loss="mse", seed=1)
     names = vgg16_name_map()
-    views = {n: a for n, a in model.weights}
-    for tname, p in net.features.named_parameters():
-        prefix, kind = f"features.{tname}".rsplit(".", 1)
-        v = p.detach().numpy()
-        views[f"{names[prefix]}/{'kernel' if kind == 'weight' else 'bias'}"][...] = (
-            v.transpose(2, 3, 1, 0) if kind == "weight" else v)
+
+    def features_parameters():
+        return [(f"features.{n}", p) for n, p in net.features.named_parameters()]
+
+    assert not copy_into_strata(features_parameters(), names, model)
     rng = np.random.default_rng(6)
     x = rng.normal(size=(2, 64, 64, 3)).astype(np.float32)
     target = rng.normal(size=(2, 512)).astype(np.float32)
@@ -219,22 +232,13 @@ def test_vgg16_features_forward_and_training_step_match_torchvision():
     loss.backward()
     got_loss = model.compute_gradients(x, target)
     assert abs(got_loss - loss.item()) <= 1e-4 * loss.item(), (got_loss, loss.item())
-    grads, offset = model.gradients(), 0
-    want_grads = {}
-    for tname, p in net.features.named_parameters():
-        prefix, kind = f"features.{tname}".rsplit(".", 1)
-        gv = p.grad.numpy()
-        want_grads[f"{names[prefix]}/{'kernel' if kind == 'weight' else 'bias'}"] = (
-            gv.transpose(2, 3, 1, 0) if kind == "weight" else gv)
-    for name, _, trainable in model._cc.weights():
-        if not trainable:
-            continue
+    want_grads = torch_gradients(features_parameters(), names, model)
+    got_grads = strata_gradients(model, {k: w.shape for k, w in want_grads.items()})
+    assert set(got_grads) == set(want_grads)
+    for name, got_g in got_grads.items():
         w = want_grads[name]
-        got_g = grads[offset:offset + w.size].reshape(w.shape)
-        offset += w.size
         err = np.abs(got_g - w).max() / np.abs(w).max()
         assert err <= 1e-4, f"gradient of {name}: {err:.2e} x its largest"
-    assert offset == grads.size == sum(w.size for w in want_grads.values())
 
 
 # ---- EfficientNetB1: torchvision's efficientnet_b1, patched to Keras's padding and epsilon ----
@@ -286,12 +290,7 @@ def test_efficientnet_b1_forward_matches_torchvision():
         if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
             keras_correct_pad(mod)
         if isinstance(mod, torch.nn.BatchNorm2d):
-            c = mod.num_features
-            mod.eps = 1e-3
-            mod.weight.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 1.5, generator=g)
-            mod.bias.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.3, generator=g)
-            mod.running_mean.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.5, generator=g)
-            mod.running_var.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
+            randomize_batch_norm(mod, 1e-3, g)
         elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
             mod.bias.data.normal_(0.0, 0.3, generator=g)
     x = np.random.default_rng(8).uniform(0, 255, size=(2, 67, 64, 3)).astype(np.float32)
@@ -316,29 +315,9 @@ def test_efficientnet_b1_forward_matches_torchvision():
                                                          classifier_activation=None)
         model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       seed=1)
-    names = efficientnet_name_map(net)
-    views = {n: a for n, a in model.weights}
-    copied = set()
-    for tname, tensor in list(net.named_parameters()) + list(net.named_buffers()):
-        prefix, kind = tname.rsplit(".", 1)
-        if kind == "num_batches_tracked":
-            continue
-        layer, v = names[prefix], tensor.detach().numpy()
-        if v.ndim == 4:
-            key = f"{layer}/{'depthwise_kernel' if layer.endswith('dwconv') else 'kernel'}"
-            v = v.transpose(2, 3, 1, 0)
-        elif layer == "predictions":
-            key, v = f"{layer}/{'kernel' if kind == 'weight' else 'bias'}", (v.T if kind == "weight" else v)
-        elif layer.endswith(("_reduce", "_expand")) and kind == "bias":
-            key = f"{layer}/bias"
-        else:
-            key = f"{layer}/" + {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
-                                 "running_var": "moving_variance"}[kind]
-        assert views[key].shape == v.shape, (key, views[key].shape, v.shape)
-        views[key][...] = v
-        copied.add(key)
+    left = copy_into_strata(list(net.named_parameters()) + list(net.named_buffers()), efficientnet_name_map(net), model)
     # Keras's Normalization keeps its (un-adapted) mean, variance and count: not torchvision's.
-    assert set(views) - copied == {"normalization/mean", "normalization/variance", "normalization/count"}
+    assert left == {"normalization/mean", "normalization/variance", "normalization/count"}
     with torch.no_grad():
         want = net(torch_x).numpy()
     got = model.predict(x, verbose=0)

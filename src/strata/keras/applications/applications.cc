@@ -50,6 +50,12 @@ const Entry* Find(const std::string& name) {
   return nullptr;
 }
 
+// The entry called `name`, or the error that lists the applications there are.
+Result<const Entry*> Lookup(const std::string& name) {
+  if (const Entry* e = Find(name)) return e;
+  return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+}
+
 }  // namespace
 
 std::string NameList() {
@@ -70,14 +76,12 @@ const std::vector<std::string>& Names() {
 bool IsApplication(const std::string& name) { return Find(name) != nullptr; }
 
 Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o) {
-  const Entry* e = Find(name);
-  if (!e) return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  STRATA_ASSIGN_OR_RETURN(const Entry* e, Lookup(name));
   return e->build(std::move(o));
 }
 
 Result<std::string> PreprocessMode(const std::string& name) {
-  const Entry* e = Find(name);
-  if (!e) return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  STRATA_ASSIGN_OR_RETURN(const Entry* e, Lookup(name));
   return std::string(e->preprocess);
 }
 
@@ -124,14 +128,20 @@ Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
   return s;
 }
 
+std::string ClassifierActivation(const Options& o) {
+  return o.classifier_activation.empty() ? "linear" : o.classifier_activation;
+}
+
+LayerPtr Predictions(const Options& o, const std::string& kernel_initializer) {
+  return layers::Dense(o.classes, {.activation = ClassifierActivation(o), .kernel_initializer = kernel_initializer,
+                                   .name = "predictions"});
+}
+
 KTensor Top(const KTensor& x, const Options& o, const TopNames& names) {
   if (o.include_top) {
     KTensor y = Call(layers::GlobalAveragePooling2D(names.top_pool), x);
     if (names.dropout > 0) y = Call(layers::Dropout(names.dropout, names.dropout_name), y);
-    return Call(layers::Dense(o.classes, {.activation = o.classifier_activation.empty() ? "linear" : o.classifier_activation,
-                                          .kernel_initializer = names.classifier_initializer,
-                                          .name = "predictions"}),
-                y);
+    return Call(Predictions(o, names.classifier_initializer), y);
   }
   if (o.pooling == "avg") return Call(layers::GlobalAveragePooling2D(names.avg_pool), x);
   if (o.pooling == "max") return Call(layers::GlobalMaxPooling2D(names.max_pool), x);

@@ -35,6 +35,12 @@ struct TopNames {
 // input shape: Keras's default [S, S, 3] or the given [H, W, C] with H, W >= the minimum.
 Result<Shape> CheckOptions(const Options& o, const ModelFacts& m);
 
+// Keras's "predictions" Dense(classes) with the classifier's activation ("" is linear): the last
+// layer of every top but MobileNet's, whose "predictions" is the activation alone
+// (ClassifierActivation).
+LayerPtr Predictions(const Options& o, const std::string& kernel_initializer = "glorot_uniform");
+std::string ClassifierActivation(const Options& o);
+
 // The classifier (include_top) or the pooling (pooling = "avg"/"max") on the features `x`.
 KTensor Top(const KTensor& x, const Options& o, const TopNames& names);
 

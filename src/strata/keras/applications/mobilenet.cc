@@ -60,7 +60,7 @@ Result<std::unique_ptr<Model>> MobileNet(Options o) {
     x = Call(layers::Dropout(static_cast<float>(o.dropout), "dropout"), x);
     x = Call(layers::Conv2D(o.classes, 1, {.padding = "same", .name = "conv_preds"}), x);
     x = Call(layers::Reshape({o.classes}, "reshape_2"), x);
-    x = Call(layers::Activation(o.classifier_activation.empty() ? "linear" : o.classifier_activation, "predictions"), x);
+    x = Call(layers::Activation(internal::ClassifierActivation(o), "predictions"), x);
   } else {
     x = internal::Top(x, o, {.avg_pool = "global_average_pooling2d", .max_pool = "global_max_pooling2d"});
   }

@@ -32,9 +32,7 @@ Result<std::unique_ptr<Model>> Build(const Depth& d, Options o) {
     x = Call(layers::Flatten("flatten"), x);
     x = Call(layers::Dense(4096, {.activation = "relu", .name = "fc1"}), x);
     x = Call(layers::Dense(4096, {.activation = "relu", .name = "fc2"}), x);
-    x = Call(layers::Dense(o.classes, {.activation = o.classifier_activation.empty() ? "linear" : o.classifier_activation,
-                                       .name = "predictions"}),
-             x);
+    x = Call(internal::Predictions(o), x);
   } else {
     // Keras leaves the pooling unnamed: its automatic names.
     x = internal::Top(x, o, {.avg_pool = "global_average_pooling2d", .max_pool = "global_max_pooling2d"});

@@ -349,6 +349,14 @@ void RegisterKeras(py::module_& m) {
     Check(keras::applications::PreprocessInput(&out, mode));
     return ArrayFromTensor(out);
   }, py::arg("x"), py::arg("mode"));
+  // Keras's ImageNet classes, by number: [(WordNet id, name)] (decode_predictions ranks in NumPy,
+  // as Keras does, so ties come out in Keras's order too).
+  k.def("imagenet_classes", [] {
+    py::list out;
+    for (const auto& c : keras::applications::ImagenetClasses()) out.append(py::make_tuple(c.id, c.name));
+    return out;
+  });
+  k.def("imagenet_class_index_json", [] { return py::bytes(std::string(keras::applications::ImagenetClassIndexJson())); });
   RegisterKerasFit(k);
 }
 

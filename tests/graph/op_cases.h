@@ -47,6 +47,11 @@ inline std::vector<OpCase> AllOpCases() {
   c.push_back({"conv2d_dilated", {{1, 7, 7, 2}, {3, 3, 2, 3}},
                conv({.padding = Padding::kSame, .dilation_h = 2, .dilation_w = 2}), 1e-6, 1e-5,
                2LL * 1 * 7 * 7 * 3 * 3 * 3 * 2});
+  // InceptionV3's and InceptionResNetV2's factorized kernels (1x7, 7x1, 1x3, 3x1).
+  c.push_back({"conv2d_same_1x7", {{2, 5, 8, 3}, {1, 7, 3, 4}}, conv({.padding = Padding::kSame}), 1e-6, 1e-5,
+               2LL * 2 * 5 * 8 * 4 * 1 * 7 * 3});
+  c.push_back({"conv2d_valid_7x1_stride2", {{1, 9, 6, 2}, {7, 1, 2, 3}}, conv({.stride_h = 2, .stride_w = 2}), 1e-6,
+               1e-5, 2LL * 1 * 2 * 3 * 3 * 7 * 1 * 2});
   c.push_back({"conv2d_grouped", {{2, 5, 5, 4}, {3, 3, 2, 6}}, conv({.padding = Padding::kSame, .groups = 2}), 1e-6,
                1e-5, 2LL * 2 * 5 * 5 * 6 * 3 * 3 * 2});
   c.push_back({"conv2d_depthwise", {{2, 5, 5, 3}, {3, 3, 1, 3}}, conv({.padding = Padding::kSame, .groups = 3}), 1e-6,

@@ -1,6 +1,7 @@
-// The layers the Keras applications need (issue 18): ZeroPadding2D, ReLU(max_value,
+// The layers the Keras applications need (issues 18 and 44): ZeroPadding2D, ReLU(max_value,
 // negative_slope), Multiply with size-1 broadcast, Normalization, Dropout(noise_shape),
-// hard_sigmoid/swish names, stride-2 depthwise convolutions with a depth multiplier; their
+// hard_sigmoid/swish names, stride-2 depthwise convolutions with a depth multiplier, the
+// Inception family's 1xk / kx1 convolutions, batch norms without gamma and scaled residuals; their
 // values on the compiled cpu engine, their parameter counts and their JSON classes. The
 // gradients of the graph composites they emit are in the op table (tests/graph/op_cases.h).
 #include <gtest/gtest.h>
@@ -131,6 +132,72 @@ TEST(ApplicationLayers, MultiplyBroadcastsSqueezeAndExcitation) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("mul (Multiply)"), std::string::npos) << bad.status().ToString();
   EXPECT_NE(bad.status().message().find("broadcast"), std::string::npos) << bad.status().ToString();
+}
+
+// InceptionResNetV2's block in small: a 1x3 and a 3x1 convolution ("same"), batch norm without
+// gamma (scale=False: no weight at all, as Keras), CustomScaleLayer's x + 0.5 * residual.
+TEST(ApplicationLayers, FactorizedConvolutionsAndScaledResidual) {
+  KTensor in = Input({3, 4, 2});
+  KTensor r = Call(Conv2D(2, {1, 3}, {.padding = "same", .use_bias = false, .name = "row"}), in);
+  r = Call(BatchNormalization({.scale = false, .name = "bn"}), r);
+  r = Call(Conv2D(2, {3, 1}, {.padding = "same", .use_bias = false, .name = "col"}), r);
+  auto m = Model::Functional({in}, {Call(CustomScaleLayer(0.5f, "block"), {in, r})}, "inception_block");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::string s = (*m)->Summary();
+  EXPECT_NE(s.find("block (CustomScaleLayer)"), std::string::npos) << s;
+  // row 1*3*2*2 + bn beta 2 (+ 2 moving statistics, non-trainable) + col 3*1*2*2: no gamma.
+  EXPECT_EQ((*m)->count_params(), 12 + 2 + 4 + 12);
+  EXPECT_NE(s.find("Non-trainable params: 4"), std::string::npos) << s;
+  ASSERT_TRUE((*m)->compile({.optimizer = optimizers::SGD(0.01), .loss = losses::MeanSquaredError()}).ok());
+  for (const auto& e : (*m)->variables()->entries()) EXPECT_EQ(e.name.find("gamma"), std::string::npos) << e.name;
+  // Weights: row's kernel [1, 3, 2, 2] sums the row window of channel 0 into both outputs; col's
+  // [3, 1, 2, 2] takes the centre tap of output channel c alone. Batch norm at its initial
+  // statistics is x / sqrt(1 + 1e-3).
+  for (const auto& e : (*m)->variables()->entries()) {
+    auto view = (*m)->variables()->Value(e.name);
+    ASSERT_TRUE(view.ok());
+    float* w = view->data<float>();
+    if (e.name == "row/kernel" || e.name == "col/kernel")
+      for (int64_t i = 0; i < view->num_elements(); ++i) w[i] = 0;
+    if (e.name == "row/kernel")
+      for (int kw = 0; kw < 3; ++kw)
+        for (int o = 0; o < 2; ++o) w[((kw * 2) + 0) * 2 + o] = 1;
+    if (e.name == "col/kernel")
+      for (int c = 0; c < 2; ++c) w[((1 * 2) + c) * 2 + c] = 1;
+  }
+  Tensor x = Filled({1, 3, 4, 2}, [](int64_t i) { return static_cast<float>(i % 7) - 3.0f; });
+  auto predicted = (*m)->predict(data::Dataset::from_tensor_slices(data::Element({x})).batch(1));
+  ASSERT_TRUE(predicted.ok()) << predicted.status().ToString();
+  const Tensor& y = *predicted;
+  ASSERT_EQ(y.shape(), Shape({1, 3, 4, 2}));
+  const float* xv = x.data<float>();
+  for (int64_t h = 0; h < 3; ++h)
+    for (int64_t w = 0; w < 4; ++w) {
+      double row = 0;
+      for (int64_t dw = -1; dw <= 1; ++dw)
+        if (w + dw >= 0 && w + dw < 4) row += xv[(h * 4 + w + dw) * 2 + 0];
+      for (int64_t c = 0; c < 2; ++c) {
+        const int64_t e = (h * 4 + w) * 2 + c;
+        EXPECT_NEAR(y.data<float>()[e], xv[e] + 0.5 * row / std::sqrt(1.0 + 1e-3), 1e-5) << h << " " << w << " " << c;
+      }
+    }
+  // From a Keras config: kernel_size [1, 3] and CustomScaleLayer's scale.
+  auto spec = ModelFromJson(R"({"class_name": "Functional", "config": {"name": "spec", "layers": [
+      {"class_name": "InputLayer", "name": "in", "config": {"batch_input_shape": [null, 3, 4, 2], "name": "in"},
+       "inbound_nodes": []},
+      {"class_name": "Conv2D", "name": "c", "config": {"name": "c", "filters": 2, "kernel_size": [1, 3],
+       "padding": "same"}, "inbound_nodes": [[["in", 0, 0, {}]]]},
+      {"class_name": "CustomScaleLayer", "name": "s", "config": {"name": "s", "scale": 0.17},
+       "inbound_nodes": [[["in", 0, 0, {}], ["c", 0, 0, {}]]]}],
+      "input_layers": [["in", 0, 0]], "output_layers": [["s", 0, 0]]}})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ((*spec)->count_params(), 1 * 3 * 2 * 2 + 2);
+  // A kernel_size that is neither an int nor a pair is an error naming the layer.
+  auto bad = ModelFromJson(R"({"class_name": "Sequential", "config": {"name": "bad", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3, 4, 2]}},
+      {"class_name": "Conv2D", "config": {"name": "c", "filters": 2, "kernel_size": [1, 3, 3]}}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kernel_size"), std::string::npos) << bad.status().ToString();
 }
 
 TEST(ApplicationLayers, NormalizationStandardizesAndCountsTwoCPlusOne) {

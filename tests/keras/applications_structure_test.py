@@ -20,7 +20,8 @@ import subprocess
 import sys
 import types
 
-from keras_applications import densenet, mobilenet, mobilenet_v2, resnet_common, vgg16, vgg19, xception
+from keras_applications import (densenet, inception_resnet_v2, inception_v3, mobilenet, mobilenet_v2, resnet_common, vgg16, vgg19,
+                                xception)
 
 # tf.keras 2.x against keras_applications 1.0.8: the classifier is "predictions" in every
 # model, and MobileNetV2's first convolution pads "same" itself (no Conv1_pad layer; the
@@ -35,6 +36,8 @@ TF_KERAS_RENAMES = {
     # checks it).
     "mobilenet": {"conv1_pad": None},
     "xception": {},
+    "inception_v3": {},
+    "inception_resnet_v2": {},
     "vgg16": {},
     "vgg19": {},
 }
@@ -215,6 +218,13 @@ class Add(Elementwise):
     prefix = "add"
 
 
+class Lambda(Elementwise):
+    """InceptionResNetV2's scaled residual: a Lambda in keras_applications 1.0.8, Keras's
+    CustomScaleLayer since (the same computation, no weights)."""
+    prefix = "lambda"
+    tf_keras_class = "CustomScaleLayer"
+
+
 class Pooling2D(Layer):
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", name=None, **kwargs):
         super().__init__(name)
@@ -305,6 +315,10 @@ def add(inputs, name=None):
     return Add(name=name)(inputs)
 
 
+def concatenate(inputs, axis=-1, name=None):
+    return Concatenate(axis=axis, name=name)(inputs)
+
+
 class FakeModel:
     def __init__(self, inputs, outputs, name=None):
         self.name = name
@@ -338,10 +352,10 @@ def keras_layer_order(output):
 
 LAYERS = types.SimpleNamespace(
     Input=Input, Conv2D=Conv2D, DepthwiseConv2D=DepthwiseConv2D, SeparableConv2D=SeparableConv2D,
-    BatchNormalization=BatchNormalization, Activation=Activation, ReLU=ReLU, Add=Add, add=add,
+    BatchNormalization=BatchNormalization, Activation=Activation, ReLU=ReLU, Add=Add, add=add, Lambda=Lambda,
     MaxPooling2D=MaxPooling2D, AveragePooling2D=AveragePooling2D,
     GlobalAveragePooling2D=GlobalAveragePooling2D, GlobalMaxPooling2D=GlobalMaxPooling2D,
-    ZeroPadding2D=ZeroPadding2D, Concatenate=Concatenate, Dense=Dense, Flatten=Flatten)
+    ZeroPadding2D=ZeroPadding2D, Concatenate=Concatenate, concatenate=concatenate, Dense=Dense, Flatten=Flatten)
 BACKEND = types.SimpleNamespace(
     image_data_format=lambda: "channels_last", int_shape=lambda x: x.shape,
     is_keras_tensor=lambda x: isinstance(x, KTensor), backend=lambda: "tensorflow")
@@ -360,6 +374,8 @@ KERAS_FUNCTIONS = {
     "mobilenet": mobilenet.MobileNet,
     "mobilenet_v2": mobilenet_v2.MobileNetV2,
     "xception": xception.Xception,
+    "inception_v3": inception_v3.InceptionV3,
+    "inception_resnet_v2": inception_resnet_v2.InceptionResNetV2,
     "densenet121": densenet.DenseNet121,
     "densenet169": densenet.DenseNet169,
     "densenet201": densenet.DenseNet201,
@@ -382,7 +398,7 @@ def keras_structure(model, size, include_top, pooling, classes, alpha=None, dept
         name = renames.get(layer.name, layer.name)
         if name is None:
             continue
-        cls = type(layer).__name__
+        cls = getattr(layer, "tf_keras_class", type(layer).__name__)
         layers[name] = (cls, tuple(layer.output_shape), layer.params if cls != "InputLayer" else 0)
         for wname, shape, tr in layer.weights:
             wname = name + wname[len(layer.name):]
@@ -506,6 +522,9 @@ def main():
                   "densenet169", "densenet201"):
         cases += [dict(model=model, size=224), dict(model=model, size=45, include_top=False, pooling="avg")]
     cases += [dict(model="resnet50_v2", size=32, include_top=False), dict(model="vgg16", size=64, classes=104)]
+    # The Inception family: Keras's published model, and its smallest input, odd, without the top.
+    for model in ("inception_v3", "inception_resnet_v2"):
+        cases += [dict(model=model, size=299), dict(model=model, size=75, include_top=False, pooling="max")]
     # MobileNetV2's widths (Keras publishes weights for each), and one it has none for.
     for alpha in (0.35, 0.5, 0.75, 1.3, 1.4):
         cases.append(dict(model="mobilenet_v2", size=224, alpha=alpha))
@@ -522,9 +541,11 @@ def main():
     published = {"resnet50": 25636712, "mobilenet_v2": 3538984, "xception": 22910480, "densenet121": 8062504,
                  "vgg16": 138357544, "vgg19": 143667240, "resnet101": 44707176, "resnet152": 60419944,
                  "resnet50_v2": 25613800, "resnet101_v2": 44675560, "resnet152_v2": 60380648,
-                 "densenet169": 14307880, "densenet201": 20242984}
+                 "densenet169": 14307880, "densenet201": 20242984, "inception_v3": 23851784,
+                 "inception_resnet_v2": 55873736}
     for model, total in published.items():
-        layers, _, _, _ = keras_structure(model, 224 if model != "xception" else 299, True, None, 1000)
+        layers, _, _, _ = keras_structure(model, 299 if model in ("xception", "inception_v3", "inception_resnet_v2") else 224, True, None,
+                                          1000)
         got = sum(p for _, _, p in layers.values())
         if got != total:
             print("FAIL the tracer: Keras's %s has %d params, the tracer counts %d" % (model, total, got))

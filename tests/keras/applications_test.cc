@@ -26,6 +26,7 @@ struct Published {
   int64_t total, non_trainable;
   int64_t features;  // channels of the last feature map
   bool dense_top = false;  // VGG: Flatten, fc1, fc2 (4096 each), predictions; else pool + Dense
+  int64_t side_at_96 = 3;  // the feature map's side at 96 px (stride 32; InceptionV3's 'valid' stem: 1)
 };
 const Published kPublished[] = {
     {"vgg16", "vgg16", 138'357'544, 0, 512, true},
@@ -46,6 +47,8 @@ const Published kPublished[] = {
     {"efficientnet_b5", "efficientnetb5", 30'562'527, 172'743, 2048},
     {"efficientnet_b6", "efficientnetb6", 43'265'143, 224'439, 2304},
     {"efficientnet_b7", "efficientnetb7", 66'658'687, 310'727, 2560},
+    {"inception_v3", "inception_v3", 23'851'784, 34'432, 2048, false, 1},
+    {"inception_resnet_v2", "inception_resnet_v2", 55'873'736, 60'544, 1536, false, 1},
     {"xception", "xception", 22'910'480, 54'528, 2048},
     {"densenet121", "densenet121", 8'062'504, 83'648, 1024},
     {"densenet169", "densenet169", 14'307'880, 158'400, 1664},
@@ -78,9 +81,10 @@ TEST(Applications, NamesAndSizes) {
                                                          {"efficientnet_b6", 528}, {"efficientnet_b7", 600}};
   for (const auto& n : Names()) {
     EXPECT_TRUE(IsApplication(n));
-    const int size = n == "xception" ? 299 : efficientnet_sizes.count(n) ? efficientnet_sizes.at(n) : 224;
+    const bool inception = n == "xception" || n == "inception_v3" || n == "inception_resnet_v2";
+    const int size = inception ? 299 : efficientnet_sizes.count(n) ? efficientnet_sizes.at(n) : 224;
     EXPECT_EQ(DefaultSize(n), size) << n;
-    EXPECT_EQ(MinimumSize(n), n == "xception" ? 71 : 32) << n;
+    EXPECT_EQ(MinimumSize(n), n == "xception" ? 71 : inception ? 75 : 32) << n;
   }
   EXPECT_FALSE(IsApplication("resnet18"));
   EXPECT_EQ(DefaultSize("resnet18"), 0);
@@ -118,7 +122,7 @@ TEST(Applications, FeaturesPoolingAndClasses) {
     // Without the top: the last feature map, here at 96 px (stride 32: 3x3).
     auto features = Build(p.name, {.include_top = false, .input_shape = {96, 96, 3}});
     ASSERT_TRUE(features);
-    EXPECT_EQ(features->output_shape().value(), (Shape{3, 3, p.features}));
+    EXPECT_EQ(features->output_shape().value(), (Shape{p.side_at_96, p.side_at_96, p.features}));
     const int size = DefaultSize(p.name);
     const int64_t classifier = TopParams(p, size / 32, 1000);
     EXPECT_EQ(features->count_params(), p.total - classifier);
@@ -236,6 +240,40 @@ TEST(Applications, AlphaIsMobileNetsAlone) {
 // Keras's modes on one pixel (Python's test_preprocess_input_is_kerass_to_the_bit compares
 // whole arrays with Keras's own imagenet_utils): the family's mode from the table, the float32
 // arithmetic in Keras's order, and errors for a wrong mode or channel count.
+TEST(Applications, DecodePredictionsNamesTheTopClasses) {
+  // Keras's class index: 1000 classes, WordNet ids in class order (its first and last entries).
+  const auto& classes = ImagenetClasses();
+  ASSERT_EQ(classes.size(), 1000u);
+  EXPECT_EQ(classes[0].id, "n01440764");
+  EXPECT_EQ(classes[0].name, "tench");
+  EXPECT_EQ(classes[999].id, "n15075141");
+  EXPECT_EQ(classes[999].name, "toilet_tissue");
+  EXPECT_EQ(ImagenetClassIndexJson().size(), 35363u);  // Keras's file, byte for byte (Python checks its MD5)
+  Tensor preds(DType::kF32, {2, 1000});
+  for (int64_t i = 0; i < 2000; ++i) preds.data<float>()[i] = 0;
+  float* row0 = preds.data<float>();
+  row0[7] = 0.2f, row0[400] = 0.5f, row0[999] = 0.3f;
+  float* row1 = preds.data<float>() + 1000;
+  row1[3] = 1.0f;
+  auto top = DecodePredictions(preds, 4);
+  ASSERT_TRUE(top.ok()) << top.status().ToString();
+  ASSERT_EQ(top->size(), 2u);
+  ASSERT_EQ((*top)[0].size(), 4u);
+  EXPECT_EQ((*top)[0][0].name, "academic_gown");
+  EXPECT_EQ((*top)[0][0].class_id, "n02669723");
+  EXPECT_FLOAT_EQ((*top)[0][0].score, 0.5f);
+  EXPECT_EQ((*top)[0][1].name, "toilet_tissue");
+  EXPECT_EQ((*top)[0][2].name, "cock");
+  EXPECT_EQ((*top)[0][3].name, "ear");  // ties at 0: the highest class number first (998), as Keras's
+  EXPECT_EQ((*top)[1][0].name, "tiger_shark");
+  EXPECT_EQ(DecodePredictions(preds, 5000)->at(0).size(), 1000u);  // top beyond the classes: all of them
+  Tensor wrong(DType::kF32, {2, 10});
+  auto bad = DecodePredictions(wrong);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("[2, 10]"), std::string::npos) << bad.status().ToString();
+  EXPECT_FALSE(DecodePredictions(preds, 0).ok());
+}
+
 TEST(Applications, PreprocessInputModes) {
   auto pixel = [](float r, float g, float b) {
     Tensor t(DType::kF32, {1, 1, 1, 3});

@@ -194,6 +194,36 @@ def test_preprocess_input_is_kerass_to_the_bit():
         apps.imagenet_utils.preprocess_input(pixels, mode="inception")
 
 
+def test_decode_predictions_is_kerass(tmp_path):
+    """decode_predictions against Keras's own (Debian's keras_applications), whose get_file is
+    handed the class index Strata ships: that file is byte for byte the one Keras downloads (its
+    MD5 is the file_hash Keras checks), and the tables agree for random and tied rows (equal
+    scores too: both rank with NumPy's argsort)."""
+    import hashlib
+    import types
+    from keras_applications import imagenet_utils as keras_utils
+    index = strata._strata.keras.imagenet_class_index_json()
+    assert hashlib.md5(index).hexdigest() == "c2c37ea517e94d9795004a39431a14cb"
+    path = tmp_path / "imagenet_class_index.json"
+    path.write_bytes(index)
+    keras_utils.CLASS_INDEX = None  # Keras caches the parsed index in the module
+    utils = types.SimpleNamespace(get_file=lambda *args, **kwargs: str(path))
+    rng = np.random.default_rng(1)
+    preds = rng.dirichlet(np.ones(1000), size=3).astype(np.float32)
+    preds[2] = 0
+    preds[2, [7, 400, 999]] = [0.2, 0.5, 0.3]
+    for top in (1, 5, 10):
+        want = keras_utils.decode_predictions(preds, top=top, utils=utils)
+        got = strata.keras.applications.imagenet_utils.decode_predictions(preds, top=top)
+        assert got == want
+        assert all(type(score) is np.float32 for row in got for _, _, score in row)
+    assert got[2][:3] == [("n02669723", "academic_gown", np.float32(0.5)),
+                          ("n15075141", "toilet_tissue", np.float32(0.3)), ("n01514668", "cock", np.float32(0.2))]
+    assert strata.keras.applications.resnet50.decode_predictions is strata.keras.applications.imagenet_utils.decode_predictions
+    with pytest.raises(ValueError, match=r"\(samples, 1000\).*\(2, 10\)"):
+        strata.keras.applications.imagenet_utils.decode_predictions(np.zeros((2, 10), np.float32))
+
+
 class Recorder(strata.keras.callbacks.Callback):
     def __init__(self, stop_after_epoch=None):
         super().__init__()

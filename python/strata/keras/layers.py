@@ -15,7 +15,7 @@ _k = _strata.keras
 __all__ = [
     "Layer", "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "BatchNormalization",
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
-    "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "Rescaling", "Reshape",
+    "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "CustomScaleLayer", "Rescaling", "Reshape",
     "ZeroPadding2D", "Normalization", "LayerNormalization", "KerasTensor",
 ]
 
@@ -240,6 +240,14 @@ class Multiply(Layer):
 class Concatenate(Layer):
     def __init__(self, axis=-1, **kwargs):
         super().__init__(_config=dict(axis=axis), **kwargs)
+
+
+class CustomScaleLayer(Layer):
+    """keras.applications' scaled residual (InceptionResNetV2): called on [shortcut, residual],
+    returns shortcut + residual * scale."""
+
+    def __init__(self, scale, **kwargs):
+        super().__init__(_config=dict(scale=float(scale)), **kwargs)
 
 
 class Rescaling(Layer):

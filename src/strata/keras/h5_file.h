@@ -165,15 +165,7 @@ inline std::vector<ModelLayer> ModelLayers(const Model& model) {
     ml.class_name = layer->class_name();
     ml.layer = layer;
     ml.keras3_key = "layers/" + snake + (n == 0 ? "" : "_" + std::to_string(n));
-    const auto& vars = by_layer[layer->name()];
-    // A gamma / beta that is state, not a parameter, is scale / center = false (Keras has no
-    // such weight); a frozen layer's gamma / beta stay parameters and are kept, as Keras does.
-    for (const auto* e : vars) {
-      const std::string s = ShortName(e->name);
-      if (ml.class_name == "BatchNormalization" && e->role != graph::VariableRole::kParameter && (s == "gamma" || s == "beta"))
-        continue;
-      ml.vars.push_back(e);
-    }
+    for (const auto* e : by_layer[layer->name()]) ml.vars.push_back(e);
     out.push_back(std::move(ml));
   }
   return out;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "strata/core/status.h"
 
@@ -32,6 +33,16 @@ class LayerConfig {
       return v[0].get<int>();
     }
     return InvalidArgument(label_ + ": " + key + " must be an integer or [k, k], got " + v.dump());
+  }
+  // An int (square) or [height, width]: Conv2D's kernel_size.
+  Result<std::pair<int, int>> Size2(const std::string& key, int fallback) {
+    used_.insert(key);
+    if (!j_.contains(key) || j_[key].is_null()) return std::pair<int, int>{fallback, fallback};
+    const nlohmann::json& v = j_[key];
+    if (v.is_number_integer()) return std::pair<int, int>{v.get<int>(), v.get<int>()};
+    if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer())
+      return std::pair<int, int>{v[0].get<int>(), v[1].get<int>()};
+    return InvalidArgument(label_ + ": " + key + " must be an integer or [height, width], got " + v.dump());
   }
   Result<double> Number(const std::string& key, double fallback) {
     used_.insert(key);

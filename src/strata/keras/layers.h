@@ -24,6 +24,14 @@ struct DenseOptions {
 };
 LayerPtr Dense(int units, DenseOptions o = {});
 
+// A window's (height, width): Keras's kernel_size as an int (square) or a pair,
+// Conv2D(128, {1, 7}) for Keras's Conv2D(128, (1, 7)).
+struct KernelSize {
+  KernelSize(int k) : h(k), w(k) {}  // NOLINT(google-explicit-constructor): Keras's int form
+  KernelSize(int height, int width) : h(height), w(width) {}
+  int h, w;
+};
+
 struct Conv2DOptions {
   int strides = 1;
   std::string padding = "valid";  // "valid" | "same"
@@ -36,7 +44,7 @@ struct Conv2DOptions {
   float kernel_regularizer_l2 = 0;
   std::string name;
 };
-LayerPtr Conv2D(int filters, int kernel_size, Conv2DOptions o = {});
+LayerPtr Conv2D(int filters, KernelSize kernel_size, Conv2DOptions o = {});
 
 struct DepthwiseConv2DOptions {
   int strides = 1;
@@ -135,6 +143,8 @@ LayerPtr Add(const std::string& name = "");
 // [N, H, W, C] * [N, 1, 1, C]), as Keras's Multiply.
 LayerPtr Multiply(const std::string& name = "");
 LayerPtr Concatenate(int axis = -1, const std::string& name = "");
+// InceptionResNetV2's scaled residual: inputs [shortcut, residual] -> shortcut + residual * scale.
+LayerPtr CustomScaleLayer(float scale, const std::string& name = "");
 // y = x * scale + offset (Keras's Rescaling(1/255.)).
 LayerPtr Rescaling(float scale, float offset = 0, const std::string& name = "");
 // target_shape excludes the batch dimension; one entry may be -1.

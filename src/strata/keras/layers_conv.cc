@@ -17,7 +17,7 @@ using graph::Value;
 
 class Conv2DLayer final : public Layer {
  public:
-  Conv2DLayer(int filters, int k, Conv2DOptions o) : filters_(filters), k_(k), o_(std::move(o)) {}
+  Conv2DLayer(int filters, KernelSize k, Conv2DOptions o) : filters_(filters), kh_(k.h), kw_(k.w), o_(std::move(o)) {}
   std::string class_name() const override { return "Conv2D"; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     Value x = in[0];
@@ -26,12 +26,15 @@ class Conv2DLayer final : public Layer {
     if (o_.groups <= 0 || x.shape()[3] % o_.groups || filters_ % o_.groups)
       return InvalidArgument(Label() + ": groups " + std::to_string(o_.groups) + " must divide input channels " +
                              std::to_string(x.shape()[3]) + " and filters " + std::to_string(filters_));
+    if (kh_ <= 0 || kw_ <= 0)
+      return InvalidArgument(Label() + ": kernel_size must be positive, got (" + std::to_string(kh_) + ", " +
+                             std::to_string(kw_) + ")");
     STRATA_ASSIGN_OR_RETURN(auto pad, ParsePadding(o_.padding, Label()));
-    const double receptive = static_cast<double>(k_ * k_);
+    const double receptive = static_cast<double>(kh_ * kw_);
     STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer,
                                                     receptive * static_cast<double>(x.shape()[3] / o_.groups),
                                                     receptive * static_cast<double>(filters_)));
-    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {k_, k_, x.shape()[3] / o_.groups, filters_},
+    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {kh_, kw_, x.shape()[3] / o_.groups, filters_},
                                                   kinit, true, o_.kernel_regularizer_l2));
     graph::Conv2DOptions co;
     co.stride_h = co.stride_w = o_.strides;
@@ -43,7 +46,7 @@ class Conv2DLayer final : public Layer {
   }
 
  private:
-  int64_t filters_, k_;
+  int64_t filters_, kh_, kw_;
   Conv2DOptions o_;
 };
 
@@ -181,14 +184,14 @@ class GlobalPoolLayer final : public Layer {
 Result<LayerPtr> Conv2DFromConfig(LayerConfig& c, const std::string& name) {
   Conv2DOptions o;
   STRATA_ASSIGN_OR_RETURN(int filters, c.Size("filters", 0));
-  STRATA_ASSIGN_OR_RETURN(int k, c.Size("kernel_size", 3));
+  STRATA_ASSIGN_OR_RETURN(auto k, c.Size2("kernel_size", 3));
   STRATA_ASSIGN_OR_RETURN(o.strides, c.Size("strides", 1));
   STRATA_ASSIGN_OR_RETURN(o.padding, c.String("padding", "valid"));
   STRATA_ASSIGN_OR_RETURN(o.dilation_rate, c.Size("dilation_rate", 1));
   STRATA_ASSIGN_OR_RETURN(o.groups, c.Size("groups", 1));
   STRATA_RETURN_IF_ERROR(ReadKernelArgs(c, &o));
   o.name = name;
-  return Conv2D(filters, k, o);
+  return Conv2D(filters, {k.first, k.second}, o);
 }
 
 Result<LayerPtr> DepthwiseConv2DFromConfig(LayerConfig& c, const std::string& name) {
@@ -283,7 +286,7 @@ Result<LayerPtr> GlobalMaxPooling2DFromConfig(LayerConfig& c, const std::string&
 
 }  // namespace
 
-LayerPtr Conv2D(int filters, int k, Conv2DOptions o) { std::string n = o.name; return Named<Conv2DLayer>(n, filters, k, std::move(o)); }
+LayerPtr Conv2D(int filters, KernelSize k, Conv2DOptions o) { std::string n = o.name; return Named<Conv2DLayer>(n, filters, k, std::move(o)); }
 LayerPtr DepthwiseConv2D(int k, DepthwiseConv2DOptions o) { std::string n = o.name; return Named<DepthwiseConv2DLayer>(n, k, std::move(o)); }
 LayerPtr SeparableConv2D(int filters, int k, SeparableConv2DOptions o) { std::string n = o.name; return Named<SeparableConv2DLayer>(n, filters, k, std::move(o)); }
 LayerPtr MaxPooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, true, std::move(o)); }

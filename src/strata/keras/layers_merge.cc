@@ -1,4 +1,4 @@
-// The merge layers (Add, Multiply, Concatenate): each class, its factory (layers.h), how a
+// The merge layers (Add, Multiply, Concatenate, CustomScaleLayer): each class, its factory (layers.h), how a
 // Keras config builds it, and its registry entries.
 #include "strata/keras/layers.h"
 
@@ -74,6 +74,26 @@ class ConcatenateLayer final : public Layer {
   int axis_;
 };
 
+// InceptionResNetV2's scaled residual, inputs[0] + inputs[1] * scale (keras.applications'
+// CustomScaleLayer; tf.keras before 2.13 wrote it as a Lambda of the same expression).
+class ScaledResidualLayer final : public Layer {
+ public:
+  explicit ScaledResidualLayer(float scale) : scale_(scale) {}
+  std::string class_name() const override { return "CustomScaleLayer"; }
+  int num_inputs() const override { return 2; }
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    if (in.size() != 2) return InvalidArgument(Label() + ": takes [shortcut, residual], got " + std::to_string(in.size()) + " inputs");
+    if (in[0].shape() != in[1].shape())
+      return InvalidArgument(Label() + ": the residual's shape " + in[1].shape().ToString() +
+                             " differs from the shortcut's " + in[0].shape().ToString());
+    STRATA_ASSIGN_OR_RETURN(Value scaled, ctx.graph->Scale(in[1], scale_, name() + "/scale"));
+    return ctx.graph->Add(in[0], scaled, name());
+  }
+
+ private:
+  float scale_;
+};
+
 Result<LayerPtr> AddFromConfig(LayerConfig&, const std::string& name) { return Add(name); }
 
 Result<LayerPtr> MultiplyFromConfig(LayerConfig&, const std::string& name) { return Multiply(name); }
@@ -83,11 +103,17 @@ Result<LayerPtr> ConcatenateFromConfig(LayerConfig& c, const std::string& name) 
   return Concatenate(axis, name);
 }
 
+Result<LayerPtr> CustomScaleLayerFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(double scale, c.Number("scale", 1.0));
+  return CustomScaleLayer(static_cast<float>(scale), name);
+}
+
 }  // namespace
 
 LayerPtr Add(const std::string& name) { return Named<AddLayer>(name); }
 LayerPtr Concatenate(int axis, const std::string& name) { return Named<ConcatenateLayer>(name, axis); }
 LayerPtr Multiply(const std::string& name) { return Named<MultiplyLayer>(name); }
+LayerPtr CustomScaleLayer(float scale, const std::string& name) { return Named<ScaledResidualLayer>(name, scale); }
 
 }  // namespace layers
 
@@ -95,7 +121,8 @@ std::vector<LayerClass> MergeLayerClasses() {
   using namespace layers;
   return {{"Add", AddFromConfig},
           {"Multiply", MultiplyFromConfig},
-          {"Concatenate", ConcatenateFromConfig}};
+          {"Concatenate", ConcatenateFromConfig},
+          {"CustomScaleLayer", CustomScaleLayerFromConfig}};
 }
 
 }  // namespace strata::keras

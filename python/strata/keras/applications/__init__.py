@@ -7,7 +7,7 @@ from ..models import Model
 
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
            "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
-           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "Xception", "DenseNet121", "DenseNet169",
+           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception", "DenseNet121", "DenseNet169",
            "DenseNet201"]
 
 
@@ -57,6 +57,9 @@ EfficientNetB4 = _application("EfficientNetB4", "efficientnet_b4", "width 1.4, d
 EfficientNetB5 = _application("EfficientNetB5", "efficientnet_b5", "width 1.6, depth 2.2 (456 px)")
 EfficientNetB6 = _application("EfficientNetB6", "efficientnet_b6", "width 1.8, depth 2.6 (528 px)")
 EfficientNetB7 = _application("EfficientNetB7", "efficientnet_b7", "width 2.0, depth 3.1 (600 px)")
+InceptionV3 = _application("InceptionV3", "inception_v3", "inception blocks with factorized 7x7 convolutions (299 px)")
+InceptionResNetV2 = _application("InceptionResNetV2", "inception_resnet_v2",
+                                 "Inception-ResNet blocks with scaled residuals (299 px)")
 Xception = _application("Xception", "xception", "depthwise-separable blocks (299 px)")
 DenseNet121 = _application("DenseNet121", "densenet121", "dense blocks 6-12-24-16 (224 px)")
 DenseNet169 = _application("DenseNet169", "densenet169", "dense blocks 6-12-32-32 (224 px)")
@@ -83,5 +86,5 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
 
 # Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
 # functions they re-export.
-from . import (densenet, efficientnet, imagenet_utils, mobilenet, mobilenet_v2, resnet, resnet50,  # noqa: E402
-               resnet_v2, vgg16, vgg19, xception)
+from . import (densenet, efficientnet, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
+               mobilenet_v2, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)

@@ -1,7 +1,8 @@
 """``strata.keras.applications.efficientnet``: as ``keras.applications.efficientnet``."""
 from . import EfficientNetB0, EfficientNetB1, EfficientNetB2, EfficientNetB3, EfficientNetB4, EfficientNetB5, EfficientNetB6, EfficientNetB7
+from .imagenet_utils import decode_predictions  # noqa: F401 (Keras re-exports it per family)
 
-__all__ = ["EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "preprocess_input"]
+__all__ = ["EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "preprocess_input", "decode_predictions"]
 
 
 def preprocess_input(x, data_format=None):

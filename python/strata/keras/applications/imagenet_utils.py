@@ -1,9 +1,34 @@
 """``strata.keras.applications.imagenet_utils``: Keras's ``preprocess_input`` modes for ImageNet
 weights, computed in C++ (keras::applications::PreprocessInput) in float32, in Keras's order of
-operations."""
+operations, and ``decode_predictions`` over Keras's ImageNet class index (shipped inside Strata,
+byte for byte Keras's imagenet_class_index.json: nothing is downloaded)."""
+import numpy as np
+
 from ... import _strata
 
-__all__ = ["preprocess_input"]
+__all__ = ["preprocess_input", "decode_predictions"]
+
+
+_CLASSES = None
+
+
+def decode_predictions(preds, top=5):
+    """Keras's imagenet_utils.decode_predictions: for each row of ``preds`` (samples, 1000), a
+    list of the ``top`` (class id, class name, score) tuples, highest score first, ranked by
+    NumPy's argsort as Keras's are (so equal scores come out in Keras's order too); scores are
+    ``preds``' own elements. Another shape raises ValueError naming it."""
+    global _CLASSES
+    preds = np.asarray(preds)
+    if preds.ndim != 2 or preds.shape[1] != 1000:
+        raise ValueError("decode_predictions expects a batch of predictions (i.e. a 2D array of shape "
+                         f"(samples, 1000)). Found array with shape: {preds.shape}")
+    if _CLASSES is None:
+        _CLASSES = _strata.keras.imagenet_classes()
+    results = []
+    for pred in preds:
+        top_indices = pred.argsort()[-top:][::-1]
+        results.append([(*_CLASSES[i], pred[i]) for i in top_indices])
+    return results
 
 
 def preprocess_input(x, data_format=None, mode="caffe"):

@@ -1,8 +1,9 @@
 """``strata.keras.applications.mobilenet``: as ``keras.applications.mobilenet``."""
 from . import MobileNet
 from . import imagenet_utils
+from .imagenet_utils import decode_predictions  # noqa: F401 (Keras re-exports it per family)
 
-__all__ = ["MobileNet", "preprocess_input"]
+__all__ = ["MobileNet", "preprocess_input", "decode_predictions"]
 
 
 def preprocess_input(x, data_format=None):

@@ -1,8 +1,9 @@
 """``strata.keras.applications.mobilenet_v2``: as ``keras.applications.mobilenet_v2``."""
 from . import MobileNetV2
 from . import imagenet_utils
+from .imagenet_utils import decode_predictions  # noqa: F401 (Keras re-exports it per family)
 
-__all__ = ["MobileNetV2", "preprocess_input"]
+__all__ = ["MobileNetV2", "preprocess_input", "decode_predictions"]
 
 
 def preprocess_input(x, data_format=None):

@@ -1,8 +1,9 @@
 """``strata.keras.applications.vgg19``: as ``keras.applications.vgg19``."""
 from . import VGG19
 from . import imagenet_utils
+from .imagenet_utils import decode_predictions  # noqa: F401 (Keras re-exports it per family)
 
-__all__ = ["VGG19", "preprocess_input"]
+__all__ = ["VGG19", "preprocess_input", "decode_predictions"]
 
 
 def preprocess_input(x, data_format=None):

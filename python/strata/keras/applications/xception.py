@@ -1,8 +1,9 @@
 """``strata.keras.applications.xception``: as ``keras.applications.xception``."""
 from . import Xception
 from . import imagenet_utils
+from .imagenet_utils import decode_predictions  # noqa: F401 (Keras re-exports it per family)
 
-__all__ = ["Xception", "preprocess_input"]
+__all__ = ["Xception", "preprocess_input", "decode_predictions"]
 
 
 def preprocess_input(x, data_format=None):

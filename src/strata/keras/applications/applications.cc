@@ -36,6 +36,8 @@ const std::vector<Entry>& Table() {
       {"efficientnet_b5", EfficientNetB5, 456, 32, ""},
       {"efficientnet_b6", EfficientNetB6, 528, 32, ""},
       {"efficientnet_b7", EfficientNetB7, 600, 32, ""},
+      {"inception_v3", InceptionV3, 299, 75, "tf"},
+      {"inception_resnet_v2", InceptionResNetV2, 299, 75, "tf"},
       {"xception", Xception, 299, 71, "tf"},
       {"densenet121", DenseNet121, 224, 32, "torch"},
       {"densenet169", DenseNet169, 224, 32, "torch"},

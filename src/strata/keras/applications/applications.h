@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/core/shape.h"
@@ -49,6 +50,8 @@ Result<std::unique_ptr<Model>> EfficientNetB4(Options o = {});  // 380
 Result<std::unique_ptr<Model>> EfficientNetB5(Options o = {});  // 456
 Result<std::unique_ptr<Model>> EfficientNetB6(Options o = {});  // 528
 Result<std::unique_ptr<Model>> EfficientNetB7(Options o = {});  // 600
+Result<std::unique_ptr<Model>> InceptionV3(Options o = {});        // default input 299, at least 75
+Result<std::unique_ptr<Model>> InceptionResNetV2(Options o = {});  // default input 299, at least 75
 Result<std::unique_ptr<Model>> Xception(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet121(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet169(Options o = {});
@@ -77,6 +80,27 @@ Result<std::string> PreprocessMode(const std::string& name);
 //   "" (or "none"): unchanged.
 // Another mode, or images whose last dimension is not 3 for caffe and torch, is InvalidArgument.
 Status PreprocessInput(Tensor* images, const std::string& mode);
+
+// One of Keras's 1000 ImageNet classes: its WordNet id ("n01440764") and name ("tench").
+struct ImagenetClass {
+  std::string id, name;
+};
+// The classes of Keras's imagenet_class_index.json, by class number.
+const std::vector<ImagenetClass>& ImagenetClasses();
+// The file itself, byte for byte (Keras's MD5 c2c37ea517e94d9795004a39431a14cb).
+std::string_view ImagenetClassIndexJson();
+
+// A class and its score, as Keras's decode_predictions gives them: (id, name, score).
+struct Prediction {
+  std::string class_id, name;
+  float score;
+};
+// Keras's imagenet_utils.decode_predictions(preds, top): for each row of float32 predictions
+// [samples, 1000], the `top` classes by score, highest first; equal scores: the higher class
+// number first (Keras's argsort()[-top:][::-1] under a stable sort; NumPy's default sort may
+// order ties otherwise, which Python's decode_predictions follows). Another shape or top < 1 is
+// InvalidArgument.
+Result<std::vector<std::vector<Prediction>>> DecodePredictions(const Tensor& preds, int top = 5);
 
 // Keras's default input side (224; 299 for Xception, 240 to 600 for EfficientNetB1-B7) and the
 // smallest side it accepts (32; 71 for Xception).

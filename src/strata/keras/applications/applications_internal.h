@@ -2,6 +2,7 @@
 // rules, the classifier / pooling top and Keras's automatic layer names.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,16 @@ Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& outpu
 
 // Keras's automatic name of the index-th unnamed layer of a kind: "conv2d", "conv2d_1", ...
 std::string AutoName(const std::string& prefix, int index);
+
+// Keras's automatic names in call order, one count per kind: Next("conv2d") is "conv2d", then
+// "conv2d_1", ... (for models that leave most layers unnamed, as InceptionV3).
+class AutoNames {
+ public:
+  std::string Next(const std::string& prefix) { return AutoName(prefix, counts_[prefix]++); }
+
+ private:
+  std::map<std::string, int> counts_;
+};
 
 // Keras's _make_divisible(v, 8) (MobileNetV2's widths; EfficientNet's round_filters is it on the
 // scaled width): v to the nearest multiple of 8, at least 8, and not more than 10 % below v.

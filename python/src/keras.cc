@@ -19,6 +19,7 @@
 #include "convert.h"
 #include "keras_bindings.h"
 #include "strata/distribute/strategy.h"
+#include "strata/io/get_file.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/h5_weights.h"
 #include "strata/keras/layer_registry.h"
@@ -292,6 +293,7 @@ void RegisterKeras(py::module_& m) {
         out["loaded"] = list(r.loaded);
         out["skipped"] = list(r.skipped);
         out["absent"] = list(r.absent);
+        out["unused"] = list(r.unused);
         return out;
       }, py::arg("path"), py::arg("by_name") = false, py::arg("skip_mismatch") = false)
       .def_property("trainable", &Model::trainable, &Model::set_trainable)
@@ -349,6 +351,24 @@ void RegisterKeras(py::module_& m) {
     Check(keras::applications::PreprocessInput(&out, mode));
     return ArrayFromTensor(out);
   }, py::arg("x"), py::arg("mode"));
+  // Keras's published ImageNet weights of an application configuration: (url, fname, file_hash).
+  k.def("imagenet_weights", [](const std::string& app, bool include_top, py::object input_shape, int classes,
+                               double alpha, int depth_multiplier) {
+    keras::applications::Options o;
+    o.include_top = include_top;
+    if (!input_shape.is_none()) o.input_shape = ShapeOf(input_shape.cast<std::vector<int64_t>>(), "input_shape");
+    o.classes = classes;
+    o.alpha = alpha;
+    o.depth_multiplier = depth_multiplier;
+    auto w = Unwrap(keras::applications::ImagenetWeights(app, o));
+    return py::make_tuple(w.url, w.fname, w.file_hash);
+  }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("alpha") = 1.0,
+     py::arg("depth_multiplier") = 1);
+  // Keras's utils.get_file into Strata's model cache (io/get_file.h): the local path.
+  k.def("get_file", [](const std::string& fname, const std::string& origin, const std::string& file_hash) {
+    py::gil_scoped_release release;
+    return Unwrap(io::GetFile(fname, origin, file_hash));
+  }, py::arg("fname"), py::arg("origin"), py::arg("file_hash") = "");
   // Keras's ImageNet classes, by number: [(WordNet id, name)] (decode_predictions ranks in NumPy,
   // as Keras does, so ties come out in Keras's order too).
   k.def("imagenet_classes", [] {

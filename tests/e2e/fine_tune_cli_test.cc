@@ -188,5 +188,31 @@ TEST_F(FineTuneCli, BadFlagCombinationsExitTwoNamingTheFlag) {
     EXPECT_EQ(r->output.find("Epoch 1/"), std::string::npos) << r->output;
 }
 
+// --weights imagenet: the application's Keras no-top file, looked up in the model cache
+// ($STRATA_HOME/models) under Keras's name and loaded by name. MobileNet's files carry no hash
+// (Keras publishes none), so a file put there stands in for the download here (the download
+// itself: tests/e2e/get_file_test.cc); at 32 px Keras takes its 224 px file.
+TEST_F(FineTuneCli, WeightsImagenetLoadsTheApplicationsKerasFileFromTheCache) {
+  auto pre = Train("--model mobilenet --epochs 1 --out " + Path("mobilenet.h5"));
+  ASSERT_EQ(pre.exit_code, 0) << pre.output;
+  fs::create_directories(dir_ / "home" / "models");
+  fs::copy_file(Path("mobilenet.h5"), dir_ / "home" / "models" / "mobilenet_1_0_224_tf_no_top.h5");
+  auto r = RunCommand("STRATA_HOME=" + Path("home") + " " + Strata() +
+                          " train --preset flowers --model mobilenet --image-size 32 --classes 4 --data '" +
+                          Path("train/*.tfrec") + "' --steps-per-epoch 2 --batch-per-replica 8 --replicas 2 "
+                          "--precision f32 --no-monitor --epochs 1 --weights imagenet --out " + Path("tuned.h5"),
+                      true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("weights: " + Path("home") + "/models/mobilenet_1_0_224_tf_no_top.h5 (Keras H5, by name)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the ImageNet weights for 224 px are loaded"), std::string::npos) << r.output;
+  // A model that is no application has no ImageNet weights.
+  auto spec = Train("--epochs 1 --weights imagenet");
+  EXPECT_NE(spec.exit_code, 0) << spec.output;
+  EXPECT_NE(spec.output.find("--weights imagenet needs --model one of the Keras applications"), std::string::npos)
+      << spec.output;
+}
+
 }  // namespace
 }  // namespace strata::testing

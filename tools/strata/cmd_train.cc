@@ -109,7 +109,8 @@ int RunTrain(const std::vector<std::string>& args) {
                "where to save the trained model (default: in the cache directory); F.h5: a Keras weight file (weights only)");
   flags.String("weights", &f.weights,
                "load these weights before training: a Keras .h5 (by layer name; layers whose shapes differ, e.g. a new "
-               "head, are skipped) or a Strata checkpoint");
+               "head, are skipped), a Strata checkpoint, or `imagenet` (an application's Keras ImageNet backbone, "
+               "downloaded once into ~/.cache/strata/models or $STRATA_HOME/models and checked against Keras's hash)");
   flags.String("freeze-until", &f.freeze_until,
                "freeze the model's layers up to and including LAYER (Keras's model.layers order): they keep their weights");
   flags.Int("freeze-backbone-epochs", &f.freeze_backbone_epochs,

@@ -312,7 +312,8 @@ class Model:
 
     def load_weights(self, filepath, by_name=False, skip_mismatch=False):
         """A Keras .h5 / .weights.h5 file (by position, or by_name) or a Strata checkpoint.
-        Returns what was loaded, skipped and absent (Keras .h5)."""
+        Returns what was loaded, skipped (skip_mismatch), absent from the file and left unused in
+        it (by_name: a partial load, also logged as one warning line) for a Keras .h5."""
         self._ensure_built()
         return self._cc.load_weights(str(filepath), bool(by_name), bool(skip_mismatch))
 

@@ -342,6 +342,19 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
       }
       STRATA_RETURN_IF_ERROR(pair(*m, parsed.layers[it->second]));
     }
+    std::set<std::string> taken;
+    for (const ModelLayer* m : weighted) taken.insert(m->name);
+    for (const auto& f : parsed.layers)
+      if (!f.weights.empty() && !taken.count(f.name)) report.unused.push_back(f.name);
+    if (!report.absent.empty() || !report.unused.empty()) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+        return v.empty() ? std::string("none") : s;
+      };
+      STRATA_LOG(kWarn) << path << ": a partial load by name: model layers not in the file (left as they were): "
+                        << join(report.absent) << "; file layers no model layer took: " << join(report.unused);
+    }
   } else {
     std::vector<const FileLayer*> file_weighted;
     for (const auto& f : parsed.layers)

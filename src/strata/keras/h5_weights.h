@@ -31,6 +31,8 @@ struct KerasWeightsOptions {
   // model's pairs by name, which is the same pairing for the files Keras writes.
   // true: a model layer takes the file layer of its name; model layers the file lacks keep
   // their weights (a new head on an include_top=False file). Legacy .h5 only, as in Keras 3.
+  // A partial load logs one warning line naming the layers absent from the file and the file's
+  // layers left unused (and KerasWeightsReport lists them).
   bool by_name = false;
   // Layers whose weight count or shapes differ are left unchanged, with a warning naming
   // them, instead of failing the load. As in Keras: with by_name for a legacy .h5.
@@ -44,6 +46,7 @@ struct KerasWeightsReport {
   std::vector<std::string> loaded;   // model layers whose weights were replaced
   std::vector<std::string> skipped;  // skip_mismatch: layers left unchanged, with why
   std::vector<std::string> absent;   // by_name: model layers with weights the file lacks
+  std::vector<std::string> unused;   // by_name: file layers with weights no model layer took
 };
 
 // Whether `path` starts with the HDF5 signature ("\x89HDF\r\n\x1a\n" at byte 0, or at 512,

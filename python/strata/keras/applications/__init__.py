@@ -1,14 +1,24 @@
 """``strata.keras.applications``: the Keras applications Strata builds, with Keras's layer names
-and weight layout (so Keras .h5 weight files load by name). ``weights`` must be None or a path
-to a Keras weight file: nothing is downloaded. Each family's module (``resnet_v2``,
-``efficientnet``, ...) has Keras's ``preprocess_input``; ``imagenet_utils`` has the modes."""
+and weight layout. ``weights`` is None, "imagenet" (Keras's published file, downloaded once into
+``~/.cache/strata/models`` or ``$STRATA_HOME/models`` and checked against Keras's hash; a copy
+in Keras's ``~/.keras/models`` is used as it is) or the path of a Keras weight file, loaded as
+Keras's applications load it: in order, every layer, or an error naming what does not match.
+Each family's module (``resnet_v2``, ``efficientnet``, ...) has Keras's ``preprocess_input`` and
+``decode_predictions``; ``imagenet_utils`` has the modes."""
+import os
+
 from ... import _strata
 from ..models import Model
 
+
+def _imagenet_file(app, include_top, input_shape, classes, alpha, depth_multiplier):
+    """Keras's (url, fname, file_hash) for the configuration (tests point it at a local server)."""
+    return _strata.keras.imagenet_weights(app, include_top, input_shape, classes, alpha, depth_multiplier)
+
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
            "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
-           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception", "DenseNet121", "DenseNet169",
-           "DenseNet201"]
+           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception",
+           "DenseNet121", "DenseNet169", "DenseNet201"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
@@ -17,14 +27,25 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
     if input_tensor is not None:
         raise NotImplementedError(f"{app}: input_tensor is not supported; pass input_shape")
+    shape = list(input_shape) if input_shape else None
     if weights == "imagenet":
-        raise ValueError(f"{app}: weights='imagenet' would download; pass weights=None or the path of a Keras .h5 file")
-    cc = _strata.keras.Model.application(app, bool(include_top), list(input_shape) if input_shape else None,
+        # Keras's checks (classes, input size, widths) before anything is built or fetched.
+        url, fname, file_hash = _imagenet_file(app, bool(include_top), shape, int(classes), float(alpha),
+                                               int(depth_multiplier))
+    elif weights is not None and not os.path.exists(weights):
+        raise ValueError(f"{app}: weights must be None, 'imagenet' or the path of a weights file; no such file: "
+                         f"{weights!r}")
+    cc = _strata.keras.Model.application(app, bool(include_top), shape,
                                          int(classes), pooling or "", classifier_activation or "linear", name or "",
                                          float(alpha), int(depth_multiplier), float(dropout))
     model = Model(_cc=cc)
+    if weights == "imagenet":
+        weights = _strata.keras.get_file(fname, url, file_hash)
     if weights is not None:
-        model.load_weights(weights, by_name=True, skip_mismatch=not include_top)
+        # As Keras's applications: model.load_weights(path), the layers in order; a file whose
+        # layers or shapes differ is an error naming the first that differs (a partial load is
+        # model.load_weights(path, by_name=True, skip_mismatch=True), which reports what it skipped).
+        model.load_weights(weights)
     return model
 
 

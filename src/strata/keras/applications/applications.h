@@ -102,6 +102,18 @@ struct Prediction {
 // InvalidArgument.
 Result<std::vector<std::vector<Prediction>>> DecodePredictions(const Tensor& preds, int top = 5);
 
+// Keras's published ImageNet weight file for a configuration (Keras's utils.get_file
+// arguments; io::GetFile fetches it): the URL, the name Keras caches it under and its MD5 (""
+// for MobileNet and MobileNetV2, whose files Keras publishes without one).
+struct WeightsSource {
+  std::string url, fname, file_hash;
+};
+// The file for the model `name` built with `o`: the with-top file for include_top, else the
+// no-top one. Keras's rules: with the top, 1000 classes and the default input size; MobileNet's
+// alpha 0.25-1.0 and MobileNetV2's 0.35-1.4, at a square input of a size Keras publishes (else,
+// without the top, the 224 px file with a warning). Anything else is InvalidArgument naming it.
+Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& o = {});
+
 // Keras's default input side (224; 299 for Xception, 240 to 600 for EfficientNetB1-B7) and the
 // smallest side it accepts (32; 71 for Xception).
 int DefaultSize(const std::string& name);

@@ -1,0 +1,170 @@
+// Where Keras publishes each application's ImageNet weights: its URL, the name Keras caches the
+// file under and its MD5, as tf.keras 2.x's keras/applications/*.py give them (checked equal
+// from Keras 2.6 to tf-keras 2.21), and Keras's rules for which file a configuration takes.
+#include <cmath>
+#include <cstdio>
+
+#include "strata/core/log.h"
+#include "strata/keras/applications/applications.h"
+
+namespace strata::keras::applications {
+namespace {
+
+struct Published {
+  const char* name;  // the command-line name
+  const char* base;  // the URL's directory
+  const char* top_file;
+  const char* top_md5;
+  const char* notop_file;
+  const char* notop_md5;
+};
+
+// clang-format off
+const Published kPublished[] = {
+      {"vgg16", "https://storage.googleapis.com/tensorflow/keras-applications/vgg16/",
+       "vgg16_weights_tf_dim_ordering_tf_kernels.h5", "64373286793e3c8b2b4e3219cbf3544b",
+       "vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5", "6d6bbae143d832006294945121d1f1fc"},
+      {"vgg19", "https://storage.googleapis.com/tensorflow/keras-applications/vgg19/",
+       "vgg19_weights_tf_dim_ordering_tf_kernels.h5", "cbe5617147190e668d6c5d5026f83318",
+       "vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5", "253f8cb515780f3b799900260a226db6"},
+      {"resnet50", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet50_weights_tf_dim_ordering_tf_kernels.h5", "2cb95161c43110f7111970584f804107",
+       "resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5", "4d473c1dd8becc155b73f8504c6f6626"},
+      {"resnet101", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet101_weights_tf_dim_ordering_tf_kernels.h5", "f1aeb4b969a6efcfb50fad2f0c20cfc5",
+       "resnet101_weights_tf_dim_ordering_tf_kernels_notop.h5", "88cf7a10940856eca736dc7b7e228a21"},
+      {"resnet152", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet152_weights_tf_dim_ordering_tf_kernels.h5", "100835be76be38e30d865e96f2aaae62",
+       "resnet152_weights_tf_dim_ordering_tf_kernels_notop.h5", "ee4c566cf9a93f14d82f913c2dc6dd0c"},
+      {"resnet50_v2", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet50v2_weights_tf_dim_ordering_tf_kernels.h5", "3ef43a0b657b3be2300d5770ece849e0",
+       "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5", "fac2f116257151a9d068a22e544a4917"},
+      {"resnet101_v2", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet101v2_weights_tf_dim_ordering_tf_kernels.h5", "6343647c601c52e1368623803854d971",
+       "resnet101v2_weights_tf_dim_ordering_tf_kernels_notop.h5", "c0ed64b8031c3730f411d2eb4eea35b5"},
+      {"resnet152_v2", "https://storage.googleapis.com/tensorflow/keras-applications/resnet/",
+       "resnet152v2_weights_tf_dim_ordering_tf_kernels.h5", "a49b44d1979771252814e80f8ec446f9",
+       "resnet152v2_weights_tf_dim_ordering_tf_kernels_notop.h5", "ed17cf2e0169df9d443503ef94b23b33"},
+      {"inception_v3", "https://storage.googleapis.com/tensorflow/keras-applications/inception_v3/",
+       "inception_v3_weights_tf_dim_ordering_tf_kernels.h5", "9a0d58056eeedaa3f26cb7ebd46da564",
+       "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5", "bcbd6486424b2319ff4ef7d526e38f63"},
+      {"inception_resnet_v2", "https://storage.googleapis.com/tensorflow/keras-applications/inception_resnet_v2/",
+       "inception_resnet_v2_weights_tf_dim_ordering_tf_kernels.h5", "e693bd0210a403b3192acc6073ad2e96",
+       "inception_resnet_v2_weights_tf_dim_ordering_tf_kernels_notop.h5", "d19885ff4a710c122648d3b5c3b684e4"},
+      {"xception", "https://storage.googleapis.com/tensorflow/keras-applications/xception/",
+       "xception_weights_tf_dim_ordering_tf_kernels.h5", "0a58e3b7378bc2990ea3b43d5981f1f6",
+       "xception_weights_tf_dim_ordering_tf_kernels_notop.h5", "b0042744bf5b25fce3cb969f33bebb97"},
+      {"densenet121", "https://storage.googleapis.com/tensorflow/keras-applications/densenet/",
+       "densenet121_weights_tf_dim_ordering_tf_kernels.h5", "9d60b8095a5708f2dcce2bca79d332c7",
+       "densenet121_weights_tf_dim_ordering_tf_kernels_notop.h5", "30ee3e1110167f948a6b9946edeeb738"},
+      {"densenet169", "https://storage.googleapis.com/tensorflow/keras-applications/densenet/",
+       "densenet169_weights_tf_dim_ordering_tf_kernels.h5", "d699b8f76981ab1b30698df4c175e90b",
+       "densenet169_weights_tf_dim_ordering_tf_kernels_notop.h5", "b8c4d4c20dd625c148057b9ff1c1176b"},
+      {"densenet201", "https://storage.googleapis.com/tensorflow/keras-applications/densenet/",
+       "densenet201_weights_tf_dim_ordering_tf_kernels.h5", "1ceb130c1ea1b78c3bf6114dbdfd8807",
+       "densenet201_weights_tf_dim_ordering_tf_kernels_notop.h5", "c13680b51ded0fb44dff2d8f86ac8bb1"},
+      {"efficientnet_b0", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb0.h5", "902e53a9f72be733fc0bcb005b3ebbac",
+       "efficientnetb0_notop.h5", "50bc09e76180e00e4465e1a485ddc09d"},
+      {"efficientnet_b1", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb1.h5", "1d254153d4ab51201f1646940f018540",
+       "efficientnetb1_notop.h5", "74c4e6b3e1f6a1eea24c589628592432"},
+      {"efficientnet_b2", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb2.h5", "b15cce36ff4dcbd00b6dd88e7857a6ad",
+       "efficientnetb2_notop.h5", "111f8e2ac8aa800a7a99e3239f7bfb39"},
+      {"efficientnet_b3", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb3.h5", "ffd1fdc53d0ce67064dc6a9c7960ede0",
+       "efficientnetb3_notop.h5", "af6d107764bb5b1abb91932881670226"},
+      {"efficientnet_b4", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb4.h5", "18c95ad55216b8f92d7e70b3a046e2fc",
+       "efficientnetb4_notop.h5", "ebc24e6d6c33eaebbd558eafbeedf1ba"},
+      {"efficientnet_b5", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb5.h5", "ace28f2a6363774853a83a0b21b9421a",
+       "efficientnetb5_notop.h5", "38879255a25d3c92d5e44e04ae6cec6f"},
+      {"efficientnet_b6", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb6.h5", "165f6e37dce68623721b423839de8be5",
+       "efficientnetb6_notop.h5", "9ecce42647a20130c1f39a5d4cb75743"},
+      {"efficientnet_b7", "https://storage.googleapis.com/keras-applications/",
+       "efficientnetb7.h5", "8c03f828fec3ef71311cd463b6759d99",
+       "efficientnetb7_notop.h5", "cbcfe4450ddf6f3ad90b1b398090fe4a"},
+};
+// clang-format on
+
+// Keras's MobileNet and MobileNetV2 files: one per width and input size, and no hash.
+constexpr const char* kMobileNetBase = "https://storage.googleapis.com/tensorflow/keras-applications/mobilenet/";
+constexpr const char* kMobileNetV2Base = "https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/";
+
+std::string Alpha(double alpha) {  // Python's str(float(alpha)) for Keras's widths: "0.35", "1.0"
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", alpha);
+  std::string s = buf;
+  if (s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
+
+// Keras's rows for MobileNet(V2) weights: the input's side when square and one it publishes,
+// else 224 with Keras's warning.
+Result<int> MobileRows(const std::string& function, const Options& o, std::initializer_list<int> published) {
+  const int rows = o.input_shape.rank() == 3 ? static_cast<int>(o.input_shape[0]) : 224;
+  const int cols = o.input_shape.rank() == 3 ? static_cast<int>(o.input_shape[1]) : 224;
+  for (int r : published)
+    if (rows == r && cols == r) return r;
+  std::string sizes;
+  for (int r : published) sizes += (sizes.empty() ? "" : ", ") + std::to_string(r);
+  if (o.include_top)
+    return InvalidArgument(function + ": weights=\"imagenet\" with include_top needs a square input of " + sizes +
+                           " px, got " + o.input_shape.ToString());
+  STRATA_LOG(kWarn) << function << ": the input is not a square of " << sizes
+                    << " px; the ImageNet weights for 224 px are loaded (as Keras does)";
+  return 224;
+}
+
+bool Near(double a, double b) { return std::abs(a - b) < 1e-9; }
+
+}  // namespace
+
+Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& o) {
+  if (!IsApplication(name))
+    return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  const std::string label = name + ": weights=\"imagenet\"";
+  if (o.include_top && o.classes != 1000)
+    return InvalidArgument(label + " with include_top needs classes=1000 (the ImageNet classifier), got " +
+                           std::to_string(o.classes) + "; use include_top=false for a new head");
+  if (name == "mobilenet") {
+    if (o.depth_multiplier != 1)
+      return InvalidArgument(label + " needs depth_multiplier 1, got " + std::to_string(o.depth_multiplier));
+    const char* alpha_text = Near(o.alpha, 1.0) ? "1_0" : Near(o.alpha, 0.75) ? "7_5" : Near(o.alpha, 0.5) ? "5_0"
+                           : Near(o.alpha, 0.25) ? "2_5" : nullptr;
+    if (!alpha_text)
+      return InvalidArgument(label + " exists for alpha 0.25, 0.5, 0.75 or 1.0, got " + Alpha(o.alpha));
+    STRATA_ASSIGN_OR_RETURN(int rows, MobileRows("MobileNet", o, {128, 160, 192, 224}));
+    const std::string file = std::string("mobilenet_") + alpha_text + "_" + std::to_string(rows) +
+                             (o.include_top ? "_tf.h5" : "_tf_no_top.h5");
+    return WeightsSource{kMobileNetBase + file, file, ""};
+  }
+  if (name == "mobilenet_v2") {
+    bool published = false;
+    for (double a : {0.35, 0.5, 0.75, 1.0, 1.3, 1.4}) published = published || Near(o.alpha, a);
+    if (!published)
+      return InvalidArgument(label + " exists for alpha 0.35, 0.5, 0.75, 1.0, 1.3 or 1.4, got " + Alpha(o.alpha));
+    STRATA_ASSIGN_OR_RETURN(int rows, MobileRows("MobileNetV2", o, {96, 128, 160, 192, 224}));
+    const std::string file = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_" + Alpha(o.alpha) + "_" +
+                             std::to_string(rows) + (o.include_top ? ".h5" : "_no_top.h5");
+    return WeightsSource{kMobileNetV2Base + file, file, ""};
+  }
+  // Keras's obtain_input_shape: the classifier's weights fix the input to the default size.
+  const int size = DefaultSize(name);
+  if (o.include_top && o.input_shape.rank() != 0 && o.input_shape != Shape{size, size, 3})
+    return InvalidArgument(label + " with include_top needs input_shape [" + std::to_string(size) + ", " +
+                           std::to_string(size) + ", 3], got " + o.input_shape.ToString());
+  if (o.input_shape.rank() == 3 && o.input_shape[2] != 3)
+    return InvalidArgument(label + " needs 3 input channels, got " + o.input_shape.ToString());
+  for (const Published& p : kPublished)
+    if (name == p.name) {
+      const char* file = o.include_top ? p.top_file : p.notop_file;
+      return WeightsSource{std::string(p.base) + file, file, o.include_top ? p.top_md5 : p.notop_md5};
+    }
+  return Unimplemented(label + ": Keras publishes no ImageNet weights for " + name);
+}
+
+}  // namespace strata::keras::applications

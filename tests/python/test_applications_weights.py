@@ -124,3 +124,53 @@ def test_a_weights_file_loads_in_order_or_names_what_differs(tmp_path):
     report = notop.load_weights(tmp_path / "top.h5", by_name=True, skip_mismatch=True)
     assert report["unused"] == ["conv_preds"] and report["absent"] == [] and report["skipped"] == []
     np.testing.assert_array_equal(notop.weights[0][1], source.weights[0][1])
+
+
+def test_strata_predict_classifies_photos_as_keras_would(tmp_path, strata_cli):
+    """`strata predict --model mobilenet --weights FILE.h5 photo.png photo.jpg folder/` against the
+    same model in Python (a Keras user's three lines: preprocess_input, predict,
+    decode_predictions): the same classes and scores. The photos are 224 x 224 (the model's size,
+    where the bilinear resize is the identity); a larger one is resized and classified too. A
+    corrupt photo and a model that is no application are errors naming them."""
+    import json
+    import subprocess
+    from PIL import Image
+
+    model = apps.MobileNet(weights=None, classifier_activation="softmax")
+    rng = np.random.default_rng(5)
+    for name, a in model.weights:  # statistics that keep the signal alive through 28 layers
+        if name.endswith("moving_variance"):
+            a[...] = rng.uniform(0.02, 0.05, size=a.shape)
+        if name.endswith("moving_mean"):
+            a[...] = rng.normal(0, 0.1, size=a.shape)
+    model.save_weights(tmp_path / "mobilenet.h5")
+    pixels = rng.integers(0, 256, size=(2, 224, 224, 3), dtype=np.uint8)
+    Image.fromarray(pixels[0]).save(tmp_path / "a.png")
+    (tmp_path / "folder").mkdir()
+    Image.fromarray(pixels[1]).save(tmp_path / "folder" / "b.png")
+    Image.fromarray(pixels[0]).resize((300, 260)).save(tmp_path / "big.jpg", quality=95)
+    want = apps.mobilenet.decode_predictions(model.predict(apps.mobilenet.preprocess_input(pixels), verbose=0), top=3)
+
+    out = subprocess.run([strata_cli, "predict", "--model", "mobilenet", "--weights", str(tmp_path / "mobilenet.h5"),
+                          "--top", "3", "--json", str(tmp_path / "a.png"), str(tmp_path / "folder"),
+                          str(tmp_path / "big.jpg")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["file"] for r in rows] == [str(tmp_path / "a.png"), str(tmp_path / "folder" / "b.png"),
+                                         str(tmp_path / "big.jpg")]
+    for row, expected in zip(rows, want):
+        assert [(p["class_id"], p["name"]) for p in row["predictions"]] == [(c, n) for c, n, _ in expected]
+        np.testing.assert_allclose([p["score"] for p in row["predictions"]], [s for _, _, s in expected], rtol=1e-4)
+    assert len(rows[2]["predictions"]) == 3
+    assert rows[0]["predictions"] != rows[1]["predictions"]
+    table = subprocess.run([strata_cli, "predict", "--model", "mobilenet", "--weights", str(tmp_path / "mobilenet.h5"),
+                            str(tmp_path / "a.png")], capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0 and f"1. {want[0][0][0]}" in table.stdout and want[0][0][1] in table.stdout, table.stdout
+
+    (tmp_path / "bad.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
+    bad = subprocess.run([strata_cli, "predict", "--model", "mobilenet", "--weights", str(tmp_path / "mobilenet.h5"),
+                          str(tmp_path / "bad.jpg")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "bad.jpg" in bad.stderr, bad.stderr
+    spec = subprocess.run([strata_cli, "predict", "--model", "reference-cnn", "--weights", "imagenet",
+                           str(tmp_path / "a.png")], capture_output=True, text=True, timeout=60)
+    assert spec.returncode == 2 and "Keras applications" in spec.stderr, spec.stderr

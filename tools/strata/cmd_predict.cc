@@ -6,6 +6,7 @@
 
 #include "command.h"
 #include "model_io.h"
+#include "predict_photos.h"
 #include "strata/core/clock.h"
 #include "strata/core/file.h"
 
@@ -25,21 +26,37 @@ std::string CsvField(const uint8_t* bytes, int64_t len) {
 
 int RunPredict(const std::vector<std::string>& args) {
   std::string model_arg, weights, data_glob, out, image_key, id_key = "id";
-  int64_t batch = 64;
-  bool probabilities = false;
-  FlagParser flags("predict", "--model CKPT|SPEC [--weights CKPT] --data GLOB --out FILE.csv [--probabilities] [--batch N]",
+  int64_t batch = 64, top = 5;
+  bool probabilities = false, json = false;
+  FlagParser flags("predict",
+                   "--model CKPT|SPEC [--weights CKPT] --data GLOB --out FILE.csv [--probabilities] [--batch N]\n"
+                   "       strata predict --model APPLICATION --weights FILE.h5|imagenet [--top K] [--json] PHOTO|FOLDER...",
                    "Predicts the class of every record of the files (the flowers test split: `image` and `id`) and\n"
                    "writes a submission: header `id,label`, one row per record, ids as stored, the file written\n"
-                   "atomically. --probabilities adds one score column per class (prob_0 .. prob_K-1).");
-  flags.String("model", &model_arg, "a checkpoint from strata train, or a spec (with --weights)");
-  flags.String("weights", &weights, "checkpoint holding the weights of a --model SPEC");
+                   "atomically. --probabilities adds one score column per class (prob_0 .. prob_K-1).\n"
+                   "With photos (JPEG or PNG files, or folders of them) instead of --data: classifies each with a\n"
+                   "Keras application and its ImageNet weights (the model's own preprocess_input) and prints\n"
+                   "Keras's decode_predictions table, the top K classes per photo (--json: one JSON line each).");
+  flags.String("model", &model_arg, "a checkpoint from strata train, a spec (with --weights), or a Keras application");
+  flags.String("weights", &weights,
+               "the weights of a --model SPEC or application: a Strata checkpoint, a Keras .h5 (in order, as Keras's "
+               "applications load it) or imagenet (Keras's published file, downloaded once)");
+  flags.Int("top", &top, "photos: the classes shown per photo (default 5)");
+  flags.Bool("json", &json, "photos: one JSON line per photo instead of the table");
   flags.String("data", &data_glob, "TFRecord files with `image` and `id` (glob), e.g. 'DIR/test/*.tfrec'");
   flags.String("out", &out, "the CSV to write (e.g. submission.csv)");
   flags.String("image-key", &image_key, "feature holding the encoded image (default: the checkpoint's, else image)");
   flags.String("id-key", &id_key, "feature holding each record's id (default id); '' : ids are the record numbers 0, 1, ...");
   flags.Bool("probabilities", &probabilities, "add the class probabilities as columns");
   flags.Int("batch", &batch, "images per forward pass (default 64)");
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
+  std::vector<std::string> photos;
+  if (int rc = flags.Parse(args, &photos); rc >= 0) return rc;
+  if (!photos.empty()) {
+    if (!data_glob.empty() || !out.empty())
+      return Fail("predict", "give photos or --data/--out, not both", kExitUsage);
+    if (model_arg.empty()) return Fail("predict", "--model is required", kExitUsage);
+    return RunPredictPhotos({.model = model_arg, .weights = weights, .paths = photos, .top = top, .json = json});
+  }
   if (model_arg.empty() || data_glob.empty() || out.empty())
     return Fail("predict", "--model, --data and --out are required", kExitUsage);
   if (batch < 1) return Fail("predict", "--batch must be positive", kExitUsage);

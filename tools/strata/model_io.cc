@@ -7,7 +7,10 @@
 #include "strata/datasets/fashion_mnist.h"
 #include "strata/datasets/flowers.h"
 #include "strata/datasets/make_records.h"
+#include "strata/io/get_file.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/keras/checkpoint.h"
+#include "strata/keras/h5_weights.h"
 #include "strata/train/recipe.h"
 
 namespace strata::cli {
@@ -25,7 +28,25 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   compile.metrics = {"accuracy"};
   compile.strategy = out.strategy.get();
   STRATA_RETURN_IF_ERROR(out.model->compile(std::move(compile)));
-  if (!weights.empty()) STRATA_RETURN_IF_ERROR(out.model->load_weights(weights, {.weights_only = true}));
+  if (weights.empty()) return out;
+  std::string path = weights;
+  if (weights == "imagenet") {
+    // Keras's published file for the application as built (with its ImageNet classifier).
+    if (out.info.application.empty())
+      return InvalidArgument("--weights imagenet needs --model one of the Keras applications (" +
+                             keras::applications::NameList() + ")");
+    auto source = keras::applications::ImagenetWeights(out.info.application, out.info.application_options);
+    if (!source.ok()) return source.status().WithContext("--weights imagenet");
+    STRATA_ASSIGN_OR_RETURN(path, io::GetFile(source->fname, source->url, source->file_hash));
+  }
+  if (keras::IsHdf5File(path)) {
+    // A Keras weight file, as Keras's applications load one: in order, every layer (an error
+    // names what differs).
+    auto report = keras::LoadKerasWeights(*out.model, path);
+    if (!report.ok()) return report.status().WithContext("--weights");
+    return out;
+  }
+  STRATA_RETURN_IF_ERROR(out.model->load_weights(path, {.weights_only = true}));
   return out;
 }
 

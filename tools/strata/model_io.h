@@ -18,7 +18,9 @@
 namespace strata::cli {
 
 // A model ready for evaluate/predict: --model CKPT (a checkpoint `strata train` wrote), or
-// --model SPEC (a built-in name or JSON file) with --weights CKPT (or fresh weights).
+// --model SPEC (a built-in name, a Keras application or a JSON file) with --weights: a Strata
+// checkpoint, a Keras .h5 (loaded in order, as Keras's applications load theirs) or, for an
+// application, "imagenet" (Keras's published file, io::GetFile); none: fresh weights.
 // The model runs predict/evaluate as one replica per usable core (its batches split over them,
 // keras.md "predict and evaluate"): `strategy` outlives the model that points to it.
 struct LoadedModel {

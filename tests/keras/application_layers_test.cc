@@ -200,6 +200,31 @@ TEST(ApplicationLayers, FactorizedConvolutionsAndScaledResidual) {
   EXPECT_NE(bad.status().message().find("kernel_size"), std::string::npos) << bad.status().ToString();
 }
 
+// NASNet's adjust block shifts a feature map by one pixel: ZeroPadding2D ((0, 1), (0, 1)), then
+// Cropping2D ((1, 0), (1, 0)).
+TEST(ApplicationLayers, Cropping2DKeepsTheInnerRowsAndColumns) {
+  auto m = Build({4, 5, 1}, {Cropping2D({.top = 1, .bottom = 0, .left = 2, .right = 1, .name = "crop"})});
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(m->Summary().find("crop (Cropping2D)"), std::string::npos) << m->Summary();
+  Tensor x = Filled({1, 4, 5, 1}, [](int64_t i) { return static_cast<float>(i); });
+  Tensor y = Predict(*m, x);
+  ASSERT_EQ(y.shape(), Shape({1, 3, 2, 1}));
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 2; ++c) EXPECT_EQ(y.data<float>()[r * 2 + c], static_cast<float>((r + 1) * 5 + c + 2));
+  auto spec = ModelFromJson(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4, 5, 1]}},
+      {"class_name": "ZeroPadding2D", "config": {"name": "pad", "padding": [[0, 1], [0, 1]]}},
+      {"class_name": "Cropping2D", "config": {"name": "crop", "cropping": [[1, 0], [1, 0]]}}]}})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Tensor shifted = Predict(**spec, x);
+  ASSERT_EQ(shifted.shape(), Shape({1, 4, 5, 1}));
+  EXPECT_EQ(shifted.data<float>()[0], 6.0f);   // x[1][1]
+  EXPECT_EQ(shifted.data<float>()[19], 0.0f);  // the padded corner
+  auto err = Sequential({InputLayer({4, 5, 1}), Cropping2D({.top = 2, .bottom = 2, .name = "all_rows"})}, "m");
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("all_rows (Cropping2D)"), std::string::npos) << err.status().ToString();
+}
+
 TEST(ApplicationLayers, NormalizationStandardizesAndCountsTwoCPlusOne) {
   auto m = Build({2, 2, 3}, {Normalization({.mean = {1, 2, 3}, .variance = {4, 1, 0.25f}})});
   ASSERT_NE(m, nullptr);

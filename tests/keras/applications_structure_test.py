@@ -15,12 +15,13 @@ renames are listed in TF_KERAS_RENAMES and applied to Keras's list, nothing else
 
   applications_structure_test.py PATH/TO/applications_dump
 """
+import contextlib
 import math
 import subprocess
 import sys
 import types
 
-from keras_applications import (densenet, inception_resnet_v2, inception_v3, mobilenet, mobilenet_v2, resnet_common, vgg16, vgg19,
+from keras_applications import (densenet, inception_resnet_v2, inception_v3, mobilenet, nasnet, mobilenet_v2, resnet_common, vgg16, vgg19,
                                 xception)
 
 # tf.keras 2.x against keras_applications 1.0.8: the classifier is "predictions" in every
@@ -38,6 +39,8 @@ TF_KERAS_RENAMES = {
     "xception": {},
     "inception_v3": {},
     "inception_resnet_v2": {},
+    "nasnet_mobile": {},
+    "nasnet_large": {},
     "vgg16": {},
     "vgg19": {},
 }
@@ -277,6 +280,21 @@ class ZeroPadding2D(Layer):
         return (n, h + t + b, w + l + r, c)
 
 
+class Cropping2D(Layer):
+    prefix = "cropping2d"
+
+    def __init__(self, cropping=((0, 0), (0, 0)), name=None, **kwargs):
+        super().__init__(name)
+        if isinstance(cropping, int):
+            cropping = ((cropping, cropping), (cropping, cropping))
+        self.crop = tuple(pair(c) for c in cropping)
+
+    def compute(self, shapes):
+        n, h, w, c = shapes[0]
+        (t, b), (l, r) = self.crop
+        return (n, h - t - b, w - l - r, c)
+
+
 class Concatenate(Layer):
     prefix = "concatenate"
 
@@ -355,10 +373,11 @@ LAYERS = types.SimpleNamespace(
     BatchNormalization=BatchNormalization, Activation=Activation, ReLU=ReLU, Add=Add, add=add, Lambda=Lambda,
     MaxPooling2D=MaxPooling2D, AveragePooling2D=AveragePooling2D,
     GlobalAveragePooling2D=GlobalAveragePooling2D, GlobalMaxPooling2D=GlobalMaxPooling2D,
-    ZeroPadding2D=ZeroPadding2D, Concatenate=Concatenate, concatenate=concatenate, Dense=Dense, Flatten=Flatten)
+    ZeroPadding2D=ZeroPadding2D, Cropping2D=Cropping2D, Concatenate=Concatenate, concatenate=concatenate, Dense=Dense, Flatten=Flatten)
 BACKEND = types.SimpleNamespace(
     image_data_format=lambda: "channels_last", int_shape=lambda x: x.shape,
-    is_keras_tensor=lambda x: isinstance(x, KTensor), backend=lambda: "tensorflow")
+    is_keras_tensor=lambda x: isinstance(x, KTensor), backend=lambda: "tensorflow",
+    name_scope=lambda name: contextlib.nullcontext())
 MODELS = types.SimpleNamespace(Model=FakeModel)
 UTILS = types.SimpleNamespace(get_source_inputs=lambda t: [t])
 
@@ -376,6 +395,8 @@ KERAS_FUNCTIONS = {
     "xception": xception.Xception,
     "inception_v3": inception_v3.InceptionV3,
     "inception_resnet_v2": inception_resnet_v2.InceptionResNetV2,
+    "nasnet_mobile": nasnet.NASNetMobile,
+    "nasnet_large": nasnet.NASNetLarge,
     "densenet121": densenet.DenseNet121,
     "densenet169": densenet.DenseNet169,
     "densenet201": densenet.DenseNet201,
@@ -525,6 +546,11 @@ def main():
     # The Inception family: Keras's published model, and its smallest input, odd, without the top.
     for model in ("inception_v3", "inception_resnet_v2"):
         cases += [dict(model=model, size=299), dict(model=model, size=75, include_top=False, pooling="max")]
+    # NASNet: the mobile model at its size and at an odd, small one without the top (the adjust
+    # blocks' cropping path and correct_pad's other case), and the large one.
+    cases += [dict(model="nasnet_mobile", size=224), dict(model="nasnet_mobile", size=45, include_top=False,
+                                                         pooling="avg"),
+              dict(model="nasnet_large", size=331)]
     # MobileNetV2's widths (Keras publishes weights for each), and one it has none for.
     for alpha in (0.35, 0.5, 0.75, 1.3, 1.4):
         cases.append(dict(model="mobilenet_v2", size=224, alpha=alpha))
@@ -542,10 +568,10 @@ def main():
                  "vgg16": 138357544, "vgg19": 143667240, "resnet101": 44707176, "resnet152": 60419944,
                  "resnet50_v2": 25613800, "resnet101_v2": 44675560, "resnet152_v2": 60380648,
                  "densenet169": 14307880, "densenet201": 20242984, "inception_v3": 23851784,
-                 "inception_resnet_v2": 55873736}
+                 "inception_resnet_v2": 55873736, "nasnet_mobile": 5326716, "nasnet_large": 88949818}
     for model, total in published.items():
-        layers, _, _, _ = keras_structure(model, 299 if model in ("xception", "inception_v3", "inception_resnet_v2") else 224, True, None,
-                                          1000)
+        size = {"xception": 299, "inception_v3": 299, "inception_resnet_v2": 299, "nasnet_large": 331}.get(model, 224)
+        layers, _, _, _ = keras_structure(model, size, True, None, 1000)
         got = sum(p for _, _, p in layers.values())
         if got != total:
             print("FAIL the tracer: Keras's %s has %d params, the tracer counts %d" % (model, total, got))

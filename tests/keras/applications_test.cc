@@ -50,6 +50,8 @@ const Published kPublished[] = {
     {"inception_v3", "inception_v3", 23'851'784, 34'432, 2048, false, 1},
     {"inception_resnet_v2", "inception_resnet_v2", 55'873'736, 60'544, 1536, false, 1},
     {"xception", "xception", 22'910'480, 54'528, 2048},
+    {"nasnet_mobile", "NASNet", 5'326'716, 36'738, 1056},
+    {"nasnet_large", "NASNet", 88'949'818, 196'668, 4032},
     {"densenet121", "densenet121", 8'062'504, 83'648, 1024},
     {"densenet169", "densenet169", 14'307'880, 158'400, 1664},
     {"densenet201", "densenet201", 20'242'984, 229'056, 1920},
@@ -82,7 +84,7 @@ TEST(Applications, NamesAndSizes) {
   for (const auto& n : Names()) {
     EXPECT_TRUE(IsApplication(n));
     const bool inception = n == "xception" || n == "inception_v3" || n == "inception_resnet_v2";
-    const int size = inception ? 299 : efficientnet_sizes.count(n) ? efficientnet_sizes.at(n) : 224;
+    const int size = inception ? 299 : n == "nasnet_large" ? 331 : efficientnet_sizes.count(n) ? efficientnet_sizes.at(n) : 224;
     EXPECT_EQ(DefaultSize(n), size) << n;
     EXPECT_EQ(MinimumSize(n), n == "xception" ? 71 : inception ? 75 : 32) << n;
   }

@@ -16,7 +16,7 @@ __all__ = [
     "Layer", "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "BatchNormalization",
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
     "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "CustomScaleLayer", "Rescaling", "Reshape",
-    "ZeroPadding2D", "Normalization", "LayerNormalization", "KerasTensor",
+    "ZeroPadding2D", "Cropping2D", "Normalization", "LayerNormalization", "KerasTensor",
 ]
 
 
@@ -263,6 +263,13 @@ class Reshape(Layer):
 class ZeroPadding2D(Layer):
     def __init__(self, padding=(1, 1), **kwargs):
         super().__init__(_config=dict(padding=padding), **kwargs)
+
+
+class Cropping2D(Layer):
+    """Keras's Cropping2D: ``cropping`` an int, (rows, cols) or ((top, bottom), (left, right))."""
+
+    def __init__(self, cropping=((0, 0), (0, 0)), **kwargs):
+        super().__init__(_config=dict(cropping=cropping), **kwargs)
 
 
 class LayerNormalization(Layer):

@@ -158,6 +158,13 @@ struct ZeroPadding2DOptions {
 LayerPtr ZeroPadding2D(ZeroPadding2DOptions o = {});
 LayerPtr ZeroPadding2D(int padding, const std::string& name = "");  // symmetric
 
+// Keras's Cropping2D: removes rows from the top and bottom, columns from the left and right.
+struct Cropping2DOptions {
+  int top = 0, bottom = 0, left = 0, right = 0;
+  std::string name;
+};
+LayerPtr Cropping2D(Cropping2DOptions o = {});
+
 // Keras's Normalization(axis=-1): y = (x - mean) / max(sqrt(variance), 1e-7); weights "mean" [C],
 // "variance" [C] and "count" [] (non-trainable state; Keras counts all three: 2C + 1 params).
 // Empty mean/variance: 0 and 1 (what an un-adapted Keras layer holds). Only the last axis.

@@ -1,5 +1,5 @@
 // The convolution and pooling layers (Conv2D, DepthwiseConv2D, SeparableConv2D,
-// ZeroPadding2D, the pooling layers): each class, its factory (layers.h), how a Keras config
+// ZeroPadding2D, Cropping2D, the pooling layers): each class, its factory (layers.h), how a Keras config
 // builds it, and its registry entries.
 #include "strata/keras/layers.h"
 
@@ -146,6 +146,29 @@ class ZeroPadding2DLayer final : public Layer {
   ZeroPadding2DOptions o_;
 };
 
+// Keras's Cropping2D: rows [top, H - bottom) and columns [left, W - right) of every image.
+class Cropping2DLayer final : public Layer {
+ public:
+  explicit Cropping2DLayer(Cropping2DOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "Cropping2D"; }
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    Value x = in[0];
+    if (x.shape().rank() != 4)
+      return InvalidArgument(Label() + ": expects [batch, height, width, channels], got " + x.shape().ToString());
+    const int64_t h = x.shape()[1], w = x.shape()[2];
+    if (o_.top < 0 || o_.bottom < 0 || o_.left < 0 || o_.right < 0 || o_.top + o_.bottom >= h ||
+        o_.left + o_.right >= w)
+      return InvalidArgument(Label() + ": cropping ((" + std::to_string(o_.top) + ", " + std::to_string(o_.bottom) +
+                             "), (" + std::to_string(o_.left) + ", " + std::to_string(o_.right) +
+                             ")) must be >= 0 and leave rows and columns of input " + x.shape().ToString());
+    STRATA_ASSIGN_OR_RETURN(Value rows, ctx.graph->Slice(x, 1, o_.top, h - o_.bottom, name() + "/rows"));
+    return ctx.graph->Slice(rows, 2, o_.left, w - o_.right, name());
+  }
+
+ private:
+  Cropping2DOptions o_;
+};
+
 class Pool2DLayer final : public Layer {
  public:
   Pool2DLayer(bool max, Pool2DOptions o) : max_(max), o_(std::move(o)) {}
@@ -228,31 +251,45 @@ Result<LayerPtr> SeparableConv2DFromConfig(LayerConfig& c, const std::string& na
 }
 
 // padding: int, [a, b] (rows a, columns b, both sides) or [[top, bottom], [left, right]].
-Result<LayerPtr> ZeroPadding2DFromConfig(LayerConfig& c, const std::string& name) {
-  ZeroPadding2DOptions o;
-  o.name = name;
-  const nlohmann::json* p = c.Raw("padding");
+// Keras's four-sided sizes (ZeroPadding2D's padding, Cropping2D's cropping): an int, [rows, cols]
+// (both sides of each) or [[top, bottom], [left, right]], each a non-negative integer.
+Status ReadSides(LayerConfig& c, const std::string& key, int* top, int* bottom, int* left, int* right) {
+  const nlohmann::json* p = c.Raw(key);
   auto is_int = [](const nlohmann::json& v) {
     return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < (1 << 30);
   };
   if (p == nullptr) {
   } else if (is_int(*p)) {
-    o.top = o.bottom = o.left = o.right = p->get<int>();
+    *top = *bottom = *left = *right = p->get<int>();
   } else if (p->is_array() && p->size() == 2 && is_int((*p)[0]) && is_int((*p)[1])) {
-    o.top = o.bottom = (*p)[0].get<int>();
-    o.left = o.right = (*p)[1].get<int>();
+    *top = *bottom = (*p)[0].get<int>();
+    *left = *right = (*p)[1].get<int>();
   } else if (p->is_array() && p->size() == 2 && (*p)[0].is_array() && (*p)[1].is_array() && (*p)[0].size() == 2 &&
              (*p)[1].size() == 2 && is_int((*p)[0][0]) && is_int((*p)[0][1]) && is_int((*p)[1][0]) &&
              is_int((*p)[1][1])) {
-    o.top = (*p)[0][0].get<int>();
-    o.bottom = (*p)[0][1].get<int>();
-    o.left = (*p)[1][0].get<int>();
-    o.right = (*p)[1][1].get<int>();
+    *top = (*p)[0][0].get<int>();
+    *bottom = (*p)[0][1].get<int>();
+    *left = (*p)[1][0].get<int>();
+    *right = (*p)[1][1].get<int>();
   } else {
-    return InvalidArgument(c.label() + ": padding must be an integer, [rows, cols] or [[top, bottom], [left, right]]"
+    return InvalidArgument(c.label() + ": " + key + " must be an integer, [rows, cols] or [[top, bottom], [left, right]]"
                            " of non-negative integers, got " + p->dump());
   }
+  return Status::OK();
+}
+
+Result<LayerPtr> ZeroPadding2DFromConfig(LayerConfig& c, const std::string& name) {
+  ZeroPadding2DOptions o;
+  o.name = name;
+  STRATA_RETURN_IF_ERROR(ReadSides(c, "padding", &o.top, &o.bottom, &o.left, &o.right));
   return ZeroPadding2D(o);
+}
+
+Result<LayerPtr> Cropping2DFromConfig(LayerConfig& c, const std::string& name) {
+  Cropping2DOptions o;
+  o.name = name;
+  STRATA_RETURN_IF_ERROR(ReadSides(c, "cropping", &o.top, &o.bottom, &o.left, &o.right));
+  return Cropping2D(o);
 }
 
 Result<Pool2DOptions> Pool2DFromConfig(LayerConfig& c, const std::string& name) {
@@ -289,6 +326,7 @@ Result<LayerPtr> GlobalMaxPooling2DFromConfig(LayerConfig& c, const std::string&
 LayerPtr Conv2D(int filters, KernelSize k, Conv2DOptions o) { std::string n = o.name; return Named<Conv2DLayer>(n, filters, k, std::move(o)); }
 LayerPtr DepthwiseConv2D(int k, DepthwiseConv2DOptions o) { std::string n = o.name; return Named<DepthwiseConv2DLayer>(n, k, std::move(o)); }
 LayerPtr SeparableConv2D(int filters, int k, SeparableConv2DOptions o) { std::string n = o.name; return Named<SeparableConv2DLayer>(n, filters, k, std::move(o)); }
+LayerPtr Cropping2D(Cropping2DOptions o) { std::string n = o.name; return Named<Cropping2DLayer>(n, std::move(o)); }
 LayerPtr MaxPooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, true, std::move(o)); }
 LayerPtr AveragePooling2D(Pool2DOptions o) { std::string n = o.name; return Named<Pool2DLayer>(n, false, std::move(o)); }
 LayerPtr GlobalAveragePooling2D(GlobalPool2DOptions o) { return Named<GlobalPoolLayer>(o.name, false, o.keepdims); }
@@ -308,6 +346,7 @@ std::vector<LayerClass> ConvLayerClasses() {
           {"DepthwiseConv2D", DepthwiseConv2DFromConfig},
           {"SeparableConv2D", SeparableConv2DFromConfig},
           {"ZeroPadding2D", ZeroPadding2DFromConfig},
+          {"Cropping2D", Cropping2DFromConfig},
           {"MaxPooling2D", MaxPooling2DFromConfig},
           {"MaxPool2D", MaxPooling2DFromConfig},
           {"AveragePooling2D", AveragePooling2DFromConfig},

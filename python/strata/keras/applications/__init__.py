@@ -18,7 +18,7 @@ def _imagenet_file(app, include_top, input_shape, classes, alpha, depth_multipli
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
            "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
            "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception",
-           "DenseNet121", "DenseNet169", "DenseNet201"]
+           "NASNetMobile", "NASNetLarge", "DenseNet121", "DenseNet169", "DenseNet201"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
@@ -82,6 +82,8 @@ InceptionV3 = _application("InceptionV3", "inception_v3", "inception blocks with
 InceptionResNetV2 = _application("InceptionResNetV2", "inception_resnet_v2",
                                  "Inception-ResNet blocks with scaled residuals (299 px)")
 Xception = _application("Xception", "xception", "depthwise-separable blocks (299 px)")
+NASNetMobile = _application("NASNetMobile", "nasnet_mobile", "NASNet-A cells, 4 @ 1056 (224 px)")
+NASNetLarge = _application("NASNetLarge", "nasnet_large", "NASNet-A cells, 6 @ 4032 (331 px)")
 DenseNet121 = _application("DenseNet121", "densenet121", "dense blocks 6-12-24-16 (224 px)")
 DenseNet169 = _application("DenseNet169", "densenet169", "dense blocks 6-12-32-32 (224 px)")
 DenseNet201 = _application("DenseNet201", "densenet201", "dense blocks 6-12-48-32 (224 px)")
@@ -108,4 +110,4 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
 # Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
 # functions they re-export.
 from . import (densenet, efficientnet, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
-               mobilenet_v2, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)
+               mobilenet_v2, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)

@@ -39,6 +39,8 @@ const std::vector<Entry>& Table() {
       {"inception_v3", InceptionV3, 299, 75, "tf"},
       {"inception_resnet_v2", InceptionResNetV2, 299, 75, "tf"},
       {"xception", Xception, 299, 71, "tf"},
+      {"nasnet_mobile", NASNetMobile, 224, 32, "tf"},
+      {"nasnet_large", NASNetLarge, 331, 32, "tf"},
       {"densenet121", DenseNet121, 224, 32, "torch"},
       {"densenet169", DenseNet169, 224, 32, "torch"},
       {"densenet201", DenseNet201, 224, 32, "torch"},

@@ -17,6 +17,9 @@ struct Published {
   const char* top_md5;
   const char* notop_file;
   const char* notop_md5;
+  // The URL's file names where they differ from the cached ones (NASNet's), else null.
+  const char* top_url_file = nullptr;
+  const char* notop_url_file = nullptr;
 };
 
 // clang-format off
@@ -87,6 +90,14 @@ const Published kPublished[] = {
       {"efficientnet_b7", "https://storage.googleapis.com/keras-applications/",
        "efficientnetb7.h5", "8c03f828fec3ef71311cd463b6759d99",
        "efficientnetb7_notop.h5", "cbcfe4450ddf6f3ad90b1b398090fe4a"},
+      {"nasnet_mobile", "https://storage.googleapis.com/tensorflow/keras-applications/nasnet/",
+       "nasnet_mobile.h5", "020fb642bf7360b370c678b08e0adf61",
+       "nasnet_mobile_no_top.h5", "1ed92395b5b598bdda52abe5c0dbfd63",
+       "NASNet-mobile.h5", "NASNet-mobile-no-top.h5"},
+      {"nasnet_large", "https://storage.googleapis.com/tensorflow/keras-applications/nasnet/",
+       "nasnet_large.h5", "11577c9a518f0070763c2b964a382f17",
+       "nasnet_large_no_top.h5", "d81d89dc07e6e56530c4e77faddd61b5",
+       "NASNet-large.h5", "NASNet-large-no-top.h5"},
 };
 // clang-format on
 
@@ -162,7 +173,9 @@ Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& o)
   for (const Published& p : kPublished)
     if (name == p.name) {
       const char* file = o.include_top ? p.top_file : p.notop_file;
-      return WeightsSource{std::string(p.base) + file, file, o.include_top ? p.top_md5 : p.notop_md5};
+      const char* url_file = o.include_top ? p.top_url_file : p.notop_url_file;
+      return WeightsSource{std::string(p.base) + (url_file ? url_file : file), file,
+                           o.include_top ? p.top_md5 : p.notop_md5};
     }
   return Unimplemented(label + ": Keras publishes no ImageNet weights for " + name);
 }

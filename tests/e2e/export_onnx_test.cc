@@ -287,6 +287,14 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   t = keras::Call(L::ZeroPadding2D({.top = 1, .bottom = 0, .left = 0, .right = 1}), t);  // [9, 9, 3]
   t = keras::Call(L::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .dilation_rate = 2, .activation = "gelu"}), t);
   t = keras::Call(L::Conv2D(4, 3, {.strides = 2, .padding = "same", .activation = "swish"}), t);  // [5, 5, 4]
+  // InceptionResNetV2's block: 1x3 and 3x1 convolutions, a batch norm without gamma, the scaled
+  // residual; NASNet's one-pixel shift (pad, then crop).
+  auto r = keras::Call(L::Conv2D(4, {1, 3}, {.padding = "same", .use_bias = false}), t);
+  r = keras::Call(L::BatchNormalization({.scale = false}), r);
+  r = keras::Call(L::Conv2D(4, {3, 1}, {.padding = "same"}), r);
+  t = keras::Call(L::CustomScaleLayer(0.3f), {t, r});
+  t = keras::Call(L::ZeroPadding2D({.top = 0, .bottom = 1, .left = 0, .right = 1}), t);     // [6, 6, 4]
+  t = keras::Call(L::Cropping2D({.top = 1, .bottom = 0, .left = 1, .right = 0}), t);        // [5, 5, 4]
   t = keras::Call(L::BatchNormalization(), t);
   t = keras::Call(L::LayerNormalization({.epsilon = 1e-5f}), t);  // over the channels: NCHW's axis 1
   t = keras::Call(L::ReLU(L::ReLUOptions{.max_value = 4, .negative_slope = 0.1f}), t);
@@ -330,7 +338,8 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
                           true);
   ASSERT_EQ(check.exit_code, 0) << check.output;
   for (const char* op : {" Pad ", " Conv ", " Erf ", " Sigmoid ", " BatchNormalization ", " Clip ", " Tanh ", " Concat ",
-                         " GlobalAveragePool ", " GlobalMaxPool ", " AveragePool ", " MaxPool ", " MatMul ", " Softmax"})
+                         " GlobalAveragePool ", " GlobalMaxPool ", " AveragePool ", " MaxPool ", " MatMul ", " Softmax",
+                         " Slice "})
     EXPECT_NE(check.output.find(op), std::string::npos) << op << " missing: " << check.output;
   const auto j = RunOnnx(Path("every.onnx"), Path("every.f32"), kN, 8, 8);
   ASSERT_FALSE(j.is_discarded());

@@ -287,7 +287,8 @@ TEST(ApplicationLayers, DropoutNoiseShapeSharesOneDrawPerExample) {
 
 // The building blocks of MobileNetV2 / EfficientNet / Xception in one small net: EfficientNet's
 // stem normalization, correct_pad,
-// a stride-2 depthwise convolution with a multiplier (valid, then same), relu6, swish,
+// a stride-2 depthwise convolution with a multiplier (valid, then same), relu6, swish, the
+// Inception family's factorized convolutions and scaled residual, NASNet's pad-and-crop,
 // squeeze-and-excitation, drop-connect.
 std::unique_ptr<Model> Blocks() {
   KTensor in = Input({9, 9, 3});
@@ -299,6 +300,13 @@ std::unique_ptr<Model> Blocks() {
   x = Call(ReLU(ReLUOptions{.max_value = 6}), x);
   x = Call(DepthwiseConv2D(3, {.strides = 2, .padding = "same", .depth_multiplier = 2}), x);
   x = Call(Activation("swish"), x);
+  // InceptionResNetV2's scaled residual of 1x3 / 3x1 convolutions (batch norm without gamma),
+  // NASNet's one-pixel shift.
+  KTensor r = Call(Conv2D(12, {1, 3}, {.padding = "same", .use_bias = false}), x);
+  r = Call(BatchNormalization({.scale = false}), r);
+  r = Call(Conv2D(12, {3, 1}, {.padding = "same"}), r);
+  x = Call(CustomScaleLayer(0.5f), {x, r});
+  x = Call(Cropping2D({.top = 1, .left = 1}), Call(ZeroPadding2D(ZeroPadding2DOptions{.top = 0, .bottom = 1, .left = 0, .right = 1}), x));
   KTensor se = Call(Reshape({1, 1, 12}), Call(GlobalAveragePooling2D(), x));
   se = Call(Conv2D(12, 1, {.activation = "sigmoid"}), se);
   x = Call(Multiply(), {x, se});
@@ -339,9 +347,9 @@ TEST(ApplicationLayers, StridedDepthwiseWithMultiplierAndSqueezeExcitationTrain)
   // Forward and backward of every new piece, trained by fit on the cpu backend.
   auto m = Blocks();
   ASSERT_NE(m, nullptr);
-  // normalization 2*3+1 + depthwise 3*3*6 (no bias) + BN 4*6 + depthwise 3*3*12 + 12 + SE conv 12*12 + 12
-  // + dense 12*3 + 3.
-  EXPECT_EQ(m->count_params(), 7 + 54 + 24 + 108 + 12 + 156 + 39);
+  // normalization 2*3+1 + depthwise 3*3*6 (no bias) + BN 4*6 + depthwise 3*3*12 + 12 + 1x3 conv
+  // 3*12*12 + BN without gamma 3*12 + 3x1 conv 3*12*12 + 12 + SE conv 12*12 + 12 + dense 12*3 + 3.
+  EXPECT_EQ(m->count_params(), 7 + 54 + 24 + 108 + 12 + 432 + 36 + 444 + 156 + 39);
   const std::string s = m->Summary();
   EXPECT_NE(s.find("(None, 10, 10, 3)"), std::string::npos) << s;
   EXPECT_NE(s.find("(None, 4, 4, 6)"), std::string::npos) << s;  // (10 - 3) / 2 + 1

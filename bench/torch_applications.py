@@ -3,8 +3,9 @@
 
 The peer of `strata bench-step --model M` (training: forward, cross-entropy, backward, SGD
 Nesterov momentum 0.9, as bench-step's step) and of bench/applications_predict_bench (inference:
-eval mode, no autograd). torchvision's resnet50, mobilenet_v2, efficientnet_b0 and densenet121
-with 1000 classes, as Strata builds the Keras models for bench-step; Xception, which torchvision
+eval mode, no autograd). torchvision's model of the same name (vgg16/19, resnet50/101/152,
+inception_v3 without its auxiliary classifier, mobilenet_v2, densenet121/169/201,
+efficientnet_b0-b7) with 1000 classes, as Strata builds the Keras models for bench-step; Xception, which torchvision
 lacks, is Keras's Xception written here in torch (the same layers and widths: separable
 convolutions = depthwise 3x3 + pointwise 1x1, no bias, batch norm, ReLU; 'same' max pooling as
 padding 1). torchvision's ResNet50 is v1.5 (stride on the 3x3; Keras's on the 1x1): the same
@@ -71,13 +72,18 @@ def build(name):
     if name == "xception":
         return Xception()
     import torchvision
+    if name == "inception_v3":  # Keras's has no auxiliary classifier; init_weights: no scipy draws
+        return torchvision.models.inception_v3(aux_logits=False, init_weights=False)
     return getattr(torchvision.models, name)()  # weights=None: random initialisation, 1000 classes
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v2", "efficientnet_b0", "densenet121",
-                                                       "xception"])
+    # Strata's --model names that torchvision 0.14 also has (its names are the same), and Xception.
+    ap.add_argument("--model", required=True,
+                    choices=["vgg16", "vgg19", "resnet50", "resnet101", "resnet152", "inception_v3", "mobilenet_v2",
+                             "densenet121", "densenet169", "densenet201", "xception"] +
+                            [f"efficientnet_b{i}" for i in range(8)])
     ap.add_argument("--mode", choices=["train", "infer"], default="train")
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--batch", type=int, default=64, help="the global batch (Strata: per replica x replicas)")

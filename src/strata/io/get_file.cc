@@ -17,11 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 // An incremental digest over OpenSSL's EVP (md5 or sha256).
 class Digest {
  public:
@@ -89,14 +84,15 @@ class ProgressBar {
 }  // namespace
 
 std::string DefaultModelCache() {
-  const std::string home = Env("STRATA_HOME");
-  return (home.empty() ? UserCacheDir() : home) + "/models";
+  const char* home = std::getenv("STRATA_HOME");
+  return (home && *home ? std::string(home) : UserCacheDir()) + "/models";
 }
 
-std::string KerasModelCache() {
-  const std::string keras_home = Env("KERAS_HOME");
-  if (!keras_home.empty()) return keras_home + "/models";
-  return Env("HOME").empty() ? "/tmp/.keras/models" : Env("HOME") + "/.keras/models";
+std::string KerasModelCache() {  // Keras's own fallback without a home: /tmp/.keras
+  if (const char* keras_home = std::getenv("KERAS_HOME"); keras_home && *keras_home)
+    return std::string(keras_home) + "/models";
+  const char* home = std::getenv("HOME");
+  return home && *home ? std::string(home) + "/.keras/models" : "/tmp/.keras/models";
 }
 
 std::string HashAlgorithmFor(const std::string& file_hash) { return file_hash.size() == 64 ? "sha256" : "md5"; }

@@ -28,10 +28,17 @@ class BatchNormalizationLayer final : public Layer {
     // gamma/beta always exist in the graph (the kernels want them); with scale / center =
     // false they are constants 1 and 0, not weights: Keras's layer has no such variable (its
     // weight files and parameter counts lack them: InceptionV3's batch norms).
-    Value gamma = ctx.graph->Constant(1.0f, Shape{c}, name() + "/no_gamma");
-    Value beta = ctx.graph->Constant(0.0f, Shape{c}, name() + "/no_beta");
-    if (o_.scale) { STRATA_ASSIGN_OR_RETURN(gamma, ctx.Variable(name(), "gamma", {c}, ones)); }
-    if (o_.center) { STRATA_ASSIGN_OR_RETURN(beta, ctx.Variable(name(), "beta", {c}, zeros)); }
+    Value gamma, beta;
+    if (o_.scale) {
+      STRATA_ASSIGN_OR_RETURN(gamma, ctx.Variable(name(), "gamma", {c}, ones));
+    } else {
+      gamma = ctx.graph->Constant(1.0f, Shape{c}, name() + "/no_gamma");
+    }
+    if (o_.center) {
+      STRATA_ASSIGN_OR_RETURN(beta, ctx.Variable(name(), "beta", {c}, zeros));
+    } else {
+      beta = ctx.graph->Constant(0.0f, Shape{c}, name() + "/no_beta");
+    }
     STRATA_ASSIGN_OR_RETURN(Value mean, ctx.Variable(name(), "moving_mean", {c}, zeros, false));
     STRATA_ASSIGN_OR_RETURN(Value var, ctx.Variable(name(), "moving_variance", {c}, ones, false));
     graph::BatchNormOptions bo;

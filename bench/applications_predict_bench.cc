@@ -30,12 +30,6 @@
 
 namespace {
 
-double ProcessCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 int Usage(const char* why) {
   std::fprintf(stderr,
                "applications_predict_bench: %s\nusage: applications_predict_bench [--model NAME] [--image-size S] "

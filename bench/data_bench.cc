@@ -44,14 +44,6 @@
 namespace strata::data {
 namespace {
 
-// CPU seconds (user + system) of the whole process, all threads: on a shared machine the
-// CPU spent per image is a steadier measure than wall time.
-double ProcessCpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 double MinorFaults() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);

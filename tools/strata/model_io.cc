@@ -7,8 +7,6 @@
 #include "strata/datasets/fashion_mnist.h"
 #include "strata/datasets/flowers.h"
 #include "strata/datasets/make_records.h"
-#include "strata/io/get_file.h"
-#include "strata/keras/applications/applications.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/h5_weights.h"
 #include "strata/train/recipe.h"
@@ -30,14 +28,9 @@ Result<LoadedModel> LoadModelForInference(const std::string& model_arg, const st
   STRATA_RETURN_IF_ERROR(out.model->compile(std::move(compile)));
   if (weights.empty()) return out;
   std::string path = weights;
+  // Keras's published file for the application as built (with its ImageNet classifier).
   if (weights == "imagenet") {
-    // Keras's published file for the application as built (with its ImageNet classifier).
-    if (out.info.application.empty())
-      return InvalidArgument("--weights imagenet needs --model one of the Keras applications (" +
-                             keras::applications::NameList() + ")");
-    auto source = keras::applications::ImagenetWeights(out.info.application, out.info.application_options);
-    if (!source.ok()) return source.status().WithContext("--weights imagenet");
-    STRATA_ASSIGN_OR_RETURN(path, io::GetFile(source->fname, source->url, source->file_hash));
+    STRATA_ASSIGN_OR_RETURN(path, train::FetchImagenetWeights(out.info, out.info.application_options.include_top));
   }
   if (keras::IsHdf5File(path)) {
     // A Keras weight file, as Keras's applications load one: in order, every layer (an error

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/core/file.h"
+#include "strata/io/get_file.h"
 #include "strata/keras/checkpoint.h"
 #include "strata/keras/spec.h"
 
@@ -107,6 +108,17 @@ Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info) {
   auto m = keras::ModelFromJson(info.spec_json);
   if (!m.ok() && !info.source.empty()) return m.status().WithContext(info.source);
   return m;
+}
+
+Result<std::string> FetchImagenetWeights(const ModelInfo& info, bool include_top) {
+  if (info.application.empty())
+    return InvalidArgument("--weights imagenet needs --model one of the Keras applications (" +
+                           keras::applications::NameList() + "), not " + info.source);
+  keras::applications::Options o = info.application_options;
+  o.include_top = include_top;
+  auto source = keras::applications::ImagenetWeights(info.application, o);
+  if (!source.ok()) return source.status().WithContext("--weights imagenet");
+  return io::GetFile(source->fname, source->url, source->file_hash);
 }
 
 namespace {

@@ -44,6 +44,10 @@ Result<keras::applications::Options> ApplicationOptionsFor(const std::string& na
                                                            int64_t classes);
 // The model `info` describes: its application, else its spec.
 Result<std::unique_ptr<keras::Model>> BuildModel(const ModelInfo& info);
+// `--weights imagenet`: Keras's ImageNet file for the application `info` builds, with or without
+// its top (keras::applications::ImagenetWeights), fetched once into the model cache
+// (io::GetFile); the local path. A model that is no application is InvalidArgument.
+Result<std::string> FetchImagenetWeights(const ModelInfo& info, bool include_top);
 
 // Model selection, in one place for every command (train, evaluate, predict, export,
 // bench-step): what --model names, built for the input asked for.

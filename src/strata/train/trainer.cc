@@ -17,7 +17,6 @@
 #include "strata/datasets/batch_size.h"
 #include "strata/distribute/strategy.h"
 #include "strata/io/file_system.h"
-#include "strata/io/get_file.h"
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
 #include "strata/keras/h5_weights.h"
@@ -289,18 +288,9 @@ Status Trainer::State::Compile() {
   STRATA_RETURN_IF_ERROR(model->compile(compile_options(MakeOptimizer(r, schedule))));
   if (!r.weights.empty()) {
     std::string path = r.weights;
-    if (path == "imagenet") {
-      // Keras's ImageNet backbone for the recipe's model: the no-top file (the head is the
-      // recipe's classes), fetched once into the model cache, loaded by name below.
-      if (info.application.empty())
-        return InvalidArgument("--weights imagenet needs --model one of the Keras applications (" +
-                               keras::applications::NameList() + "), not " + r.model);
-      keras::applications::Options o = info.application_options;
-      o.include_top = false;
-      auto source = keras::applications::ImagenetWeights(info.application, o);
-      if (!source.ok()) return source.status().WithContext("--weights imagenet");
-      STRATA_ASSIGN_OR_RETURN(path, io::GetFile(source->fname, source->url, source->file_hash));
-    }
+    // Keras's ImageNet backbone for the recipe's model: the no-top file (the head is the
+    // recipe's classes), loaded by name below.
+    if (path == "imagenet") { STRATA_ASSIGN_OR_RETURN(path, FetchImagenetWeights(info, /*include_top=*/false)); }
     STRATA_ASSIGN_OR_RETURN(std::string loaded, LoadInitialWeights(*model, path));
     Say(loaded);
   }

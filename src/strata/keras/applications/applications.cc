@@ -168,6 +168,26 @@ std::string AutoName(const std::string& prefix, int index) {
   return index == 0 ? prefix : prefix + "_" + std::to_string(index);
 }
 
+KTensor InceptionConvBn(const KTensor& x, int filters, layers::KernelSize k, AutoNames* names, int strides,
+                        const std::string& padding) {
+  KTensor y = Call(layers::Conv2D(filters, k, {.strides = strides, .padding = padding, .use_bias = false,
+                                               .name = names->Next("conv2d")}),
+                   x);
+  y = Call(layers::BatchNormalization({.scale = false, .name = names->Next("batch_normalization")}), y);
+  return Call(layers::Activation("relu", names->Next("activation")), y);
+}
+
+KTensor InceptionStem(const KTensor& input, AutoNames* names) {
+  auto max_pool = [names](const KTensor& x) {
+    return Call(layers::MaxPooling2D({.pool_size = 3, .strides = 2, .name = names->Next("max_pooling2d")}), x);
+  };
+  KTensor x = InceptionConvBn(input, 32, 3, names, 2, "valid");
+  x = InceptionConvBn(x, 32, 3, names, 1, "valid");
+  x = max_pool(InceptionConvBn(x, 64, 3, names));
+  x = InceptionConvBn(x, 80, 1, names, 1, "valid");
+  return max_pool(InceptionConvBn(x, 192, 3, names, 1, "valid"));
+}
+
 layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name) {
   const int correct = kernel_size / 2;
   const int adjust_h = height % 2 == 0 ? 1 : 0, adjust_w = width % 2 == 0 ? 1 : 0;

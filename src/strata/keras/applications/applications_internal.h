@@ -62,6 +62,15 @@ class AutoNames {
   std::map<std::string, int> counts_;
 };
 
+// The Inception family's conv2d_bn without a name (InceptionV3's every one, InceptionResNetV2's
+// unnamed ones): Conv2D without bias, BatchNormalization(scale=False), ReLU, under Keras's
+// automatic names (conv2d_<n>, batch_normalization_<n>, activation_<n>) from `names`.
+KTensor InceptionConvBn(const KTensor& x, int filters, layers::KernelSize k, AutoNames* names, int strides = 1,
+                        const std::string& padding = "same");
+// InceptionV3's stem, which InceptionResNetV2 shares: 3x3/2, 3x3, 3x3 "same", 3x3/2 max pool,
+// 1x1, 3x3, 3x3/2 max pool (192 channels, 35 x 35 at 299 px), all under automatic names.
+KTensor InceptionStem(const KTensor& input, AutoNames* names);
+
 // Keras's _make_divisible(v, 8) (MobileNetV2's widths; EfficientNet's round_filters is it on the
 // scaled width): v to the nearest multiple of 8, at least 8, and not more than 10 % below v.
 int MakeDivisible(double v);

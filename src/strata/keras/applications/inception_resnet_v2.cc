@@ -19,17 +19,16 @@ class Builder {
   KTensor ConvBn(const KTensor& x, int filters, layers::KernelSize k, int strides = 1,
                  const std::string& padding = "same", const std::string& activation = "relu", bool use_bias = false,
                  const std::string& name = "") {
+    if (name.empty() && !use_bias && activation == "relu")
+      return internal::InceptionConvBn(x, filters, k, &names_, strides, padding);
     KTensor y = Call(layers::Conv2D(filters, k, {.strides = strides, .padding = padding, .use_bias = use_bias,
-                                                 .name = name.empty() ? names_.Next("conv2d") : name}),
+                                                 .name = name}),
                      x);
-    if (!use_bias)
-      y = Call(layers::BatchNormalization(
-                   {.scale = false, .name = name.empty() ? names_.Next("batch_normalization") : name + "_bn"}),
-               y);
-    if (!activation.empty())
-      y = Call(layers::Activation(activation, name.empty() ? names_.Next("activation") : name + "_ac"), y);
+    if (!use_bias) y = Call(layers::BatchNormalization({.scale = false, .name = name + "_bn"}), y);
+    if (!activation.empty()) y = Call(layers::Activation(activation, name + "_ac"), y);
     return y;
   }
+  KTensor Stem(const KTensor& input) { return internal::InceptionStem(input, &names_); }
   KTensor Pool(const KTensor& x, bool max, int strides, const std::string& padding) {
     const layers::Pool2DOptions o{.pool_size = 3, .strides = strides, .padding = padding,
                                   .name = names_.Next(max ? "max_pooling2d" : "average_pooling2d")};
@@ -65,13 +64,7 @@ Result<std::unique_ptr<Model>> InceptionResNetV2(Options o) {
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
   KTensor input = Input(input_shape);
   Builder b;
-  KTensor x = b.ConvBn(input, 32, 3, 2, "valid");
-  x = b.ConvBn(x, 32, 3, 1, "valid");
-  x = b.ConvBn(x, 64, 3);
-  x = b.Pool(x, true, 2, "valid");
-  x = b.ConvBn(x, 80, 1, 1, "valid");
-  x = b.ConvBn(x, 192, 3, 1, "valid");
-  x = b.Pool(x, true, 2, "valid");
+  KTensor x = b.Stem(input);  // InceptionV3's
 
   // mixed_5b (Inception-A).
   {

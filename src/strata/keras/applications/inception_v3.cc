@@ -17,12 +17,9 @@ class InceptionBuilder {
   // conv2d_bn(x, filters, rows, cols, padding, strides).
   KTensor ConvBn(const KTensor& x, int filters, int rows, int cols, const std::string& padding = "same",
                  int strides = 1) {
-    KTensor y = Call(layers::Conv2D(filters, {rows, cols}, {.strides = strides, .padding = padding,
-                                                            .use_bias = false, .name = names_.Next("conv2d")}),
-                     x);
-    y = Call(layers::BatchNormalization({.scale = false, .name = names_.Next("batch_normalization")}), y);
-    return Call(layers::Activation("relu", names_.Next("activation")), y);
+    return internal::InceptionConvBn(x, filters, {rows, cols}, &names_, strides, padding);
   }
+  KTensor Stem(const KTensor& input) { return internal::InceptionStem(input, &names_); }
   KTensor MaxPool(const KTensor& x) {
     return Call(layers::MaxPooling2D({.pool_size = 3, .strides = 2, .name = names_.Next("max_pooling2d")}), x);
   }
@@ -49,13 +46,7 @@ Result<std::unique_ptr<Model>> InceptionV3(Options o) {
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
   KTensor input = Input(input_shape);
   InceptionBuilder b;
-  KTensor x = b.ConvBn(input, 32, 3, 3, "valid", 2);
-  x = b.ConvBn(x, 32, 3, 3, "valid");
-  x = b.ConvBn(x, 64, 3, 3);
-  x = b.MaxPool(x);
-  x = b.ConvBn(x, 80, 1, 1, "valid");
-  x = b.ConvBn(x, 192, 3, 3, "valid");
-  x = b.MaxPool(x);
+  KTensor x = b.Stem(input);
 
   // mixed0-2: 35 x 35 (at 299 px), the pool branch 32 then 64 filters.
   for (int i = 0; i < 3; ++i) {

@@ -205,6 +205,8 @@ void RegisterKeras(py::module_& m) {
     if (py::isinstance<keras::KTensor>(inputs)) return keras::Call(layer, inputs.cast<keras::KTensor>());
     return keras::Call(layer, KTensors(inputs, "inputs"));
   }, py::arg("layer"), py::arg("inputs"));
+  k.def("shape_of", [](const keras::KTensor& t) { return Unwrap(keras::ShapeOf(t)).dims(); }, py::arg("tensor"),
+        "The per-example shape of a symbolic tensor (keras/model.h ShapeOf).");
 
   py::class_<keras::Schedule>(k, "Schedule", "A learning-rate schedule made in C++ (a recipe's): call it with a step.")
       .def("__call__", [](const keras::Schedule& s, int64_t step) { return s(step); }, py::arg("step"))
@@ -219,8 +221,10 @@ void RegisterKeras(py::module_& m) {
       }, py::arg("layers"), py::arg("name"))
       .def_static("application", [](const std::string& app, bool include_top, py::object input_shape, int classes,
                                     const std::string& pooling, const std::string& classifier_activation,
-                                    const std::string& name, double alpha, int depth_multiplier, double dropout) {
+                                    const std::string& name, double alpha, int depth_multiplier, double dropout,
+                                    py::object input_tensor) {
         keras::applications::Options o;
+        if (!input_tensor.is_none()) o.input_tensor = input_tensor.cast<keras::KTensor>();
         o.alpha = alpha;
         o.depth_multiplier = depth_multiplier;
         o.dropout = dropout;
@@ -233,7 +237,7 @@ void RegisterKeras(py::module_& m) {
         return Unwrap(keras::applications::ByName(app, o));
       }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("pooling"),
          py::arg("classifier_activation"), py::arg("name"), py::arg("alpha") = 1.0,
-         py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3)
+         py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3, py::arg("input_tensor") = py::none())
       .def_property_readonly("name", &Model::name)
       .def("summary_text", &Model::Summary, py::arg("line_length") = 65)
       .def("count_params", &Model::count_params)

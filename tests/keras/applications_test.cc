@@ -305,6 +305,44 @@ TEST(Applications, PreprocessInputModes) {
   EXPECT_FALSE(PreprocessInput(&gray, "inception").ok());
 }
 
+// Keras's input_tensor: each application built on a layer's output (a Rescaling on an Input)
+// takes that Input as its own and has the same weights as on input_shape; the tensor's shape is
+// the input's (MobileNetV2's ImageNet file follows it), and ShapeOf leaves the layers unnamed.
+TEST(Applications, InputTensorBuildsOnTheGivenTensor) {
+  for (const Published& p : kPublished) {
+    SCOPED_TRACE(p.name);
+    KTensor photo = Input({96, 100, 3}, DType::kF32, "photo");
+    LayerPtr rescaling = layers::Rescaling(1.0f / 255);
+    KTensor x = Call(rescaling, photo);
+    auto on_tensor = Build(p.name, {.include_top = false, .input_tensor = x, .pooling = "avg"});
+    auto plain = Build(p.name, {.include_top = false, .input_shape = {96, 100, 3}, .pooling = "avg"});
+    ASSERT_TRUE(on_tensor && plain);
+    EXPECT_EQ(on_tensor->input_shape(0).value(), (Shape{96, 100, 3}));
+    EXPECT_EQ(on_tensor->count_params(), plain->count_params());
+    const auto layers = on_tensor->layers();
+    ASSERT_EQ(layers.size(), plain->layers().size() + 1);
+    EXPECT_EQ(layers[0].get(), rescaling.get());  // layers() leaves the Input out
+    // Named by the model (EfficientNet's own Rescaling holds "rescaling": this one is "rescaling_1").
+    EXPECT_EQ(rescaling->name().rfind("rescaling", 0), 0u) << rescaling->name();
+  }
+  LayerPtr unnamed = layers::Rescaling(2.0f);
+  KTensor square = Call(unnamed, Input({128, 128, 3}));
+  ASSERT_EQ(ShapeOf(square).value(), (Shape{128, 128, 3}));
+  EXPECT_EQ(unnamed->name(), "");
+  auto file = ImagenetWeights("mobilenet_v2", {.include_top = false, .input_tensor = square});
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->fname, "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_128_no_top.h5");
+
+  KTensor x = Call(layers::Rescaling(2.0f), Input({64, 64, 3}));
+  auto differs = ByName("resnet50", {.input_shape = {32, 32, 3}, .input_tensor = x});
+  ASSERT_FALSE(differs.ok());
+  EXPECT_NE(differs.status().message().find("differs from the input_tensor's shape"), std::string::npos)
+      << differs.status().ToString();
+  auto flat = ByName("resnet50", {.input_tensor = Input({64})});
+  ASSERT_FALSE(flat.ok());
+  EXPECT_NE(flat.status().message().find("input_tensor must be images"), std::string::npos) << flat.status().ToString();
+}
+
 TEST(Applications, BadOptionsAreClearErrors) {
   for (const Published& p : kPublished) {
     SCOPED_TRACE(p.name);

@@ -160,6 +160,35 @@ def test_every_application_is_a_keras_function_of_the_same_name():
         strata.keras.applications.MobileNetV2(alpha=0.0, weights=None)
 
 
+def test_application_on_an_input_tensor_takes_its_source_inputs():
+    """Keras's input_tensor: the application is built on a symbolic tensor (here a Rescaling on an
+    Input, as a user puts preprocessing in front of a backbone) and takes the Input as its own; it
+    computes what the same application on input_shape computes on the rescaled images."""
+    k = strata.keras
+    inp = k.Input((72, 70, 3), name="photo")
+    x = k.layers.Rescaling(1 / 127.5, offset=-1.0)(inp)
+    assert x.shape == (None, 72, 70, 3)  # inferred through the layer
+    model = k.applications.MobileNetV2(input_tensor=x, include_top=False, pooling="avg", weights=None, alpha=0.35)
+    assert model.input_shape == (None, 72, 70, 3) and model.output_shape == (None, 1280)
+    names = [l.name for l in model.layers]
+    assert names[:2] == ["rescaling", "Conv1"], names[:2]
+    plain = k.applications.MobileNetV2(input_shape=(72, 70, 3), include_top=False, pooling="avg", weights=None,
+                                       alpha=0.35)
+    assert model.count_params() == plain.count_params()
+    views = dict(plain.weights)
+    for name, w in model.weights:
+        views[name][...] = w
+    images = np.random.default_rng(1).uniform(0, 255, (2, 72, 70, 3)).astype(np.float32)
+    np.testing.assert_allclose(model.predict(images, verbose=0), plain.predict(images / 127.5 - 1, verbose=0),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(strata.errors.InvalidArgumentError, match="differs from the input_tensor's shape"):
+        k.applications.ResNet50(input_tensor=x, input_shape=(64, 64, 3), weights=None)
+    with pytest.raises(strata.errors.InvalidArgumentError, match="input_tensor must be images"):
+        k.applications.ResNet50(input_tensor=k.Input((64,)), weights=None)
+    with pytest.raises(TypeError, match="symbolic tensor"):
+        k.applications.ResNet50(input_tensor=images, weights=None)
+
+
 def test_preprocess_input_is_kerass_to_the_bit():
     """Each family's preprocess_input against Keras's own imagenet_utils (Debian's
     keras_applications, its NumPy path, given a NumPy stand-in for the backend), on uint8 and

@@ -26,12 +26,20 @@ class KerasTensor:
     def __init__(self, cc, shape=None, dtype="float32", name=None, keras_history=None):
         self._cc = cc
         self._keras_history = keras_history  # (layer, inputs) that made it: keeps them alive
-        self.shape = shape  # (None, ...) for an Input; None where not tracked
+        self._shape = shape  # (None, ...) for an Input; a layer's output is inferred when asked
         self.dtype = dtype
         self.name = name
 
+    @property
+    def shape(self):
+        """(None, ...): the batch dimension, then the per-example shape, inferred through the layers
+        that make the tensor (a shape error names the layer)."""
+        if self._shape is None:
+            self._shape = (None,) + tuple(_k.shape_of(self._cc))
+        return self._shape
+
     def __repr__(self):
-        return f"<KerasTensor shape={self.shape} dtype={self.dtype} name={self.name}>"
+        return f"<KerasTensor shape={self._shape} dtype={self.dtype} name={self.name}>"
 
 
 # C++ layer address -> its Python layer, so model.layers gives back the objects the user made.

@@ -333,7 +333,7 @@ class Sequential(Model):
             raise ValueError("Sequential: pass the layers (the first an Input or with input_shape=)")
         first = layers[0]
         if isinstance(first, layers_module.KerasTensor):
-            if first.shape is None:
+            if first._keras_history is not None:
                 raise ValueError("Sequential: the first entry must be strata.keras.Input(shape=...), not a layer's output")
             layers = [layers_module.InputLayer(shape=first.shape[1:], dtype=first.dtype, name=first.name)] + layers[1:]
         elif not isinstance(first, layers_module.InputLayer):

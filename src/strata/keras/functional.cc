@@ -52,6 +52,44 @@ KTensor Call(const LayerPtr& layer, const std::vector<KTensor>& xs) {
   return KTensor(n);
 }
 
+std::vector<KTensor> SourceInputs(const KTensor& t) {
+  std::vector<KTensor> sources;
+  std::set<const internal::KNode*> seen;
+  std::function<void(const KTensor&)> visit = [&](const KTensor& x) {
+    if (!x.node() || !seen.insert(x.node().get()).second) return;
+    if (!x.node()->layer) {
+      sources.push_back(x);
+      return;
+    }
+    for (const auto& in : x.node()->inbound) visit(in);
+  };
+  visit(t);
+  return sources;
+}
+
+Result<Shape> ShapeOf(const KTensor& t) {
+  if (!t.node()) return InvalidArgument("ShapeOf: an empty tensor");
+  if (!t.node()->layer) return t.node()->input_shape;
+  // A probe model from the sources to t infers the shape; it names the unnamed layers it meets,
+  // which is undone so the model the user builds next names them in its own order.
+  std::vector<LayerPtr> unnamed;
+  std::set<const internal::KNode*> seen;
+  std::function<void(const KTensor&)> collect = [&](const KTensor& x) {
+    if (!x.node() || !seen.insert(x.node().get()).second) return;
+    if (x.node()->layer && x.node()->layer->name().empty()) unnamed.push_back(x.node()->layer);
+    for (const auto& in : x.node()->inbound) collect(in);
+  };
+  collect(t);
+  std::vector<KTensor> sources = SourceInputs(t);
+  std::vector<std::string> input_names;
+  for (const auto& s : sources) input_names.push_back(s.node()->input_name);
+  auto probe = Model::Functional(sources, {t}, "shape_of");
+  for (const auto& l : unnamed) l->set_name("");
+  for (size_t i = 0; i < sources.size(); ++i) const_cast<internal::KNode*>(sources[i].node().get())->input_name = input_names[i];
+  if (!probe.ok()) return probe.status();
+  return (*probe)->output_shape(0);
+}
+
 LayerPtr layers::InputLayer(Shape shape, DType dtype, std::string name) {
   auto l = std::make_shared<InputLayerImpl>(std::move(shape), dtype);
   l->set_name(std::move(name));

@@ -69,6 +69,13 @@ KTensor Input(Shape shape, DType dtype = DType::kF32, std::string name = "");
 // created, naming the layer.
 KTensor Call(const LayerPtr& layer, const KTensor& x);
 KTensor Call(const LayerPtr& layer, const std::vector<KTensor>& xs);
+// The model inputs that `t` is computed from, in the order a depth-first walk first meets them
+// (Keras's get_source_inputs): a model built on top of `t` takes these as its inputs.
+std::vector<KTensor> SourceInputs(const KTensor& t);
+// The per-example shape of `t` (no batch dimension), inferred through the layers that make it
+// (Keras's KerasTensor.shape); a shape error names the layer. Layers it meets without a name keep
+// none (their names are given when a model is built).
+Result<Shape> ShapeOf(const KTensor& t);
 
 namespace layers {
 // The first entry of a Sequential: the per-example input shape.

@@ -8,6 +8,7 @@ Each family's module (``resnet_v2``, ``efficientnet``, ...) has Keras's ``prepro
 import os
 
 from ... import _strata
+from ..layers import KerasTensor
 from ..models import Model
 
 
@@ -25,8 +26,15 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
            alpha=1.0, depth_multiplier=1, dropout=1e-3, **kwargs):
     if kwargs:
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
+    tensor_cc = None
     if input_tensor is not None:
-        raise NotImplementedError(f"{app}: input_tensor is not supported; pass input_shape")
+        # Keras's input_tensor: the model is built on it and takes its source inputs as its own.
+        if not isinstance(input_tensor, KerasTensor):
+            raise TypeError(f"{app}: input_tensor must be a symbolic tensor (strata.keras.Input or a layer's "
+                            f"output), got {type(input_tensor).__name__}")
+        tensor_cc = input_tensor._cc
+        if input_shape is None:
+            input_shape = input_tensor.shape[1:]
     shape = list(input_shape) if input_shape else None
     if weights == "imagenet":
         # Keras's checks (classes, input size, widths) before anything is built or fetched.
@@ -37,7 +45,7 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
                          f"{weights!r}")
     cc = _strata.keras.Model.application(app, bool(include_top), shape,
                                          int(classes), pooling or "", classifier_activation or "linear", name or "",
-                                         float(alpha), int(depth_multiplier), float(dropout))
+                                         float(alpha), int(depth_multiplier), float(dropout), tensor_cc)
     model = Model(_cc=cc)
     if weights == "imagenet":
         weights = _strata.keras.get_file(fname, url, file_hash)

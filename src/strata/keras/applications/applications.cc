@@ -121,8 +121,19 @@ Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
     return InvalidArgument(label + "has no depth_multiplier (MobileNet's), got " + std::to_string(o.depth_multiplier));
   if (o.depth_multiplier < 1)
     return InvalidArgument(label + "depth_multiplier must be at least 1, got " + std::to_string(o.depth_multiplier));
-  if (o.input_shape.rank() == 0) return Shape{m.default_size, m.default_size, 3};
-  const Shape& s = o.input_shape;
+  Shape s = o.input_shape;
+  if (o.input_tensor.node()) {
+    auto shape = ShapeOf(o.input_tensor);
+    if (!shape.ok()) return InvalidArgument(label + "input_tensor: " + shape.status().message());
+    if (s.rank() != 0 && !(s == *shape))
+      return InvalidArgument(label + "input_shape " + s.ToString() + " differs from the input_tensor's shape " +
+                             shape->ToString());
+    s = *shape;
+    if (s.rank() != 3)
+      return InvalidArgument(label + "input_tensor must be images [height, width, channels] per example, got shape " +
+                             s.ToString());
+  }
+  if (s.rank() == 0) return Shape{m.default_size, m.default_size, 3};
   if (s.rank() != 3)
     return InvalidArgument(label + "input_shape must be [height, width, channels], got " + s.ToString());
   if (s[2] < 1) return InvalidArgument(label + "input_shape " + s.ToString() + " has no channels");
@@ -152,9 +163,14 @@ KTensor Top(const KTensor& x, const Options& o, const TopNames& names) {
   return x;
 }
 
+KTensor ImageInput(const Options& o, const Shape& input_shape) {
+  return o.input_tensor.node() ? o.input_tensor : Input(input_shape);
+}
+
 Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& output, const Options& o,
                                       const std::string& keras_name) {
-  return Model::Functional({input}, {output}, o.name.empty() ? keras_name : o.name);
+  std::vector<KTensor> inputs = o.input_tensor.node() ? SourceInputs(o.input_tensor) : std::vector<KTensor>{input};
+  return Model::Functional(std::move(inputs), {output}, o.name.empty() ? keras_name : o.name);
 }
 
 int MakeDivisible(double v) {

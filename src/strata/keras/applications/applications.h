@@ -23,6 +23,10 @@ namespace strata::keras::applications {
 struct Options {
   bool include_top = true;            // the classifier: pooling, (dropout,) Dense(classes)
   Shape input_shape;                  // [H, W, C] without the batch; empty: the model's default
+  // Keras's input_tensor: the model is built on this symbolic tensor (an Input, or layers on one,
+  // such as augmentation) and takes its source inputs (SourceInputs) as its own. Its shape is the
+  // input shape; input_shape, if given too, must equal it.
+  KTensor input_tensor;
   int classes = 1000;                 // with include_top
   std::string pooling;                // without include_top: "" (4-D features), "avg" or "max"
   std::string classifier_activation = "softmax";  // or "linear"/"" (logits)

@@ -33,7 +33,8 @@ struct TopNames {
 };
 
 // Checks the options (classes, pooling, classifier_activation) and returns the per-example
-// input shape: Keras's default [S, S, 3] or the given [H, W, C] with H, W >= the minimum.
+// input shape: the input_tensor's, else the given [H, W, C], else Keras's default [S, S, 3]; its
+// height and width at least the minimum.
 Result<Shape> CheckOptions(const Options& o, const ModelFacts& m);
 
 // Keras's "predictions" Dense(classes) with the classifier's activation ("" is linear): the last
@@ -45,7 +46,11 @@ std::string ClassifierActivation(const Options& o);
 // The classifier (include_top) or the pooling (pooling = "avg"/"max") on the features `x`.
 KTensor Top(const KTensor& x, const Options& o, const TopNames& names);
 
-// The functional model from `input` to `output`, named o.name or Keras's name.
+// The image input the model's layers start from: o.input_tensor if given, else an Input of the
+// shape CheckOptions returned.
+KTensor ImageInput(const Options& o, const Shape& input_shape);
+// The functional model from `input` to `output`, named o.name or Keras's name; its inputs are
+// the input_tensor's source inputs where the options give one.
 Result<std::unique_ptr<Model>> Finish(const KTensor& input, const KTensor& output, const Options& o,
                                       const std::string& keras_name);
 

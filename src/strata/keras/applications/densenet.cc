@@ -44,7 +44,7 @@ KTensor Transition(const KTensor& x, int64_t channels, const std::string& name) 
 Result<std::unique_ptr<Model>> Build(const Depth& d, Options o) {
   const internal::ModelFacts facts{d.function, d.keras_name, 224, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   // Keras leaves the two stem paddings unnamed: these are the names it gives them.
   KTensor x = Call(layers::ZeroPadding2D(3, internal::AutoName("zero_padding2d", 0)), input);
   x = Call(layers::Conv2D(64, 7, {.strides = 2, .use_bias = false, .name = "conv1/conv"}), x);

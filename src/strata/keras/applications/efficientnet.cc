@@ -105,7 +105,7 @@ Features MBConv(const Features& in, const Stage& s, int filters_in, int filters_
 Result<std::unique_ptr<Model>> Build(const Scale& scale, Options o) {
   const internal::ModelFacts facts{scale.function, scale.keras_name, scale.default_size, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   // Keras leaves the stem's Rescaling and Normalization unnamed: these are the names it gives.
   KTensor x = Call(layers::Rescaling(1.0f / 255.0f, 0, "rescaling"), input);
   x = Call(layers::Normalization({.name = "normalization"}), x);

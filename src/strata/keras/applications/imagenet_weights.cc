@@ -134,9 +134,16 @@ bool Near(double a, double b) { return std::abs(a - b) < 1e-9; }
 
 }  // namespace
 
-Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& o) {
+Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& options) {
   if (!IsApplication(name))
     return InvalidArgument("unknown model \"" + name + "\" (the applications are " + NameList() + ")");
+  // The rules below read the input's size: an input_tensor's, where the options give one.
+  Options o = options;
+  if (o.input_tensor.node() && o.input_shape.rank() == 0) {
+    auto shape = ShapeOf(o.input_tensor);
+    if (!shape.ok()) return InvalidArgument(name + ": input_tensor: " + shape.status().message());
+    o.input_shape = *shape;
+  }
   const std::string label = name + ": weights=\"imagenet\"";
   if (o.include_top && o.classes != 1000)
     return InvalidArgument(label + " with include_top needs classes=1000 (the ImageNet classifier), got " +

@@ -62,7 +62,7 @@ class Builder {
 Result<std::unique_ptr<Model>> InceptionResNetV2(Options o) {
   const internal::ModelFacts facts{"InceptionResNetV2", "inception_resnet_v2", 299, 75};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   Builder b;
   KTensor x = b.Stem(input);  // InceptionV3's
 

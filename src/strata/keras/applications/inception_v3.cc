@@ -44,7 +44,7 @@ class InceptionBuilder {
 Result<std::unique_ptr<Model>> InceptionV3(Options o) {
   const internal::ModelFacts facts{"InceptionV3", "inception_v3", 299, 75};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   InceptionBuilder b;
   KTensor x = b.Stem(input);
 

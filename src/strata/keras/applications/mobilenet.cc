@@ -47,7 +47,7 @@ Result<std::unique_ptr<Model>> MobileNet(Options o) {
   if (!(o.dropout >= 0 && o.dropout < 1))
     return InvalidArgument("MobileNet: dropout must be in [0, 1), got " + std::to_string(o.dropout));
   const double alpha = o.alpha;
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   KTensor x = Call(layers::Conv2D(static_cast<int>(kStem * alpha), 3,
                                   {.strides = 2, .padding = "same", .use_bias = false, .name = "conv1"}),
                    input);

@@ -65,7 +65,7 @@ Result<std::unique_ptr<Model>> MobileNetV2(Options o) {
   const internal::ModelFacts facts{"MobileNetV2", "mobilenetv2", 224, 32, /*takes_alpha=*/true};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
   const double alpha = o.alpha;
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   // tf.keras's stem convolution pads "same" itself (keras_applications 1.0.8 had Conv1_pad).
   const int stem = internal::MakeDivisible(kStem * alpha);
   KTensor x = Call(layers::Conv2D(stem, 3, {.strides = 2, .padding = "same", .use_bias = false, .name = "Conv1"}), input);

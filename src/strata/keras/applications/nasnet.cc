@@ -150,7 +150,7 @@ class Builder {
 Result<std::unique_ptr<Model>> Build(const Config& cfg, Options o) {
   const internal::ModelFacts facts{cfg.function, cfg.keras_name, cfg.default_size, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   Builder b;
   const int fm = cfg.filter_multiplier;
   const int filters = cfg.penultimate_filters / 24;

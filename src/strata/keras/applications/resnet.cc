@@ -78,7 +78,7 @@ KTensor PreactBottleneck(const KTensor& x, int filters, int stride, bool conv_sh
 Result<std::unique_ptr<Model>> Build(const Depth& d, bool v2, Options o) {
   const internal::ModelFacts facts{d.function, d.keras_name, 224, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   KTensor x = Call(layers::ZeroPadding2D(3, "conv1_pad"), input);
   x = Call(layers::Conv2D(64, 7, {.strides = 2, .name = "conv1_conv"}), x);
   if (!v2) {  // v2 normalizes in its first block's preact instead

@@ -18,7 +18,7 @@ constexpr int kFilters[] = {64, 128, 256, 512, 512};
 Result<std::unique_ptr<Model>> Build(const Depth& d, Options o) {
   const internal::ModelFacts facts{d.function, d.keras_name, 224, 32};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   KTensor x = input;
   for (int b = 0; b < 5; ++b) {
     const std::string block = "block" + std::to_string(b + 1);

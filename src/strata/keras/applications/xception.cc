@@ -33,7 +33,7 @@ std::vector<SeparableBlock> Blocks() {
 Result<std::unique_ptr<Model>> Xception(Options o) {
   const internal::ModelFacts facts{"Xception", "xception", 299, 71};
   STRATA_ASSIGN_OR_RETURN(Shape input_shape, internal::CheckOptions(o, facts));
-  KTensor input = Input(input_shape);
+  KTensor input = internal::ImageInput(o, input_shape);
   // Stem: two 3x3 "valid" convolutions without bias, the first with stride 2.
   KTensor x = input;
   for (int i = 1; i <= 2; ++i) {

@@ -4,7 +4,8 @@ keras_applications 1.0.8 (Debian's python3-keras-applications) builds each model
 `layers`, `backend`, `models` and `utils` modules it is handed. applications_structure_test.py
 hands it a stand-in that only traces shapes; this one computes, with torch.nn.functional, so that
 Keras's own source becomes the oracle for the models torchvision has no twin of (issue 44):
-ResNet and ResNetV2, MobileNet V1, InceptionV3, InceptionResNetV2 and NASNetMobile.
+ResNet and ResNetV2, MobileNet V1, InceptionV3, InceptionResNetV2 and NASNetMobile, and for
+every gradient of DenseNet169 (torchvision's twin is checked on its last layers only).
 
     model = build("resnet50_v2", input_shape=(64, 64, 3), classes=10, logits=True)
     model.weights                     # {"conv1_conv/kernel": tensor, ...}, Keras's names and shapes
@@ -54,6 +55,7 @@ KERAS_FUNCTIONS = {
     "mobilenet": mobilenet.MobileNet,
     "xception": xception.Xception,
     "densenet121": densenet.DenseNet121,
+    "densenet169": densenet.DenseNet169,
     "inception_v3": inception_v3.InceptionV3,
     "inception_resnet_v2": inception_resnet_v2.InceptionResNetV2,
     "nasnet_mobile": nasnet.NASNetMobile,
@@ -708,8 +710,8 @@ def clear_kinks(net, x, margin=1e-3, tie_margin=1e-4, passes=8):
     has such an input moves by the smallest beta shift that puts the kinks in the middle of a
     gap of at least 4 margins between its values (a small fraction of its spread); shifts are
     made in network order during one pass, so later layers see them. A kink after any other
-    layer is left as it is (none in ResNet, MobileNet, InceptionV3 or InceptionResNetV2; NASNet's
-    on each cell's inputs, concatenations, are).
+    layer is left as it is (none in ResNet, MobileNet, InceptionV3, InceptionResNetV2 or
+    DenseNet; NASNet's on each cell's inputs, concatenations, are).
 
     A max pool's gradient goes to its window's largest value: where the runner-up is within
     float32's rounding of it, float32 may route it elsewhere (InceptionResNetV2 at 107 px: one

@@ -15,7 +15,8 @@
 #             batch 64 split over 2 replicas, one core each, as fit's step) against torch eval
 #             mode under inference_mode, batch 64, 2 threads.
 # PyTorch runs at its default (glibc malloc as installed) and tuned (GLIBC_TUNABLES: no mmap, no
-# trim), each tuned run in NCHW and channels-last; "best" is the faster of the tuned two. Peak
+# trim), each tuned run in NCHW and channels-last; "best" is the faster of the tuned two
+# (TORCH_DEFAULT=0 skips the default runs: the slowest, and minutes a model at default malloc). Peak
 # RSS is each process's getrusage maximum. Utilization is bench-step's counted matrix FLOPs /
 # time / (calibrated peak per core x 2). On an AVX512_BF16 host bf16 runs too (Strata
 # mixed_bfloat16 vs torch.autocast bf16). Configurations run one after another, round-robin
@@ -35,6 +36,7 @@ SIZE=${SIZE:-224}
 MODELS=${MODELS:-resnet50 mobilenet_v2 efficientnet_b0 densenet121 xception}
 MODES=${MODES:-train infer}
 PROFILE=${PROFILE:-0}
+TORCH_DEFAULT=${TORCH_DEFAULT:-1}  # 0: skip PyTorch at its default malloc (always the slowest; minutes a model)
 STRATA=$BUILD/tools/strata/strata
 PREDICT=$BUILD/bench/applications_predict_bench
 PY=/usr/bin/python3
@@ -64,7 +66,7 @@ for r in $(seq "$REPEATS"); do
       if [[ " $MODES " == *" train "* ]]; then
         run "$m.train.strata.$p" "$STRATA" bench-step --model "$m" --image-size "$SIZE" --batch 32 --replicas 2 \
             --precision "$p" --seconds "$SECONDS_PER_RUN" --warmup 2 --json
-        run "$m.train.torch_default.$p" "$PY" "$HERE/torch_applications.py" --model "$m" --mode train \
+        [ "$TORCH_DEFAULT" = 0 ] || run "$m.train.torch_default.$p" "$PY" "$HERE/torch_applications.py" --model "$m" --mode train \
             --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" --seconds "$SECONDS_PER_RUN"
         run "$m.train.torch_tuned.$p" env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_applications.py" --model "$m" \
             --mode train --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" --seconds "$SECONDS_PER_RUN"
@@ -75,7 +77,7 @@ for r in $(seq "$REPEATS"); do
       if [[ " $MODES " == *" infer "* ]]; then
         run "$m.infer.strata.$p" "$PREDICT" --model "$m" --image-size "$SIZE" --batch 64 --replicas 2 --threads 1 --precision "$p" \
             --seconds "$SECONDS_PER_RUN"
-        run "$m.infer.torch_default.$p" "$PY" "$HERE/torch_applications.py" --model "$m" --mode infer \
+        [ "$TORCH_DEFAULT" = 0 ] || run "$m.infer.torch_default.$p" "$PY" "$HERE/torch_applications.py" --model "$m" --mode infer \
             --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" --seconds "$SECONDS_PER_RUN"
         run "$m.infer.torch_tuned.$p" env GLIBC_TUNABLES=$TUNED "$PY" "$HERE/torch_applications.py" --model "$m" \
             --mode infer --image-size "$SIZE" --batch 64 --threads 2 --precision "$p" --seconds "$SECONDS_PER_RUN"
@@ -87,7 +89,7 @@ for r in $(seq "$REPEATS"); do
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "command: MODELS=\"$MODELS\" SIZE=$SIZE bench/applications_vs_torch.sh $BUILD $SECONDS_PER_RUN $REPEATS"
+echo "command: MODELS=\"$MODELS\" SIZE=$SIZE TORCH_DEFAULT=$TORCH_DEFAULT bench/applications_vs_torch.sh $BUILD $SECONDS_PER_RUN $REPEATS"
 
 "$PY" - "$OUT" "$MODELS" "$PRECISIONS" "$MODES" <<'PYEOF'
 import json, os, statistics, sys

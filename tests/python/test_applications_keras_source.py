@@ -65,7 +65,8 @@ import pytest
 import torch
 
 import strata
-from applications_common import strata_gradients
+import applications_common as common
+from applications_common import strata_gradients, worst_gradient
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "keras"))
 import keras_source_oracle as oracle  # noqa: E402
@@ -279,26 +280,11 @@ def oracle_step_once(name, net, x):
 
 
 def gradient_scales(grads, net):
-    """Each variable's largest gradient; for one that is zero in exact arithmetic, its layer's
-    kernel's, or its batch norm's gamma's (without gamma, as Inception's scale=False: the
-    kernel's of the layer that feeds the batch norm)."""
-    siblings = {}
-    for layer in net.layers:
-        if isinstance(layer, oracle.BatchNormalization):
-            siblings[layer.name + "/beta"] = layer.name + "/gamma" if layer.scale else \
-                net.inbound_layers(layer)[0].name + "/kernel"
-    scales = {}
-    for n, g in grads.items():
-        layer, leaf = n.rsplit("/", 1)
-        sibling = layer + "/kernel" if leaf == "bias" else siblings.get(n)
-        own = np.abs(g).max()
-        scales[n] = np.abs(grads[sibling]).max() if sibling in grads and own < 1e-10 * np.abs(grads[sibling]).max() \
-            else own
-    return scales
-
-
-def worst_gradient(got, want, scales):
-    return max((np.abs(got[n] - want[n]).max() / scales[n], n) for n in want)
+    """applications_common.gradient_scales, a beta without gamma (Inception's scale=False) held to
+    the kernel's of the layer that feeds its batch norm."""
+    siblings = {layer.name + "/beta": net.inbound_layers(layer)[0].name + "/kernel" for layer in batch_norms(net)
+                if not layer.scale}
+    return common.gradient_scales(grads, siblings)
 
 
 def test_training_step_matches_keras_source(pair):

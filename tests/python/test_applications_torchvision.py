@@ -24,7 +24,7 @@ import torch
 import torchvision
 
 import strata
-from applications_common import strata_gradients
+from applications_common import gradient_scales, strata_gradients, worst_gradient
 
 EPS = 1.001e-5
 
@@ -152,8 +152,10 @@ def test_densenet169_training_step_matches_torchvision(pair):
     norm, which every layer's training-mode output reaches. The deeper gradients are not compared:
     over 169 layers with random weights, training mode amplifies rounding (torch's own float32
     gradients are up to 16 % of a variable's largest off its float64 ones in the last dense block,
-    and Strata's float32 ones as far, in other variables); the tamed weights that make that
-    comparison meaningful are tests/keras/applications_oracle.py's (ResNet50, MobileNetV2)."""
+    and Strata's float32 ones as far, in other variables). Every gradient of DenseNet169 is
+    compared in test_applications_keras_source.py instead: Keras's own densenet.py in float64 at
+    64 px with well-conditioned weights (randomize, then clear_kinks), where torch's own float32 is
+    within 7.6e-5 of each variable's largest gradient and Strata within 1.3e-4 (tolerance 1e-3)."""
     _, model, x = pair
     y = np.array([3, 7], np.int64)
     loss64, params64 = torch_step(torch.float64, x, y)
@@ -231,7 +233,7 @@ def test_vgg16_features_forward_and_training_step_match_torchvision():
         assert err <= 1e-4, f"gradient of {name}: {err:.2e} x its largest"
 
 
-# ---- EfficientNetB1: torchvision's efficientnet_b1, patched to Keras's padding and epsilon ----
+# ---- EfficientNetB1 to B7: torchvision's efficientnet_b<n>, patched to Keras's padding and epsilon ----
 
 def efficientnet_name_map(net):
     """torchvision module path -> Keras layer name: the stem, each MBConv's expand / depthwise /
@@ -306,8 +308,42 @@ def randomized_torch_efficientnet(variant, torch_x, seed=7):
     return net
 
 
-@pytest.mark.parametrize("variant", ["b1", "b2", "b3", "b4", "b5", "b6", "b7"])
-def test_efficientnet_forward_matches_torchvision(variant):
+EFFICIENTNET_INPUT = (67, 64, 3)  # odd and even sides
+
+
+def efficientnet_images(n):
+    """n images of EFFICIENTNET_INPUT, pixels in [0, 255] (Strata's input), and torch's x / 255
+    (NCHW, float64); the first two are the forward test's."""
+    x = np.random.default_rng(8).uniform(0, 255, size=(n,) + EFFICIENTNET_INPUT).astype(np.float32)
+    return x, torch.from_numpy(x / 255.0).double().permute(0, 3, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def efficientnet(request):
+    """(variant, randomized_torch_efficientnet calibrated on the forward test's images, Strata's
+    EfficientNet<variant> with its weights, compiled as the training test needs: one replica,
+    SGD, the cross-entropy from logits, seed 1). torch's weights are rounded to float32 values, so
+    Strata's copy is exact and either test may leave the net in float32 (converted in place,
+    which keeps keras_correct_pad's forwards) for the other to convert back without loss."""
+    variant = request.param
+    net = randomized_torch_efficientnet(variant, efficientnet_images(2)[1])
+    net.float().double()
+    with strata.distribute.MirroredStrategy(replicas=1).scope():
+        model = getattr(strata.keras.applications, f"EfficientNet{variant.upper()}")(
+            weights=None, input_shape=EFFICIENTNET_INPUT, classes=10, classifier_activation=None)
+        model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      seed=1)
+    left = copy_into_strata(list(net.named_parameters()) + list(net.named_buffers()), efficientnet_name_map(net), model)
+    # Keras's Normalization keeps its (un-adapted) mean, variance and count: not torchvision's.
+    assert left == {"normalization/mean", "normalization/variance", "normalization/count"}
+    return variant, net, model
+
+
+EFFICIENTNETS = ["b1", "b2", "b3", "b4", "b5", "b6", "b7"]
+
+
+@pytest.mark.parametrize("efficientnet", EFFICIENTNETS, indirect=True)
+def test_efficientnet_forward_matches_torchvision(efficientnet):
     """EfficientNetB1 to B7 at 67 x 64 px (odd and even sides), batch 2, 10 classes, inference,
     against randomized_torch_efficientnet (torchvision patched to Keras's correct_pad and
     epsilon); torch is fed x / 255, which Keras's Rescaling and un-adapted Normalization layers
@@ -315,17 +351,11 @@ def test_efficientnet_forward_matches_torchvision(variant):
     only (torchvision's _make_divisible and ceil give the same widths and depths: the copy checks
     every shape). The logits to 1e-4 of the largest (measured: Strata 4e-6 to 2e-5 of them off,
     torch's own float32 2e-6 to 1.3e-5, which the test holds to a quarter of the tolerance, else
-    the weights, not Strata, would be to blame). The seven take 15 to 20 s on two cores (B7: 5 to
-    7 s, 3 s of it the first read of the Strata model's weights, 66M of them)."""
-    x = np.random.default_rng(8).uniform(0, 255, size=(2, 67, 64, 3)).astype(np.float32)
-    torch_x = torch.from_numpy(x / 255.0).double().permute(0, 3, 1, 2)
-    net = randomized_torch_efficientnet(variant, torch_x)
-    with strata.distribute.MirroredStrategy(replicas=1).scope():
-        model = getattr(strata.keras.applications, f"EfficientNet{variant.upper()}")(
-            weights=None, input_shape=(67, 64, 3), classes=10, classifier_activation=None)
-    left = copy_into_strata(list(net.named_parameters()) + list(net.named_buffers()), efficientnet_name_map(net), model)
-    # Keras's Normalization keeps its (un-adapted) mean, variance and count: not torchvision's.
-    assert left == {"normalization/mean", "normalization/variance", "normalization/count"}
+    the weights, not Strata, would be to blame). The seven take about 15 s on two cores, the
+    efficientnet fixture's build (torch's net, Strata's model) counted here (B7: 5 s)."""
+    variant, net, model = efficientnet
+    x, torch_x = efficientnet_images(2)
+    net.double().eval()  # the training test may have left it in float32 and training mode
     with torch.no_grad():
         want = net(torch_x).numpy()
         want32 = net.float()(torch_x.float()).double().numpy()  # in place: the patched paddings stay
@@ -335,6 +365,173 @@ def test_efficientnet_forward_matches_torchvision(variant):
     got = model.predict(x, verbose=0)
     err = np.abs(got - want).max() / scale
     assert err <= 1e-4, f"EfficientNet{variant.upper()}: max |strata - torch| = {err:.2e} x max |torch|"
+
+
+class _GivenMaskDropout(torch.nn.Module):
+    """A dropout of rate p with a given keep mask (broadcast over the input): x * keep / (1 - p)
+    in training, x in inference."""
+
+    def __init__(self, p, keep):
+        super().__init__()
+        self.p, self.keep = p, keep
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        return x * (torch.from_numpy(self.keep).to(x.dtype) / (1 - self.p))
+
+
+def use_strata_dropout_masks(net, batch):
+    """Gives torchvision's dropouts the masks of Strata's first training step on `batch` images
+    (compile seed 1, one replica). Strata's EfficientNet drops in training, as Keras's: each
+    residual branch (Keras's block<stage><letter>_drop, a Dropout with noise_shape (None, 1, 1,
+    1); torchvision's StochasticDepth "row"; both at rate 0.2 x the block's index / the number of
+    blocks, none at rate 0) and the pooled features (top_dropout; torchvision's classifier
+    Dropout, at the same rate), and neither Keras's EfficientNetB<n> nor Strata's takes a rate to
+    turn them off. A Strata mask depends on the compile seed, the replica, the layer's name and
+    rate, the step and the element's index only (src/strata/backend/dropout_mask.h), so a model
+    of Dropout layers of the same names, rates and mask shapes draws the same ones: each takes a
+    zero Dense kernel's product with one-hot images, so under the squared error to -1 row i of
+    that kernel's gradient is image i's mask (times 2 / the outputs' count). The rates are
+    torchvision's: a Strata model at other rates would draw other masks and miss torch's step."""
+    layers = strata.keras.layers
+    sites = {"top_dropout": (net.classifier, "0", net.classifier[1].in_features)}  # name: (parent, child, units)
+    for i in range(1, 8):
+        for j, block in enumerate(net.features[i]):
+            if block.use_res_connect and block.stochastic_depth.p > 0:
+                sites[f"block{i}{chr(97 + j)}_drop"] = (block, "stochastic_depth", 1)
+    one_hot = strata.keras.Input((batch,))
+    outputs = []
+    for name, (parent, child, units) in sites.items():
+        y = layers.Dense(units, use_bias=False, kernel_initializer="zeros", name=name + "_probe")(one_hot)
+        p = getattr(parent, child).p
+        if units == 1:  # drop-connect: one draw per image
+            y = layers.Reshape((1, 1, 1))(y)
+            y = layers.Flatten()(layers.Dropout(p, noise_shape=(None, 1, 1, 1), name=name)(y))
+        else:
+            y = layers.Dropout(p, name=name)(y)
+        outputs.append(y)
+    with strata.distribute.MirroredStrategy(replicas=1).scope():
+        probe = strata.keras.Model(one_hot, layers.Concatenate()(outputs))
+        probe.compile(optimizer="sgd", loss="mse", seed=1)
+    width = sum(units for _, _, units in sites.values())
+    probe.compute_gradients(np.eye(batch, dtype=np.float32), np.full((batch, width), -1.0, np.float32))
+    grads = strata_gradients(probe, {n: w.shape for n, w in probe.weights})
+    for name, (parent, child, units) in sites.items():
+        keep = grads[name + "_probe/kernel"] > 0
+        setattr(parent, child, _GivenMaskDropout(getattr(parent, child).p,
+                                                 keep.reshape(batch, 1, 1, 1) if units == 1 else keep))
+    top = net.classifier[0]
+    assert abs(top.keep.mean() - (1 - top.p)) < 0.05  # the probe reads masks of rate p
+
+
+def efficientnet_training_step(net, torch_x, y, dtype, model):
+    """torch's loss and gradients (Keras's names and layout) of one training-mode step of `net`,
+    converted in place to dtype: batch norm on the batch's mean and biased variance, momentum 0
+    (the moving statistics stay the forward test's)."""
+    net.to(dtype).train()
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.momentum = 0.0
+    net.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.cross_entropy(net(torch_x.to(dtype)), torch.from_numpy(y))
+    loss.backward()
+    return loss.item(), torch_gradients(list(net.named_parameters()), efficientnet_name_map(net), model)
+
+
+LOSS_TOLERANCE = 1e-4
+GRAD_TOLERANCE = 1e-3
+EFFICIENTNET_LABELS = np.array([3, 7, 0, 5], np.int64)
+
+
+def strata_efficientnet_step(model, x):
+    """Strata's loss and gradients of its first training step (the step use_strata_dropout_masks
+    reads the masks of)."""
+    assert model._cc.global_step == 0
+    loss = model.compute_gradients(x, EFFICIENTNET_LABELS)
+    # Every trainable variable: the Normalization's mean, variance and count are not.
+    return loss, strata_gradients(model, {n: w.shape for n, w in model.weights})
+
+
+@pytest.mark.parametrize("efficientnet", EFFICIENTNETS, indirect=True)
+def test_efficientnet_training_step_matches_torchvision(efficientnet):
+    """One training-mode step, as test_applications_keras_source.py's: Strata in float32 against
+    torch in float64 (the fixture's weights), batch norm on the batch's mean and biased variance
+    (Keras's), the sparse cross-entropy from logits, on four images of 67 x 64 px (the forward
+    test's two and two more; the last stage normalizes 3 x 2 pixels of each), labels 3, 7, 0, 5.
+    The loss to 1e-4 of itself and every trainable variable's gradient to 1e-3 of that variable's
+    largest; the names are torch's parameters', all of them (the Normalization's mean, variance and
+    count are not trainable). A gradient zero in exact arithmetic is held to its sibling's scale
+    (applications_common.gradient_scales): a project_bn's beta shifts the residual stream by a
+    constant that the next 1x1 convolution's training-mode batch norm takes out (17 to 37 of them
+    per variant; not where the next block's zero-padded depthwise convolution reads the stream, in
+    stage 1, which has no expansion, nor after a drop-connect that drops some of the images), held
+    to its gamma's. Dropout stays on, as in Strata's training step: use_strata_dropout_masks gives
+    torch Strata's masks.
+
+    torch's own float32 step must stay within half of each tolerance, else the weights, not
+    Strata, would be to blame. Measured, off torch's float64 (loss; worst gradient over its scale):
+      B1  Strata 9e-8, 1.6e-4 (block1a_project_bn/beta); torch float32 4e-7, 8.8e-5 (block6e_expand_bn/gamma)
+      B2  Strata 5e-7, 3.3e-5 (block2a_expand_bn/gamma); torch float32 6e-6, 6.0e-5 (block1b_se_expand/kernel)
+      B3  Strata 2.5e-6, 7.9e-5 (block1a_project_bn/beta); torch float32 2e-6, 8.6e-5 (the same)
+      B4  Strata 2.6e-6, 4.5e-5 (block3d_se_reduce/bias); torch float32 1e-5, 6.4e-5 (block3c_se_reduce/kernel)
+      B5  Strata 9e-7, 8.3e-5 (block1b_dwconv/depthwise_kernel); torch float32 2e-7, 1.1e-4 (block1b_project_bn/beta)
+      B6  Strata 7.6e-6, 1.2e-4 (block2d_se_reduce/bias); torch float32 8e-6, 2.1e-4 (the same)
+      B7  Strata 1.2e-6, 1.05e-4 (block1d_se_expand/kernel); torch float32 8e-6, 3.1e-4 (block2a_se_reduce/kernel)
+    Batch 4, not 2: at 2, torch's own float32 gradients are 1e-4 to 4.7e-4 off as the draws go
+    (B1's block1b_se_reduce with labels 0, 3: 4.7e-4, at the edge of half the tolerance), and B7's
+    drop-connect drops both images' branch in block4j and block6l (no gradient there to compare).
+    The depthwise kernels are torchvision's (kaiming over a fan_out of C x k x k: std
+    sqrt(2 / (C k^2)); Keras's fan_out is k x k): the depthwise outputs' batch variances are small
+    (B1's medians 1e-4 to 1e-2, under 1e-3 from block4b on), so Keras's epsilon 1e-3 weighs in and
+    the steps contract; the batch's statistics still count (the unbiased variance moves a gradient
+    by 240 x the tolerance, below). Redrawn at Keras's scale (variances about 0.1), rounding grows
+    through the depth: torch's own float32 gradients 8.7e-4 off (B7's block1c_se_reduce kernel),
+    its logits 2.8e-5 and 4.2e-5 (B5, B7; the forward test allows 2.5e-5).
+
+    All seven: 17 to 22 s on two cores (B7: 6 to 7 s, 5 s of it torch's float64 step, whose
+    depthwise convolution runs on the CPU one channel at a time), within the budget for all seven;
+    the fixture's build is counted in the forward test's."""
+    variant, net, model = efficientnet
+    x, torch_x = efficientnet_images(len(EFFICIENTNET_LABELS))
+    use_strata_dropout_masks(net, len(x))
+    loss64, want = efficientnet_training_step(net, torch_x, EFFICIENTNET_LABELS, torch.float64, model)
+    scales = gradient_scales(want)
+    assert min(scales.values()) > 0  # no drop-connect drops every image's branch
+    loss32, want32 = efficientnet_training_step(net, torch_x, EFFICIENTNET_LABELS, torch.float32, model)
+    assert abs(loss32 - loss64) <= LOSS_TOLERANCE / 2 * abs(loss64)
+    rounding, at = worst_gradient(want32, want, scales)
+    assert rounding <= GRAD_TOLERANCE / 2, f"ill-conditioned: torch's float32 gradient of {at} is {rounding:.2e} off"
+
+    got_loss, got = strata_efficientnet_step(model, x)
+    assert abs(got_loss - loss64) <= LOSS_TOLERANCE * abs(loss64), (got_loss, loss64)
+    assert set(got) == set(want)
+    err, at = worst_gradient(got, want, scales)
+    assert err <= GRAD_TOLERANCE, f"EfficientNet{variant.upper()}: gradient of {at}: {err:.2e} x its scale"
+
+
+@pytest.mark.parametrize("efficientnet", ["b1"], indirect=True)
+def test_efficientnet_training_step_comparison_can_fail(efficientnet, monkeypatch):
+    """The training comparison can fail: torch normalizing by the unbiased batch variance
+    (n / (n - 1) times the biased one that Keras and torch's training mode use; n is 4 images x the
+    pixels, 24 in the last stage) lands 240 x the tolerance away from Strata's B1 gradients
+    (block1a_project_bn/beta). (torchvision's epsilon 1e-5 for Keras's 1e-3 lands over 4000 x
+    away: the depthwise batch norms' variances are near the epsilon.) About 1 s."""
+    _, net, model = efficientnet
+    x, torch_x = efficientnet_images(len(EFFICIENTNET_LABELS))
+    use_strata_dropout_masks(net, len(x))
+    _, got = strata_efficientnet_step(model, x)
+
+    def unbiased(inp, running_mean, running_var, weight, bias, training, momentum, eps):
+        assert training
+        dims = (0, 2, 3)
+        mean, var = inp.mean(dims, keepdim=True), inp.var(dims, unbiased=True, keepdim=True)
+        return (inp - mean) * torch.rsqrt(var + eps) * weight.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
+
+    monkeypatch.setattr(torch.nn.functional, "batch_norm", unbiased)
+    _, wrong = efficientnet_training_step(net, torch_x, EFFICIENTNET_LABELS, torch.float64, model)
+    err, at = worst_gradient(got, wrong, gradient_scales(wrong))
+    assert err > 10 * GRAD_TOLERANCE, f"the unbiased variance's gradient of {at} is only {err:.2e} x its scale off"
 
 
 # ---- InceptionV3: torchvision's inception_v3, patched to Keras's pooling and batch norm ----

@@ -28,6 +28,9 @@ CORE=${CORE:-0}
 STRATA=$BUILD/tools/strata/strata
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The peer at its best: OpenBLAS (Debian's PyTorch calls libblas.so.3) with its own CPU
+# detection, not an override some VMs export.
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 TUNED="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
 ISA=${ISA:-native}
 CAP=()

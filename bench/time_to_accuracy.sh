@@ -23,6 +23,9 @@ SEEDS=${SEEDS:-1 2 3}
 TORCH_SEEDS=${TORCH_SEEDS:-1}
 STRATA=$BUILD/tools/strata/strata
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The peer at its best: OpenBLAS (Debian's PyTorch calls libblas.so.3) with its own CPU
+# detection, not an override some VMs export.
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 

@@ -41,6 +41,9 @@ STRATA=$BUILD/tools/strata/strata
 PREDICT=$BUILD/bench/applications_predict_bench
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The peer at its best: Debian's PyTorch calls libblas.so.3 for its Dense layers (the
+# convolutions go through its oneDNN); OpenBLAS with its own CPU detection, not an override.
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 TUNED="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
 PRECISIONS=${PRECISIONS:-f32}
 if [ -z "${PRECISIONS_SET:-}" ] && grep -qw avx512_bf16 /proc/cpuinfo; then PRECISIONS=${PRECISIONS_BF16:-f32 bf16}; fi
@@ -49,6 +52,7 @@ for f in "$STRATA" "$PREDICT"; do
 done
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); ISA: $("$STRATA" devices --json | "$PY" -c 'import json,sys; print(" ".join(json.load(sys.stdin)["isa"]))'); cores $CORES; $(nproc) online"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "PyTorch's BLAS: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)"
 OUT=${KEEP_OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 [ -n "${KEEP_OUT:-}" ] || trap 'rm -rf "$OUT"' EXIT

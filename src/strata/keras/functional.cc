@@ -52,18 +52,25 @@ KTensor Call(const LayerPtr& layer, const std::vector<KTensor>& xs) {
   return KTensor(n);
 }
 
+namespace {
+// Calls `visit` once on each tensor `t` is computed from (itself included), depth first, a
+// tensor before its inbound ones.
+void ForEachUpstream(const KTensor& t, const std::function<void(const KTensor&)>& visit) {
+  std::set<const internal::KNode*> seen;
+  std::function<void(const KTensor&)> walk = [&](const KTensor& x) {
+    if (!x.node() || !seen.insert(x.node().get()).second) return;
+    visit(x);
+    for (const auto& in : x.node()->inbound) walk(in);
+  };
+  walk(t);
+}
+}  // namespace
+
 std::vector<KTensor> SourceInputs(const KTensor& t) {
   std::vector<KTensor> sources;
-  std::set<const internal::KNode*> seen;
-  std::function<void(const KTensor&)> visit = [&](const KTensor& x) {
-    if (!x.node() || !seen.insert(x.node().get()).second) return;
-    if (!x.node()->layer) {
-      sources.push_back(x);
-      return;
-    }
-    for (const auto& in : x.node()->inbound) visit(in);
-  };
-  visit(t);
+  ForEachUpstream(t, [&](const KTensor& x) {
+    if (!x.node()->layer) sources.push_back(x);
+  });
   return sources;
 }
 
@@ -73,13 +80,9 @@ Result<Shape> ShapeOf(const KTensor& t) {
   // A probe model from the sources to t infers the shape; it names the unnamed layers it meets,
   // which is undone so the model the user builds next names them in its own order.
   std::vector<LayerPtr> unnamed;
-  std::set<const internal::KNode*> seen;
-  std::function<void(const KTensor&)> collect = [&](const KTensor& x) {
-    if (!x.node() || !seen.insert(x.node().get()).second) return;
+  ForEachUpstream(t, [&](const KTensor& x) {
     if (x.node()->layer && x.node()->layer->name().empty()) unnamed.push_back(x.node()->layer);
-    for (const auto& in : x.node()->inbound) collect(in);
-  };
-  collect(t);
+  });
   std::vector<KTensor> sources = SourceInputs(t);
   std::vector<std::string> input_names;
   for (const auto& s : sources) input_names.push_back(s.node()->input_name);

@@ -5,7 +5,8 @@
 #   MODELS="resnet50 mobilenet_v2" SIZE=224 bench/applications_vs_torch.sh build 10 1
 #
 # Per model (MODELS, default the first five; any name torchvision 0.14 also has: vgg16, vgg19,
-# resnet101, resnet152, inception_v3 (SIZE=299), densenet169, densenet201, efficientnet_b1-b7),
+# resnet101, resnet152, inception_v3 (SIZE=299), densenet169, densenet201, efficientnet_b1-b7,
+# convnext_tiny, convnext_small, convnext_base, convnext_large),
 # at SIZE px (224), on the cores CORES (default 0,1):
 #   training  Strata `bench-step --model M --image-size 224 --batch 32 --replicas 2 --json`
 #             (the step fit() runs: forward, loss, gradients, the all-reduce between the two

@@ -82,7 +82,8 @@ def main():
     # Strata's --model names that torchvision 0.14 also has (its names are the same), and Xception.
     ap.add_argument("--model", required=True,
                     choices=["vgg16", "vgg19", "resnet50", "resnet101", "resnet152", "inception_v3", "mobilenet_v2",
-                             "densenet121", "densenet169", "densenet201", "xception"] +
+                             "densenet121", "densenet169", "densenet201", "xception", "convnext_tiny",
+                             "convnext_small", "convnext_base", "convnext_large"] +
                             [f"efficientnet_b{i}" for i in range(8)])
     ap.add_argument("--mode", choices=["train", "infer"], default="train")
     ap.add_argument("--image-size", type=int, default=224)

@@ -222,8 +222,9 @@ void RegisterKeras(py::module_& m) {
       .def_static("application", [](const std::string& app, bool include_top, py::object input_shape, int classes,
                                     const std::string& pooling, const std::string& classifier_activation,
                                     const std::string& name, double alpha, int depth_multiplier, double dropout,
-                                    py::object input_tensor) {
+                                    py::object input_tensor, bool include_preprocessing) {
         keras::applications::Options o;
+        o.include_preprocessing = include_preprocessing;
         if (!input_tensor.is_none()) o.input_tensor = input_tensor.cast<keras::KTensor>();
         o.alpha = alpha;
         o.depth_multiplier = depth_multiplier;
@@ -237,7 +238,8 @@ void RegisterKeras(py::module_& m) {
         return Unwrap(keras::applications::ByName(app, o));
       }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("pooling"),
          py::arg("classifier_activation"), py::arg("name"), py::arg("alpha") = 1.0,
-         py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3, py::arg("input_tensor") = py::none())
+         py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3, py::arg("input_tensor") = py::none(),
+         py::arg("include_preprocessing") = true)
       .def_property_readonly("name", &Model::name)
       .def("summary_text", &Model::Summary, py::arg("line_length") = 65)
       .def("count_params", &Model::count_params)

@@ -12,6 +12,7 @@
 #include "common/bf16_expected.h"
 #include "strata/backend/compile.h"
 #include "strata/backend/reference/evaluator.h"
+#include "strata/keras/layer_registry.h"
 #include "strata/keras/model.h"
 #include "strata/keras/spec.h"
 
@@ -225,27 +226,33 @@ TEST(ApplicationLayers, Cropping2DKeepsTheInnerRowsAndColumns) {
   EXPECT_NE(err.status().message().find("all_rows (Cropping2D)"), std::string::npos) << err.status().ToString();
 }
 
-TEST(ApplicationLayers, NormalizationStandardizesAndCountsTwoCPlusOne) {
+TEST(ApplicationLayers, NormalizationStandardizesWithConstantsOrCountsTwoCPlusOne) {
+  // Given a mean and a variance, Keras builds no weights (ConvNeXt's counts rely on it).
   auto m = Build({2, 2, 3}, {Normalization({.mean = {1, 2, 3}, .variance = {4, 1, 0.25f}})});
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->count_params(), 2 * 3 + 1);  // mean, variance and Keras's "count"
-  const std::string s = m->Summary();
-  EXPECT_NE(s.find("normalization (Normalizatio"), std::string::npos) << s;
-  EXPECT_NE(s.find("Non-trainable params: 7"), std::string::npos) << s;
+  EXPECT_EQ(m->count_params(), 0);
   Tensor x = Filled({2, 2, 2, 3}, [](int64_t i) { return static_cast<float>(i % 7) - 2.0f; });
   Tensor y = Predict(*m, x);
   const float mean[] = {1, 2, 3}, sd[] = {2, 1, 0.5f};
   for (int64_t i = 0; i < x.num_elements(); ++i)
     EXPECT_NEAR(y.data<float>()[i], (x.data<float>()[i] - mean[i % 3]) / sd[i % 3], 1e-5) << i;
-  // Un-adapted: mean 0, variance 1, the identity.
+  // Un-adapted: adapt()'s state, mean 0 and variance 1 (the identity), and Keras's "count".
   auto id = Build({2, 2, 3}, {Normalization()});
   ASSERT_NE(id, nullptr);
+  EXPECT_EQ(id->count_params(), 2 * 3 + 1);
+  const std::string s = id->Summary();
+  EXPECT_NE(s.find("normalization (Normalizatio"), std::string::npos) << s;
+  EXPECT_NE(s.find("Non-trainable params: 7"), std::string::npos) << s;
   Tensor z = Predict(*id, x);
   for (int64_t i = 0; i < x.num_elements(); ++i) EXPECT_NEAR(z.data<float>()[i], x.data<float>()[i], 1e-6);
-  auto bad = Sequential({InputLayer({3}), Normalization({.mean = {1, 2}, .name = "norm"})}, "bad");
+  auto bad = Sequential({InputLayer({3}), Normalization({.mean = {1, 2}, .variance = {1, 1}, .name = "norm"})}, "bad");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("norm (Normalization): mean has 2 values"), std::string::npos)
       << bad.status().ToString();
+  auto half = Sequential({InputLayer({3}), Normalization({.mean = {1, 2, 3}, .name = "norm"})}, "half");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("mean and variance must both be given"), std::string::npos)
+      << half.status().ToString();
 }
 
 TEST(ApplicationLayers, DropoutNoiseShapeSharesOneDrawPerExample) {
@@ -283,6 +290,73 @@ TEST(ApplicationLayers, DropoutNoiseShapeSharesOneDrawPerExample) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("wrong (Dropout): noise_shape entry 1 is 2"), std::string::npos)
       << e.status().ToString();
+}
+
+// ConvNeXt's layers (issue 45): Dense on a 4-D map (a 1x1 convolution by its kernel), LayerScale
+// (x * gamma along the last axis) and StochasticDepth (one draw per example in training, the
+// identity at inference), their values, counts and JSON classes.
+TEST(ApplicationLayers, DenseOnAnyRankAndConvNeXtsLayerScale) {
+  auto m = Build({2, 3, 4}, {Dense(5, {.name = "pointwise"}), LayerScale(0.5f, 5, "scale")});
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->count_params(), 4 * 5 + 5 + 5);  // kernel [4, 5], bias, gamma
+  EXPECT_EQ(m->output_shape().value(), (Shape{2, 3, 5}));
+  ASSERT_TRUE(m->compile({.optimizer = optimizers::SGD(0.01), .loss = losses::MeanSquaredError()}).ok());
+  std::map<std::string, Tensor> w;
+  for (const auto& e : m->variables()->entries()) w[e.name] = *m->variables()->Value(e.name);
+  for (int i = 0; i < 5; ++i) w["scale/gamma"].data<float>()[i] = 0.5f + static_cast<float>(i);
+  for (int i = 0; i < 5; ++i) w["pointwise/bias"].data<float>()[i] = 0.1f * static_cast<float>(i);
+  Tensor x = Filled({3, 2, 3, 4}, [](int64_t i) { return std::sin(0.3f * static_cast<float>(i)); });
+  auto p = m->predict(data::Dataset::from_tensor_slices(data::Element({x})).batch(3));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const Tensor& y = *p;
+  ASSERT_EQ(y.shape(), Shape({3, 2, 3, 5}));
+  const float* k = w["pointwise/kernel"].data<float>();
+  for (int64_t row = 0; row < 3 * 2 * 3; ++row)
+    for (int u = 0; u < 5; ++u) {
+      double want = 0.1 * u;
+      for (int f = 0; f < 4; ++f) want += x.data<float>()[row * 4 + f] * k[f * 5 + u];
+      EXPECT_NEAR(y.data<float>()[row * 5 + u], want * (0.5 + u), 1e-5) << row << " " << u;
+    }
+  auto bad = Sequential({InputLayer({3, 4}), LayerScale(1e-6f, 3, "ls")}, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("ls (LayerScale): projection_dim 3 does not match"), std::string::npos)
+      << bad.status().ToString();
+  auto flat = Sequential({InputLayer({}), Dense(2, {.name = "d"})}, "flat");
+  ASSERT_FALSE(flat.ok());
+  // The JSON classes (Keras's ConvNeXt custom objects).
+  for (const char* cls : {"LayerScale", "StochasticDepth"}) EXPECT_NE(FindLayerClass(cls), nullptr) << cls;
+}
+
+TEST(ApplicationLayers, StochasticDepthDropsWholeExamplesInTraining) {
+  graph::Graph g;
+  Value x = g.Input("x", DType::kF32, {64, 2, 3, 4});
+  BuildContext ctx{.graph = &g, .training = true, .seed = 9};
+  LayerPtr sd = StochasticDepth(0.25f, "drop_path");
+  auto y = sd->Call(ctx, {x});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  backend::reference::Evaluator ev(g, {*y});
+  std::map<int, std::vector<double>> leaves;
+  leaves[x.node] = std::vector<double>(64 * 24, 1.0);
+  ASSERT_TRUE(ev.Run(leaves, 1).ok());
+  const std::vector<double>& out = ev.value(*y);
+  int kept = 0;
+  for (int n = 0; n < 64; ++n) {
+    const double v = out[n * 24];
+    EXPECT_TRUE(v == 0 || std::fabs(v - 1 / 0.75) < 1e-6) << v;
+    for (int e = 1; e < 24; ++e) EXPECT_EQ(out[n * 24 + e], v) << "example " << n << " element " << e;
+    kept += v != 0;
+  }
+  EXPECT_GT(kept, 32);  // 48 expected; P(<= 32 of 64 at p = 0.75) < 1e-5
+  EXPECT_LT(kept, 64);  // P(all 64 kept) = 1e-8
+  graph::Graph g2;
+  Value x2 = g2.Input("x", DType::kF32, {4, 3});
+  BuildContext infer{.graph = &g2, .training = false};
+  auto y2 = sd->Call(infer, {x2});
+  ASSERT_TRUE(y2.ok());
+  EXPECT_EQ(g2.node(y2->node).kind, graph::OpKind::kIdentity);
+  auto wrong = StochasticDepth(1.0f, "all")->Call(ctx, {x});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("all (StochasticDepth): drop_path_rate"), std::string::npos);
 }
 
 // The building blocks of MobileNetV2 / EfficientNet / Xception in one small net: EfficientNet's

@@ -27,6 +27,7 @@ struct Published {
   int64_t features;  // channels of the last feature map
   bool dense_top = false;  // VGG: Flatten, fc1, fc2 (4096 each), predictions; else pool + Dense
   int64_t side_at_96 = 3;  // the feature map's side at 96 px (stride 32; InceptionV3's 'valid' stem: 1)
+  const char* classifier = "predictions";  // the Dense(classes)'s name
 };
 const Published kPublished[] = {
     {"vgg16", "vgg16", 138'357'544, 0, 512, true},
@@ -55,6 +56,13 @@ const Published kPublished[] = {
     {"densenet121", "densenet121", 8'062'504, 83'648, 1024},
     {"densenet169", "densenet169", 14'307'880, 158'400, 1664},
     {"densenet201", "densenet201", 20'242'984, 229'056, 1920},
+    // torchvision's counts (XLarge: its ConvNeXt class at Keras's widths), which Keras's equal: the
+    // prestem Normalization, given its mean and variance, has no weights.
+    {"convnext_tiny", "convnext_tiny", 28'589'128, 0, 768, false, 3, "convnext_tiny_head_dense"},
+    {"convnext_small", "convnext_small", 50'223'688, 0, 768, false, 3, "convnext_small_head_dense"},
+    {"convnext_base", "convnext_base", 88'591'464, 0, 1024, false, 3, "convnext_base_head_dense"},
+    {"convnext_large", "convnext_large", 197'767'336, 0, 1536, false, 3, "convnext_large_head_dense"},
+    {"convnext_xlarge", "convnext_xlarge", 350'196'968, 0, 2048, false, 3, "convnext_xlarge_head_dense"},
 };
 
 // The classifier's parameters on a feature map of side `side` (stride 32 from the input).
@@ -112,7 +120,8 @@ TEST(Applications, PublishedParameterCounts) {
     EXPECT_NE(s.find("Non-trainable params: " + WithCommas(p.non_trainable)), std::string::npos)
         << s.substr(s.size() - 300);
     // MobileNet's classifier is a 1x1 convolution (conv_preds) and `predictions` its activation.
-    EXPECT_NE(s.find(std::string(" predictions (") + (p.name == std::string("mobilenet") ? "Activation)" : "Dense)")),
+    EXPECT_NE(s.find(std::string(" ") + p.classifier + " (" +
+                     (p.name == std::string("mobilenet") ? "Activation)" : "Dense)")),
               std::string::npos);
     EXPECT_EQ(TopParams(p, size / 32, 1000), p.dense_top ? 123'642'856 : (p.features + 1) * 1000);
   }

@@ -16,7 +16,8 @@ __all__ = [
     "Layer", "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "BatchNormalization",
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
     "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "CustomScaleLayer", "Rescaling", "Reshape",
-    "ZeroPadding2D", "Cropping2D", "Normalization", "LayerNormalization", "KerasTensor",
+    "ZeroPadding2D", "Cropping2D", "Normalization", "LayerNormalization", "LayerScale", "StochasticDepth",
+    "KerasTensor",
 ]
 
 
@@ -233,6 +234,23 @@ class Dropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(_config=dict(rate=rate, noise_shape=list(noise_shape) if noise_shape is not None else None,
                                       seed=seed), **kwargs)
+
+
+class LayerScale(Layer):
+    """ConvNeXt's LayerScale (keras.applications.convnext): x * gamma along the last axis, one
+    trainable weight gamma [projection_dim], every entry init_values at first."""
+
+    def __init__(self, init_values, projection_dim, **kwargs):
+        super().__init__(_config=dict(init_values=float(init_values), projection_dim=int(projection_dim)), **kwargs)
+
+
+class StochasticDepth(Layer):
+    """Stochastic depth on a residual branch (ConvNeXt's StochasticDepth, timm's DropPath): in
+    training each example's branch is dropped whole with probability drop_path_rate, the kept
+    ones scaled by 1 / (1 - rate); the identity at inference."""
+
+    def __init__(self, drop_path_rate, **kwargs):
+        super().__init__(_config=dict(drop_path_rate=float(drop_path_rate)), **kwargs)
 
 
 class Add(Layer):

@@ -30,7 +30,7 @@ bool MatchZeroConcat(const Graph& g, Value v, int axis, ZeroConcat& m) {
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const Value in = n.inputs[k];
     const Node& src = g.node(in.node);
-    if (src.kind == OpKind::kConstant && src.attrs.scalar == 0.0f && in.dtype() == DType::kF32) {
+    if (src.kind == OpKind::kConstant && src.attrs.scalar == 0.0f && src.attrs.var.values.empty() && in.dtype() == DType::kF32) {
       (middle < 0 ? m.before : m.after) += in.shape()[axis];
       continue;
     }

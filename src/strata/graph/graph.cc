@@ -86,6 +86,19 @@ Value Graph::Constant(float value, Shape shape, const std::string& name) {
   return AddNode(std::move(n));
 }
 
+Result<Value> Graph::ConstantValues(std::vector<float> values, Shape shape, const std::string& name) {
+  if (static_cast<int64_t>(values.size()) != shape.num_elements())
+    return InvalidArgument(OpLabel(name, OpKind::kConstant) + std::to_string(values.size()) + " values for shape " +
+                           shape.ToString());
+  Node n{OpKind::kConstant, UniqueName(name, OpKind::kConstant), {}, {shape}, {DType::kF32}, {}, false};
+  n.attrs.var.values = std::move(values);
+  return AddNode(std::move(n));
+}
+
+float ConstantAt(const Node& n, int64_t i) {
+  return n.attrs.var.values.empty() ? n.attrs.scalar : n.attrs.var.values[static_cast<size_t>(i)];
+}
+
 Value Graph::FindVariable(const std::string& name) const {
   for (int i : variables_)
     if (nodes_[i].name == name) return Value{this, i, 0};

@@ -125,6 +125,7 @@ struct Attrs {
   int64_t begin = 0, end = 0;                    // Slice along `axis`
   std::vector<int> axes;                         // reductions (empty: all)
   float scalar = 0;                              // Scale factor, Constant value, Dropout rate
+                                                 // (a Constant of several values: var.values)
   float label_smoothing = 0;                     // SoftmaxCrossEntropy
   uint64_t seed = 0;                             // Dropout
   int forward_node = -1;                         // grad ops: the forward node they differentiate
@@ -160,6 +161,9 @@ class Graph {
   Result<Value> Variable(const std::string& name, Shape shape, VariableOptions options = {},
                          VariableRole role = VariableRole::kParameter);
   Value Constant(float value, Shape shape, const std::string& name = "");
+  // A constant of the given values, one per element in row-major order (Keras's Normalization
+  // with a given mean and variance); a count that is not the shape's is an error.
+  Result<Value> ConstantValues(std::vector<float> values, Shape shape, const std::string& name = "");
 
   // ---- layers --------------------------------------------------------------------------
   Result<Value> Conv2D(Value x, Value kernel, Conv2DOptions o, const std::string& name = "");
@@ -274,6 +278,9 @@ struct WindowDim {
   int64_t out = 0, pad_before = 0, pad_after = 0;
 };
 WindowDim ComputeWindow(int64_t in, int64_t window, int stride, int dilation, Padding padding);
+
+// Element i of a kConstant node: its one value (attrs.scalar), or its values (attrs.var.values).
+float ConstantAt(const Node& n, int64_t i);
 
 // "conv2d_1 (Conv2D): " : the prefix every shape error starts with.
 std::string OpLabel(const std::string& name, OpKind kind);

@@ -123,6 +123,37 @@ struct ParsedFile {
   std::map<std::string, size_t> by_name;  // layer name (legacy) or key (Keras 3) -> index
 };
 
+// The layer a weight belongs to, by its name: "stem_conv" for "stem_conv/kernel:0" and for
+// "convnext_tiny_stem/stem_conv/kernel:0"; "" for a bare "kernel:0".
+std::string SublayerOf(const std::string& weight) {
+  const size_t last = weight.rfind('/');
+  if (last == std::string::npos) return "";
+  const size_t before = weight.rfind('/', last - 1);
+  return weight.substr(before == std::string::npos ? 0 : before + 1, last - (before == std::string::npos ? 0 : before + 1));
+}
+
+// A nested model's group (Keras's ConvNeXt wraps its stem and each downsampling pair in a
+// Sequential: group "convnext_tiny_stem" holds convnext_tiny_stem_conv/kernel:0, ...,
+// convnext_tiny_stem_layernorm/beta:0) becomes one file layer per inner layer, in order, named
+// by its weights, as Strata's models hold those layers directly. A group whose weights name two
+// or more layers, none of them the group itself, is nested; any other group stays as it is.
+std::vector<FileLayer> SplitNested(FileLayer fl) {
+  std::vector<std::string> order;
+  for (const FileWeight& w : fl.weights) {
+    const std::string s = SublayerOf(w.name);
+    if (s.empty() || s == fl.name) return {std::move(fl)};
+    if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
+  }
+  if (order.size() < 2) return {std::move(fl)};
+  std::vector<FileLayer> parts(order.size());
+  for (size_t i = 0; i < order.size(); ++i) parts[i].name = order[i];
+  for (FileWeight& w : fl.weights) {
+    const size_t i = static_cast<size_t>(std::find(order.begin(), order.end(), SublayerOf(w.name)) - order.begin());
+    parts[i].weights.push_back(std::move(w));
+  }
+  return parts;
+}
+
 Status ParseLegacy(hid_t file, const std::string& root, const std::string& path, ParsedFile* out) {
   Handle g = Group(H5Gopen2(file, root.c_str(), H5P_DEFAULT));
   if (!g.ok()) return Corruption(path + ": cannot open group " + root + ": " + Hdf5Message());
@@ -147,8 +178,10 @@ Status ParseLegacy(hid_t file, const std::string& root, const std::string& path,
       STRATA_RETURN_IF_ERROR(DescribeDataset(file, &w, where));
       fl.weights.push_back(std::move(w));
     }
-    out->by_name[layer] = out->layers.size();
-    out->layers.push_back(std::move(fl));
+    for (FileLayer& part : SplitNested(std::move(fl))) {
+      out->by_name[part.name] = out->layers.size();
+      out->layers.push_back(std::move(part));
+    }
   }
   return Status::OK();
 }

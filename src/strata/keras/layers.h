@@ -147,6 +147,14 @@ LayerPtr Concatenate(int axis = -1, const std::string& name = "");
 LayerPtr CustomScaleLayer(float scale, const std::string& name = "");
 // y = x * scale + offset (Keras's Rescaling(1/255.)).
 LayerPtr Rescaling(float scale, float offset = 0, const std::string& name = "");
+// ConvNeXt's LayerScale (Touvron et al. 2021, keras.applications.convnext): y = x * gamma along
+// the last axis; one trainable weight "gamma" [projection_dim], every entry init_values at first.
+LayerPtr LayerScale(float init_values, int projection_dim, const std::string& name = "");
+// Stochastic depth (Huang et al. 2016; ConvNeXt's StochasticDepth, timm's DropPath), on a residual
+// branch: in training each example's branch is dropped whole with probability drop_path_rate and
+// kept ones are scaled by 1 / (1 - rate), one draw per example (seeded as Dropout); the identity
+// at inference.
+LayerPtr StochasticDepth(float drop_path_rate, const std::string& name = "");
 // target_shape excludes the batch dimension; one entry may be -1.
 LayerPtr Reshape(std::vector<int64_t> target_shape, const std::string& name = "");
 

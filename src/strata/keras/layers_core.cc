@@ -1,4 +1,4 @@
-// The core layers (Dense, Activation, ReLU, Flatten, Dropout, Rescaling, Reshape): each
+// The core layers (Dense, Activation, ReLU, Flatten, Dropout, Rescaling, Reshape, LayerScale, StochasticDepth): each
 // class, its factory (layers.h), how a Keras config builds it, and its registry entries.
 #include "strata/keras/layers.h"
 
@@ -19,17 +19,27 @@ class DenseLayer final : public Layer {
   DenseLayer(int units, DenseOptions o) : units_(units), o_(std::move(o)) {}
   std::string class_name() const override { return "Dense"; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    graph::Graph& g = *ctx.graph;
     Value x = in[0];
-    if (x.shape().rank() != 2)
-      return InvalidArgument(Label() + ": expects a rank-2 input [batch, features], got " + x.shape().ToString() +
-                             " (add a Flatten layer before it)");
+    const Shape xs = x.shape();
+    if (xs.rank() < 2)
+      return InvalidArgument(Label() + ": expects an input of rank 2 or more [batch, ..., features], got " +
+                             xs.ToString());
     if (units_ <= 0) return InvalidArgument(Label() + ": units must be positive");
-    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer, static_cast<double>(x.shape()[1]),
+    const int64_t features = xs[-1];
+    STRATA_ASSIGN_OR_RETURN(auto kinit, InitOptions(o_.kernel_initializer, static_cast<double>(features),
                                                     static_cast<double>(units_)));
-    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {x.shape()[1], units_}, kinit, true,
+    STRATA_ASSIGN_OR_RETURN(Value w, ctx.Variable(name(), "kernel", {features, units_}, kinit, true,
                                                   o_.kernel_regularizer_l2));
-    STRATA_ASSIGN_OR_RETURN(Value y, ctx.graph->MatMul(x, w, false, false, name()));
-    return BiasAndActivation(ctx, name(), y, units_, o_.use_bias, o_.bias_initializer, o_.activation);
+    // Any rank, as Keras's: the kernel contracts the last axis; the leading axes are rows.
+    if (xs.rank() > 2) { STRATA_ASSIGN_OR_RETURN(x, g.Reshape(x, Shape{-1, features}, name() + "/rows")); }
+    STRATA_ASSIGN_OR_RETURN(Value y, g.MatMul(x, w, false, false, name()));
+    STRATA_ASSIGN_OR_RETURN(y, BiasAndActivation(ctx, name(), y, units_, o_.use_bias, o_.bias_initializer,
+                                                 o_.activation));
+    if (xs.rank() == 2) return y;
+    std::vector<int64_t> out = xs.dims();
+    out.back() = units_;
+    return g.Reshape(y, Shape(out), name() + "/unrows");
   }
 
  private:
@@ -151,6 +161,53 @@ class RescalingLayer final : public Layer {
   float scale_, offset_;
 };
 
+class LayerScaleLayer final : public Layer {
+ public:
+  LayerScaleLayer(float init_values, int projection_dim) : init_(init_values), dim_(projection_dim) {}
+  std::string class_name() const override { return "LayerScale"; }
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    graph::Graph& g = *ctx.graph;
+    const Value x = in[0];
+    const Shape& xs = x.shape();
+    if (xs.rank() < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + xs.ToString());
+    if (xs[-1] != dim_)
+      return InvalidArgument(Label() + ": projection_dim " + std::to_string(dim_) + " does not match the input " +
+                             xs.ToString() + " (its last axis)");
+    STRATA_ASSIGN_OR_RETURN(Value gamma, ctx.Variable(name(), "gamma", {dim_},
+                                                      {.init = graph::Init::kConstant, .value = init_}));
+    // x * gamma along the last axis: a broadcasting Multiply, whose gradient sums dy * x over
+    // the other axes for gamma.
+    std::vector<int64_t> ones(static_cast<size_t>(xs.rank()), 1);
+    ones.back() = dim_;
+    STRATA_ASSIGN_OR_RETURN(Value row, g.Reshape(gamma, Shape(ones), name() + "/gamma_row"));
+    return g.Multiply(x, row, name());
+  }
+
+ private:
+  float init_;
+  int64_t dim_;
+};
+
+class StochasticDepthLayer final : public Layer {
+ public:
+  explicit StochasticDepthLayer(float rate) : rate_(rate) {}
+  std::string class_name() const override { return "StochasticDepth"; }
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    const Value x = in[0];
+    if (!(rate_ >= 0 && rate_ < 1))
+      return InvalidArgument(Label() + ": drop_path_rate must be in [0, 1), got " + std::to_string(rate_));
+    if (x.shape().rank() < 2) return InvalidArgument(Label() + ": expects a rank >= 2 input, got " + x.shape().ToString());
+    if (!ctx.training || rate_ == 0) return ctx.graph->Identity(x, name());
+    // One draw per example: the residual branch kept whole (scaled by 1 / keep) or dropped.
+    std::vector<int64_t> mask(static_cast<size_t>(x.shape().rank()), 1);
+    mask[0] = x.shape()[0];
+    return ctx.graph->Dropout(x, rate_, DropoutSeed(ctx, name(), 0), Shape(mask), name());
+  }
+
+ private:
+  float rate_;
+};
+
 class ReshapeLayer final : public Layer {
  public:
   explicit ReshapeLayer(std::vector<int64_t> target) : target_(std::move(target)) {}
@@ -218,6 +275,18 @@ Result<LayerPtr> RescalingFromConfig(LayerConfig& c, const std::string& name) {
   return Rescaling(static_cast<float>(scale), static_cast<float>(offset), name);
 }
 
+Result<LayerPtr> LayerScaleFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(double init, c.Number("init_values", 1e-6));
+  STRATA_ASSIGN_OR_RETURN(int dim, c.Size("projection_dim", 0));
+  if (dim < 1) return InvalidArgument(c.label() + ": needs projection_dim >= 1");
+  return LayerScale(static_cast<float>(init), dim, name);
+}
+
+Result<LayerPtr> StochasticDepthFromConfig(LayerConfig& c, const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(double rate, c.Number("drop_path_rate", 0));
+  return StochasticDepth(static_cast<float>(rate), name);
+}
+
 Result<LayerPtr> ReshapeFromConfig(LayerConfig& c, const std::string& name) {
   const nlohmann::json* t = c.Raw("target_shape");
   if (t == nullptr || !t->is_array()) return InvalidArgument(c.label() + ": needs target_shape");
@@ -233,6 +302,12 @@ LayerPtr Flatten(const std::string& name) { return Named<FlattenLayer>(name); }
 LayerPtr Dropout(float rate, const std::string& name) { return Named<DropoutLayer>(name, rate); }
 LayerPtr Rescaling(float scale, float offset, const std::string& name) { return Named<RescalingLayer>(name, scale, offset); }
 LayerPtr Reshape(std::vector<int64_t> target, const std::string& name) { return Named<ReshapeLayer>(name, std::move(target)); }
+LayerPtr LayerScale(float init_values, int projection_dim, const std::string& name) {
+  return Named<LayerScaleLayer>(name, init_values, projection_dim);
+}
+LayerPtr StochasticDepth(float drop_path_rate, const std::string& name) {
+  return Named<StochasticDepthLayer>(name, drop_path_rate);
+}
 LayerPtr ReLU(ReLUOptions o) { std::string n = o.name; return Named<ReLULayer>(n, std::move(o)); }
 LayerPtr Dropout(float rate, DropoutOptions o) { std::string n = o.name; return Named<NoiseShapeDropoutLayer>(n, rate, std::move(o)); }
 
@@ -246,7 +321,9 @@ std::vector<LayerClass> CoreLayerClasses() {
           {"Flatten", FlattenFromConfig},
           {"Dropout", DropoutFromConfig},
           {"Rescaling", RescalingFromConfig},
-          {"Reshape", ReshapeFromConfig}};
+          {"Reshape", ReshapeFromConfig},
+          {"LayerScale", LayerScaleFromConfig},
+          {"StochasticDepth", StochasticDepthFromConfig}};
 }
 
 }  // namespace strata::keras

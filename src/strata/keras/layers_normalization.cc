@@ -131,28 +131,30 @@ class NormalizationLayer final : public Layer {
     if (o_.axis != -1 && o_.axis != rank - 1)
       return InvalidArgument(Label() + ": only axis -1 (the channels) is supported, got " + std::to_string(o_.axis));
     const int64_t c = x.shape()[-1];
-    auto init = [&](const std::vector<float>& v, float dflt, const char* what) -> Result<graph::VariableOptions> {
-      graph::VariableOptions o;
-      if (v.empty()) {
-        o.init = graph::Init::kConstant;
-        o.value = dflt;
-      } else if (static_cast<int64_t>(v.size()) != c) {
-        return InvalidArgument(Label() + ": " + what + " has " + std::to_string(v.size()) + " values, the input " +
-                               x.shape().ToString() + " has " + std::to_string(c) + " channels");
-      } else {
-        o.init = graph::Init::kConstant;
-        o.values = v;
-      }
-      return o;
-    };
-    STRATA_ASSIGN_OR_RETURN(auto mean_init, init(o_.mean, 0.0f, "mean"));
-    STRATA_ASSIGN_OR_RETURN(auto var_init, init(o_.variance, 1.0f, "variance"));
+    // Keras: mean and variance given together, or neither (adapt()'s state instead).
+    if (o_.mean.empty() != o_.variance.empty())
+      return InvalidArgument(Label() + ": mean and variance must both be given, or neither (got " +
+                             (o_.mean.empty() ? "variance" : "mean") + " only)");
+    for (const auto* v : {&o_.mean, &o_.variance})
+      if (!v->empty() && static_cast<int64_t>(v->size()) != c)
+        return InvalidArgument(Label() + ": " + (v == &o_.mean ? "mean" : "variance") + " has " +
+                               std::to_string(v->size()) + " values, the input " + x.shape().ToString() + " has " +
+                               std::to_string(c) + " channels");
     for (float v : o_.variance)
       if (!(v >= 0)) return InvalidArgument(Label() + ": variance values must be >= 0");
-    STRATA_ASSIGN_OR_RETURN(Value mean, ctx.Variable(name(), "mean", {c}, mean_init, false));
-    STRATA_ASSIGN_OR_RETURN(Value var, ctx.Variable(name(), "variance", {c}, var_init, false));
-    STRATA_ASSIGN_OR_RETURN(Value count, ctx.Variable(name(), "count", Shape{}, {}, false));
-    (void)count;  // Keras's adapt() state: saved and counted, unused by the forward pass
+    Value mean, var;
+    if (o_.mean.empty()) {
+      // Un-adapted: Keras's adapt() state, mean 0 and variance 1, and its "count" (saved and
+      // counted: 2C + 1 non-trainable weights, unused by the forward pass).
+      STRATA_ASSIGN_OR_RETURN(mean, ctx.Variable(name(), "mean", {c}, {.init = graph::Init::kZeros}, false));
+      STRATA_ASSIGN_OR_RETURN(var, ctx.Variable(name(), "variance", {c}, {.init = graph::Init::kOnes}, false));
+      STRATA_ASSIGN_OR_RETURN(Value count, ctx.Variable(name(), "count", Shape{}, {}, false));
+      (void)count;
+    } else {
+      // Given mean and variance: constants, no weights (Keras builds none in this case).
+      STRATA_ASSIGN_OR_RETURN(mean, g.ConstantValues(o_.mean, Shape{c}, name() + "/mean"));
+      STRATA_ASSIGN_OR_RETURN(var, g.ConstantValues(o_.variance, Shape{c}, name() + "/variance"));
+    }
     // (x - mean) / sqrt(variance + 1e-14): Keras's max(sqrt(variance), 1e-7) wherever the
     // variance is 0 or above 1e-12, as a batch-norm inference with gamma 1 and beta 0.
     Value gamma = g.Constant(1.0f, Shape{c}, name() + "/gamma");

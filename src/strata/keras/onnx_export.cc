@@ -246,7 +246,11 @@ Result<std::vector<float>> Exporter::LeafValues(Value v) const {
   v = Through(v);
   const Node& n = g_.node(v.node);
   const int64_t count = n.out_shapes[0].num_elements();
-  if (n.kind == OpKind::kConstant) return std::vector<float>(static_cast<size_t>(count), n.attrs.scalar);
+  if (n.kind == OpKind::kConstant) {
+    std::vector<float> values(static_cast<size_t>(count));
+    for (int64_t e = 0; e < count; ++e) values[e] = graph::ConstantAt(n, e);
+    return values;
+  }
   auto t = store_.Value(n.name);
   if (!t.ok()) return t.status();
   Tensor c = t->Contiguous();

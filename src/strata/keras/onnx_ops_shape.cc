@@ -36,6 +36,7 @@ Status Concat(Exporter& e, const Node& n) {
     if (static_cast<int>(i) == c) continue;
     const Node& leaf = e.NodeThrough(n.inputs[i]);
     if (leaf.kind != OpKind::kConstant) return e.Unsupported(n, "it concatenates a weight with the batch");
+    if (!leaf.attrs.var.values.empty()) return e.Unsupported(n, "it concatenates varying constants with the batch");
     if ((before || after) && leaf.attrs.scalar != fill) return e.Unsupported(n, "its padding constants differ");
     fill = leaf.attrs.scalar;
     (static_cast<int>(i) < c ? before : after) = n.inputs[i].shape()[n.attrs.axis];

@@ -19,11 +19,12 @@ def _imagenet_file(app, include_top, input_shape, classes, alpha, depth_multipli
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
            "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
            "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception",
-           "NASNetMobile", "NASNetLarge", "DenseNet121", "DenseNet169", "DenseNet201"]
+           "NASNetMobile", "NASNetLarge", "DenseNet121", "DenseNet169", "DenseNet201",
+           "ConvNeXtTiny", "ConvNeXtSmall", "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
-           alpha=1.0, depth_multiplier=1, dropout=1e-3, **kwargs):
+           alpha=1.0, depth_multiplier=1, dropout=1e-3, include_preprocessing=True, **kwargs):
     if kwargs:
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
     tensor_cc = None
@@ -45,7 +46,8 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
                          f"{weights!r}")
     cc = _strata.keras.Model.application(app, bool(include_top), shape,
                                          int(classes), pooling or "", classifier_activation or "linear", name or "",
-                                         float(alpha), int(depth_multiplier), float(dropout), tensor_cc)
+                                         float(alpha), int(depth_multiplier), float(dropout), tensor_cc,
+                                         bool(include_preprocessing))
     model = Model(_cc=cc)
     if weights == "imagenet":
         weights = _strata.keras.get_file(fname, url, file_hash)
@@ -97,6 +99,27 @@ DenseNet169 = _application("DenseNet169", "densenet169", "dense blocks 6-12-32-3
 DenseNet201 = _application("DenseNet201", "densenet201", "dense blocks 6-12-48-32 (224 px)")
 
 
+def _convnext(function, app, doc):
+    """Keras's ConvNeXt signature: model_name first, include_preprocessing (the ImageNet
+    normalization as the model's first layer: it takes [0, 255] pixels)."""
+
+    def build(model_name=None, include_top=True, include_preprocessing=True, weights=None, input_tensor=None,
+              input_shape=None, pooling=None, classes=1000, classifier_activation="softmax", name=None, **kwargs):
+        return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation,
+                      name or model_name, include_preprocessing=include_preprocessing, **kwargs)
+
+    build.__name__ = build.__qualname__ = function
+    build.__doc__ = f"keras.applications.{function}: {doc}"
+    return build
+
+
+ConvNeXtTiny = _convnext("ConvNeXtTiny", "convnext_tiny", "ConvNeXt blocks 3-3-9-3, widths 96-768 (224 px)")
+ConvNeXtSmall = _convnext("ConvNeXtSmall", "convnext_small", "ConvNeXt blocks 3-3-27-3, widths 96-768 (224 px)")
+ConvNeXtBase = _convnext("ConvNeXtBase", "convnext_base", "ConvNeXt blocks 3-3-27-3, widths 128-1024 (224 px)")
+ConvNeXtLarge = _convnext("ConvNeXtLarge", "convnext_large", "ConvNeXt blocks 3-3-27-3, widths 192-1536 (224 px)")
+ConvNeXtXLarge = _convnext("ConvNeXtXLarge", "convnext_xlarge", "ConvNeXt blocks 3-3-27-3, widths 256-2048 (224 px)")
+
+
 def MobileNet(input_shape=None, alpha=1.0, depth_multiplier=1, dropout=1e-3, include_top=True, weights=None,
               input_tensor=None, pooling=None, classes=1000, classifier_activation="softmax", name=None, **kwargs):
     """keras.applications.MobileNet: depthwise-separable blocks at width `alpha` (Keras has ImageNet
@@ -117,5 +140,5 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
 
 # Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
 # functions they re-export.
-from . import (densenet, efficientnet, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
+from . import (convnext, densenet, efficientnet, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
                mobilenet_v2, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)

@@ -72,7 +72,7 @@ class CpuProgram : public Program {
         p.Pin(v, static_cast<char*>(t.raw_data()), dt::f32);
       } else if (n.kind == OpKind::kConstant) {
         Tensor t(DType::kF32, n.out_shapes[0]);
-        std::fill(t.data<float>(), t.data<float>() + t.num_elements(), n.attrs.scalar);
+        for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] = graph::ConstantAt(n, e);
         p.Pin(v, static_cast<char*>(t.raw_data()), dt::f32);
         constants_.push_back(std::move(t));
       }
@@ -96,7 +96,7 @@ class CpuProgram : public Program {
         fetches_[key] = grad_views_[key];
       } else if (n.kind == OpKind::kConstant) {
         fetches_[key] = Tensor(DType::kF32, f.shape());
-        std::fill(fetches_[key].data<float>(), fetches_[key].data<float>() + f.shape().num_elements(), n.attrs.scalar);
+        for (int64_t e = 0; e < f.shape().num_elements(); ++e) fetches_[key].data<float>()[e] = graph::ConstantAt(n, e);
       } else {
         fetches_[key] = Tensor(f.dtype(), f.shape());
         p.Pin(f, static_cast<char*>(fetches_[key].raw_data()), ToDnnl(f.dtype()));

@@ -55,7 +55,9 @@ Status Evaluator::Run(std::map<int, std::vector<double>>& leaves, uint64_t step)
     const Node& n = g_.node(i);
     if (!schedule_.live[i]) continue;
     if (n.kind == OpKind::kConstant) {
-      out(i, 0).assign(n.out_shapes[0].num_elements(), n.attrs.scalar);
+      auto& v = out(i, 0);
+      v.resize(static_cast<size_t>(n.out_shapes[0].num_elements()));
+      for (size_t e = 0; e < v.size(); ++e) v[e] = graph::ConstantAt(n, static_cast<int64_t>(e));
     } else if (n.kind == OpKind::kInput || n.kind == OpKind::kVariable) {
       auto it = leaves.find(i);
       if (it == leaves.end() || static_cast<int64_t>(it->second.size()) != n.out_shapes[0].num_elements())

@@ -44,6 +44,11 @@ const std::vector<Entry>& Table() {
       {"densenet121", DenseNet121, 224, 32, "torch"},
       {"densenet169", DenseNet169, 224, 32, "torch"},
       {"densenet201", DenseNet201, 224, 32, "torch"},
+      {"convnext_tiny", ConvNeXtTiny, 224, 32, ""},
+      {"convnext_small", ConvNeXtSmall, 224, 32, ""},
+      {"convnext_base", ConvNeXtBase, 224, 32, ""},
+      {"convnext_large", ConvNeXtLarge, 224, 32, ""},
+      {"convnext_xlarge", ConvNeXtXLarge, 224, 32, ""},
   };
   return table;
 }
@@ -119,6 +124,8 @@ Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
   if (!(o.alpha > 0)) return InvalidArgument(label + "alpha must be positive, got " + std::to_string(o.alpha));
   if (!m.takes_depth_multiplier && o.depth_multiplier != 1)
     return InvalidArgument(label + "has no depth_multiplier (MobileNet's), got " + std::to_string(o.depth_multiplier));
+  if (!m.takes_preprocessing && !o.include_preprocessing)
+    return InvalidArgument(label + "has no include_preprocessing (ConvNeXt's); its preprocessing is preprocess_input's");
   if (o.depth_multiplier < 1)
     return InvalidArgument(label + "depth_multiplier must be at least 1, got " + std::to_string(o.depth_multiplier));
   Shape s = o.input_shape;

@@ -34,6 +34,9 @@ struct Options {
   double alpha = 1.0;                 // MobileNet, MobileNetV2: the width multiplier
   int depth_multiplier = 1;           // MobileNet: depthwise channel multiplier
   double dropout = 1e-3;              // MobileNet: the top's dropout rate
+  // ConvNeXt: the ImageNet normalization as the model's first layer (Keras's PreStem), so it
+  // takes [0, 255] pixels; false: the caller normalizes. Only the models that take it may set false.
+  bool include_preprocessing = true;
 };
 
 Result<std::unique_ptr<Model>> VGG16(Options o = {});
@@ -62,10 +65,15 @@ Result<std::unique_ptr<Model>> NASNetLarge(Options o = {});   // default input 3
 Result<std::unique_ptr<Model>> DenseNet121(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet169(Options o = {});
 Result<std::unique_ptr<Model>> DenseNet201(Options o = {});
+Result<std::unique_ptr<Model>> ConvNeXtTiny(Options o = {});    // depths 3-3-9-3, widths 96-768
+Result<std::unique_ptr<Model>> ConvNeXtSmall(Options o = {});   // 3-3-27-3, 96-768
+Result<std::unique_ptr<Model>> ConvNeXtBase(Options o = {});    // 3-3-27-3, 128-1024
+Result<std::unique_ptr<Model>> ConvNeXtLarge(Options o = {});   // 3-3-27-3, 192-1536
+Result<std::unique_ptr<Model>> ConvNeXtXLarge(Options o = {});  // 3-3-27-3, 256-2048
 
 // The command-line names, in Keras's order of the families: "vgg16", ..., "resnet50",
 // "resnet101_v2", ..., "mobilenet", "mobilenet_v2", "efficientnet_b0" ... "efficientnet_b7", "xception",
-// "densenet121", "densenet169", "densenet201".
+// "densenet121", "densenet169", "densenet201", "convnext_tiny" ... "convnext_xlarge".
 const std::vector<std::string>& Names();
 // Names() joined by ", ": for help texts and errors.
 std::string NameList();
@@ -75,7 +83,7 @@ Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o = {});
 // Keras's preprocess_input for the model `name` (one of Names()), as each family's module
 // (keras.applications.<family>.preprocess_input) calls imagenet_utils.preprocess_input: its
 // mode, "caffe" (VGG, ResNet), "tf" (ResNetV2, MobileNet, MobileNetV2, Xception), "torch"
-// (DenseNet), or "" (EfficientNet, which rescales and normalizes inside the model).
+// (DenseNet), or "" (EfficientNet and ConvNeXt, which normalize inside the model).
 Result<std::string> PreprocessMode(const std::string& name);
 // Keras's imagenet_utils.preprocess_input in place on float32 images [..., 3], channels last,
 // RGB with values in [0, 255], computed in float32 in Keras's order of operations:
@@ -109,7 +117,8 @@ struct Prediction {
 Result<std::vector<std::vector<Prediction>>> DecodePredictions(const Tensor& preds, int top = 5);
 
 // Keras's published ImageNet weight file for a configuration (Keras's utils.get_file
-// arguments; io::GetFile fetches it): the URL, the name Keras caches it under and its MD5 (""
+// arguments; io::GetFile fetches it): the URL, the name Keras caches it under and its hash (MD5,
+// SHA-256 for ConvNeXt; ""
 // for MobileNet and MobileNetV2, whose files Keras publishes without one).
 struct WeightsSource {
   std::string url, fname, file_hash;

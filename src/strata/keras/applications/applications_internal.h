@@ -20,6 +20,7 @@ struct ModelFacts {
   int min_size = 32;         // the smallest side Keras accepts
   bool takes_alpha = false;  // MobileNet, MobileNetV2: Options::alpha (else it must be 1)
   bool takes_depth_multiplier = false;  // MobileNet: Options::depth_multiplier (else it must be 1)
+  bool takes_preprocessing = false;     // ConvNeXt: Options::include_preprocessing (else it must be true)
 };
 
 // Keras's names of the layers after the feature extractor ("" = Keras leaves it unnamed and

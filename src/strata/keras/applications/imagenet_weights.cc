@@ -14,13 +14,16 @@ struct Published {
   const char* name;  // the command-line name
   const char* base;  // the URL's directory
   const char* top_file;
-  const char* top_md5;
+  const char* top_md5;  // or SHA-256
   const char* notop_file;
   const char* notop_md5;
   // The URL's file names where they differ from the cached ones (NASNet's), else null.
   const char* top_url_file = nullptr;
   const char* notop_url_file = nullptr;
 };
+
+// ConvNeXt's files carry SHA-256 digests (Keras's get_file tells the two apart by length).
+constexpr const char* kConvNeXtBase = "https://storage.googleapis.com/tensorflow/keras-applications/convnext/";
 
 // clang-format off
 const Published kPublished[] = {
@@ -98,6 +101,21 @@ const Published kPublished[] = {
        "nasnet_large.h5", "11577c9a518f0070763c2b964a382f17",
        "nasnet_large_no_top.h5", "d81d89dc07e6e56530c4e77faddd61b5",
        "NASNet-large.h5", "NASNet-large-no-top.h5"},
+      {"convnext_tiny", kConvNeXtBase, "convnext_tiny.h5",
+       "8ae6e78ce2933352b1ef4008e6dd2f17bc40771563877d156bc6426c7cf503ff", "convnext_tiny_notop.h5",
+       "d547c096cabd03329d7be5562c5e14798aa39ed24b474157cef5e85ab9e49ef1"},
+      {"convnext_small", kConvNeXtBase, "convnext_small.h5",
+       "ce1277d8f1ee5a0ef0e171469089c18f5233860ceaf9b168049cb9263fd7483c", "convnext_small_notop.h5",
+       "6fc8009faa2f00c1c1dfce59feea9b0745eb260a7dd11bee65c8e20843da6eab"},
+      {"convnext_base", kConvNeXtBase, "convnext_base.h5",
+       "52cbb006d3dadd03f6e095a8ca1aca47aecdd75acb4bc74bce1f5c695d0086e6", "convnext_base_notop.h5",
+       "40a20c5548a5e9202f69735ecc06c990e6b7c9d2de39f0361e27baeb24cb7c45"},
+      {"convnext_large", kConvNeXtBase, "convnext_large.h5",
+       "070c5ed9ed289581e477741d3b34beffa920db8cf590899d6d2c67fba2a198a6", "convnext_large_notop.h5",
+       "96f02b6f0753d4f543261bc9d09bed650f24dd6bc02ddde3066135b63d23a1cd"},
+      {"convnext_xlarge", kConvNeXtBase, "convnext_xlarge.h5",
+       "c1f5ccab661354fc3a79a10fa99af82f0fbf10ec65cb894a3ae0815f17a889ee", "convnext_xlarge_notop.h5",
+       "de3f8a54174130e0cecdc71583354753d557fcf1f4487331558e2a16ba0cfe05"},
 };
 // clang-format on
 

@@ -222,9 +222,12 @@ void RegisterKeras(py::module_& m) {
       .def_static("application", [](const std::string& app, bool include_top, py::object input_shape, int classes,
                                     const std::string& pooling, const std::string& classifier_activation,
                                     const std::string& name, double alpha, int depth_multiplier, double dropout,
-                                    py::object input_tensor, bool include_preprocessing) {
+                                    py::object input_tensor, bool include_preprocessing, bool minimalistic,
+                                    double dropout_rate) {
         keras::applications::Options o;
         o.include_preprocessing = include_preprocessing;
+        o.minimalistic = minimalistic;
+        o.dropout_rate = dropout_rate;
         if (!input_tensor.is_none()) o.input_tensor = input_tensor.cast<keras::KTensor>();
         o.alpha = alpha;
         o.depth_multiplier = depth_multiplier;
@@ -239,7 +242,7 @@ void RegisterKeras(py::module_& m) {
       }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("pooling"),
          py::arg("classifier_activation"), py::arg("name"), py::arg("alpha") = 1.0,
          py::arg("depth_multiplier") = 1, py::arg("dropout") = 1e-3, py::arg("input_tensor") = py::none(),
-         py::arg("include_preprocessing") = true)
+         py::arg("include_preprocessing") = true, py::arg("minimalistic") = false, py::arg("dropout_rate") = 0.2)
       .def_property_readonly("name", &Model::name)
       .def("summary_text", &Model::Summary, py::arg("line_length") = 65)
       .def("count_params", &Model::count_params)
@@ -359,9 +362,10 @@ void RegisterKeras(py::module_& m) {
   }, py::arg("x"), py::arg("mode"));
   // Keras's published ImageNet weights of an application configuration: (url, fname, file_hash).
   k.def("imagenet_weights", [](const std::string& app, bool include_top, py::object input_shape, int classes,
-                               double alpha, int depth_multiplier) {
+                               double alpha, int depth_multiplier, bool minimalistic) {
     keras::applications::Options o;
     o.include_top = include_top;
+    o.minimalistic = minimalistic;
     if (!input_shape.is_none()) o.input_shape = ShapeOf(input_shape.cast<std::vector<int64_t>>(), "input_shape");
     o.classes = classes;
     o.alpha = alpha;
@@ -369,7 +373,7 @@ void RegisterKeras(py::module_& m) {
     auto w = Unwrap(keras::applications::ImagenetWeights(app, o));
     return py::make_tuple(w.url, w.fname, w.file_hash);
   }, py::arg("app"), py::arg("include_top"), py::arg("input_shape"), py::arg("classes"), py::arg("alpha") = 1.0,
-     py::arg("depth_multiplier") = 1);
+     py::arg("depth_multiplier") = 1, py::arg("minimalistic") = false);
   // Keras's utils.get_file into Strata's model cache (io/get_file.h): the local path.
   k.def("get_file", [](const std::string& fname, const std::string& origin, const std::string& file_hash) {
     py::gil_scoped_release release;

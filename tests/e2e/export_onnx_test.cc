@@ -300,17 +300,19 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   t = keras::Call(L::ReLU(L::ReLUOptions{.max_value = 4, .negative_slope = 0.1f}), t);
   auto hs = keras::Call(L::Activation("hard_sigmoid"), t);
   auto th = keras::Call(L::Activation("tanh"), t);
-  auto cat = keras::Call(L::Concatenate(), {hs, th});  // [5, 5, 8]
+  auto hw = keras::Call(L::Activation("hard_swish"), t);
+  auto cat = keras::Call(L::Concatenate(), {hs, th, hw});  // [5, 5, 12]
   auto se = keras::Call(L::GlobalAveragePooling2D(), cat);
-  se = keras::Call(L::Reshape({1, 1, 8}), se);
+  se = keras::Call(L::Reshape({1, 1, 12}), se);
+  se = keras::Call(L::Activation("hard_sigmoid_keras3"), se);  // MobileNetV3's gate
   se = keras::Call(L::Activation("sigmoid"), se);
-  auto scaled = keras::Call(L::Multiply(), {cat, se});  // broadcast [5, 5, 8] * [1, 1, 8]
-  auto avg = keras::Call(L::AveragePooling2D({.pool_size = 2, .padding = "same"}), scaled);  // [3, 3, 8]
-  auto mx = keras::Call(L::MaxPooling2D({.pool_size = 3, .strides = 2, .padding = "same"}), scaled);  // [3, 3, 8]
+  auto scaled = keras::Call(L::Multiply(), {cat, se});  // broadcast [5, 5, 12] * [1, 1, 12]
+  auto avg = keras::Call(L::AveragePooling2D({.pool_size = 2, .padding = "same"}), scaled);  // [3, 3, 12]
+  auto mx = keras::Call(L::MaxPooling2D({.pool_size = 3, .strides = 2, .padding = "same"}), scaled);  // [3, 3, 12]
   auto sum = keras::Call(L::Add(), {avg, mx});
   auto conv = keras::Call(L::Conv2D(6, 1, {.activation = "relu6"}), sum);
   auto flat = keras::Call(L::Flatten(), conv);  // 54
-  auto gmax = keras::Call(L::GlobalMaxPooling2D(), sum);  // 8
+  auto gmax = keras::Call(L::GlobalMaxPooling2D(), sum);  // 12
   auto head = keras::Call(L::Concatenate(), {flat, gmax});
   head = keras::Call(L::Dense(16, {.activation = "gelu_approximate"}), head);
   head = keras::Call(L::LayerNormalization(), head);

@@ -143,10 +143,10 @@ inline std::vector<OpCase> AllOpCases() {
                },
                1e-5, 1e-5, 0, 2e-4});
   for (Activation a : {Activation::kRelu, Activation::kRelu6, Activation::kGelu, Activation::kGeluTanh, Activation::kSwish,
-                       Activation::kSigmoid, Activation::kTanh}) {
+                       Activation::kSigmoid, Activation::kTanh, Activation::kHardSigmoid, Activation::kHardSwish}) {
     c.push_back({std::string("activation_") + graph::ActivationName(a), {{3, 4, 5}},
                  [a](Graph& g, const std::vector<Value>& x) -> Result<Value> {
-                   // Scaled so relu6 sees both of its kinks' sides.
+                   // Scaled so relu6 and the hard sigmoid and swish see both of their kinks' sides.
                    STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 8.0f));
                    return g.Act(a, s);
                  },
@@ -239,6 +239,19 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.Act(graph::Activation::kTanh, y);
                },
                1e-6, 1e-5, 2LL * 4 * 5 * 6});
+  // MobileNetV3's hard sigmoid gate and hard swish fused into a convolution's epilogue on the
+  // cpu backend (oneDNN post-ops: x / 6 + 1/2 clipped to [0, 1]; hardswish); scaled inputs reach
+  // both kinks.
+  for (Activation a : {Activation::kHardSigmoid, Activation::kHardSwish}) {
+    c.push_back({std::string("conv_bias_") + graph::ActivationName(a), {{2, 4, 4, 3}, {1, 1, 3, 5}, {5}},
+                 [a](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                   STRATA_ASSIGN_OR_RETURN(Value s, g.Scale(x[0], 6.0f));
+                   STRATA_ASSIGN_OR_RETURN(Value y, g.Conv2D(s, x[1], {}, "conv"));
+                   STRATA_ASSIGN_OR_RETURN(y, g.BiasAdd(y, x[2]));
+                   return g.Act(a, y);
+                 },
+                 1e-6, 1e-5, 2LL * 2 * 4 * 4 * 5 * 3});
+  }
   // EfficientNet's squeeze-and-excitation and drop-connect (broadcast_kernels.h): on a 1x1
   // convolution's 32 channels the cpu backend keeps oneDNN's channel-blocked layout (nChw16c,
   // nChw8c under AVX2) through the broadcast multiply, the global pool's gradient and the sum

@@ -28,6 +28,8 @@ struct Published {
   bool dense_top = false;  // VGG: Flatten, fc1, fc2 (4096 each), predictions; else pool + Dense
   int64_t side_at_96 = 3;  // the feature map's side at 96 px (stride 32; InceptionV3's 'valid' stem: 1)
   std::string classifier = "predictions";  // the Dense(classes)'s name
+  char classifier_class = 'D';             // its class's initial: Dense, Activation (MobileNet's), Conv2D
+  int64_t top_hidden = 0;  // MobileNetV3: the 1x1 convolution between the pool and the classifier
 };
 const Published kPublished[] = {
     {"vgg16", "vgg16", 138'357'544, 0, 512, true},
@@ -38,8 +40,12 @@ const Published kPublished[] = {
     {"resnet50_v2", "resnet50v2", 25'613'800, 45'440, 2048},
     {"resnet101_v2", "resnet101v2", 44'675'560, 97'664, 2048},
     {"resnet152_v2", "resnet152v2", 60'380'648, 143'744, 2048},
-    {"mobilenet", "mobilenet_1.00_224", 4'253'864, 21'888, 1024},
+    {"mobilenet", "mobilenet_1.00_224", 4'253'864, 21'888, 1024, false, 3, "predictions", 'A'},
     {"mobilenet_v2", "mobilenetv2_1.00_224", 3'538'984, 34'112, 1280},
+    // torchvision's counts plus the batch norms' moving statistics (Keras counts them; torch keeps
+    // them as buffers): the classifier is a 1x1 convolution "logits" after "conv_2".
+    {"mobilenet_v3_small", "MobileNetV3Small", 2'554'968, 12'112, 576, false, 3, "logits", 'C', 1024},
+    {"mobilenet_v3_large", "MobileNetV3Large", 5'507'432, 24'400, 960, false, 3, "logits", 'C', 1280},
     {"efficientnet_b0", "efficientnetb0", 5'330'571, 42'023, 1280},
     {"efficientnet_b1", "efficientnetb1", 7'856'239, 62'055, 1280},
     {"efficientnet_b2", "efficientnetb2", 9'177'569, 67'575, 1408},
@@ -48,6 +54,15 @@ const Published kPublished[] = {
     {"efficientnet_b5", "efficientnetb5", 30'562'527, 172'743, 2048},
     {"efficientnet_b6", "efficientnetb6", 43'265'143, 224'439, 2304},
     {"efficientnet_b7", "efficientnetb7", 66'658'687, 310'727, 2560},
+    // torchvision's EfficientNet class on Keras's block tables (B0-B3) and its efficientnet_v2_s/m/l,
+    // with the batch norms' moving statistics, which Keras counts.
+    {"efficientnet_v2_b0", "efficientnetv2-b0", 7'200'312, 60'608, 1280},
+    {"efficientnet_v2_b1", "efficientnetv2-b1", 8'212'124, 71'072, 1280},
+    {"efficientnet_v2_b2", "efficientnetv2-b2", 10'178'374, 82'288, 1408},
+    {"efficientnet_v2_b3", "efficientnetv2-b3", 14'467'622, 109'216, 1536},
+    {"efficientnet_v2_s", "efficientnetv2-s", 21'612'360, 153'872, 1280},
+    {"efficientnet_v2_m", "efficientnetv2-m", 54'431'388, 292'032, 1280},
+    {"efficientnet_v2_l", "efficientnetv2-l", 119'027'848, 512'576, 1280},
     {"inception_v3", "inception_v3", 23'851'784, 34'432, 2048, false, 1},
     {"inception_resnet_v2", "inception_resnet_v2", 55'873'736, 60'544, 1536, false, 1},
     {"xception", "xception", 22'910'480, 54'528, 2048},
@@ -67,6 +82,7 @@ const Published kPublished[] = {
 
 // The classifier's parameters on a feature map of side `side` (stride 32 from the input).
 int64_t TopParams(const Published& p, int64_t side, int64_t classes) {
+  if (p.top_hidden > 0) return (p.features + 1) * p.top_hidden + (p.top_hidden + 1) * classes;
   if (!p.dense_top) return (p.features + 1) * classes;
   const int64_t flat = side * side * p.features;
   return (flat + 1) * 4096 + (4096 + 1) * 4096 + (4096 + 1) * classes;
@@ -85,10 +101,12 @@ TEST(Applications, NamesAndSizes) {
   std::vector<std::string> names;
   for (const Published& p : kPublished) names.push_back(p.name);
   EXPECT_EQ(Names(), names);
-  const std::map<std::string, int> efficientnet_sizes = {{"efficientnet_b0", 224}, {"efficientnet_b1", 240},
-                                                         {"efficientnet_b2", 260}, {"efficientnet_b3", 300},
-                                                         {"efficientnet_b4", 380}, {"efficientnet_b5", 456},
-                                                         {"efficientnet_b6", 528}, {"efficientnet_b7", 600}};
+  const std::map<std::string, int> efficientnet_sizes = {
+      {"efficientnet_b0", 224},    {"efficientnet_b1", 240},    {"efficientnet_b2", 260},
+      {"efficientnet_b3", 300},    {"efficientnet_b4", 380},    {"efficientnet_b5", 456},
+      {"efficientnet_b6", 528},    {"efficientnet_b7", 600},    {"efficientnet_v2_b0", 224},
+      {"efficientnet_v2_b1", 240}, {"efficientnet_v2_b2", 260}, {"efficientnet_v2_b3", 300},
+      {"efficientnet_v2_s", 384},  {"efficientnet_v2_m", 480},  {"efficientnet_v2_l", 480}};
   for (const auto& n : Names()) {
     EXPECT_TRUE(IsApplication(n));
     const bool inception = n == "xception" || n == "inception_v3" || n == "inception_resnet_v2";
@@ -119,12 +137,11 @@ TEST(Applications, PublishedParameterCounts) {
     EXPECT_NE(s.find("Total params: " + WithCommas(p.total)), std::string::npos) << s.substr(s.size() - 300);
     EXPECT_NE(s.find("Non-trainable params: " + WithCommas(p.non_trainable)), std::string::npos)
         << s.substr(s.size() - 300);
-    // MobileNet's classifier is a 1x1 convolution (conv_preds) and `predictions` its activation.
+    // MobileNet's classifier is a 1x1 convolution (conv_preds) and `predictions` its activation;
+    // MobileNetV3's is the 1x1 convolution "logits".
     // The classifier's row names its class (wrapped onto the next line where the name is long, as Keras's).
-    EXPECT_NE(s.find(" " + p.classifier + " (" + (p.name == std::string("mobilenet") ? "A" : "D")),
-              std::string::npos)
-        << p.classifier;
-    EXPECT_EQ(TopParams(p, size / 32, 1000), p.dense_top ? 123'642'856 : (p.features + 1) * 1000);
+    EXPECT_NE(s.find(" " + p.classifier + " (" + p.classifier_class), std::string::npos) << p.classifier;
+    if (p.dense_top) EXPECT_EQ(TopParams(p, size / 32, 1000), 123'642'856);
   }
 }
 
@@ -201,6 +218,41 @@ TEST(Applications, EfficientNetB0HasKerasLayers) {
   ASSERT_NE(row, std::string::npos) << s.substr(0, 3000);
   EXPECT_NE(s.substr(row, s.find('\n', row) - row).find("(None, 113, 113, 96)"), std::string::npos)
       << s.substr(row, 200);
+}
+
+// EfficientNetV2 (Keras 3's efficientnet_v2.py, not in Debian's keras_applications): its layer
+// names and classes, fused blocks (no depthwise, no squeeze-and-excitation; without expansion one
+// 3x3 convolution with its activation), the preprocessing per variant, and drop-connect from the
+// second block on (Keras's rate 0.2 * b / blocks is 0 for the first, which gets no Dropout).
+TEST(Applications, EfficientNetV2HasKerasLayers) {
+  auto b0 = Build("efficientnet_v2_b0");
+  auto s = Build("efficientnet_v2_s", {.include_preprocessing = false});
+  ASSERT_TRUE(b0 && s);
+  std::map<std::string, std::string> cls;
+  for (const auto& l : b0->layers()) cls[l->name()] = l->class_name();
+  const std::map<std::string, std::string> expected = {
+      {"rescaling", "Rescaling"}, {"normalization", "Normalization"}, {"stem_conv", "Conv2D"},
+      {"stem_activation", "Activation"}, {"block1a_project_conv", "Conv2D"},
+      {"block1a_project_activation", "Activation"}, {"block2a_expand_conv", "Conv2D"},
+      {"block2a_project_conv", "Conv2D"}, {"block2b_drop", "Dropout"}, {"block2b_add", "Add"},
+      {"block4a_dwconv2", "DepthwiseConv2D"}, {"block4a_se_excite", "Multiply"}, {"block6h_add", "Add"},
+      {"top_conv", "Conv2D"}, {"avg_pool", "GlobalAveragePooling2D"}, {"top_dropout", "Dropout"},
+      {"predictions", "Dense"}};
+  for (const auto& [name, c] : expected) EXPECT_EQ(cls[name], c) << name;
+  for (const char* absent : {"block1a_drop", "block1a_add", "block2a_dwconv2", "block3b_se_excite", "block4a_add",
+                             "block1a_expand_conv", "stem_conv_pad"})
+    EXPECT_EQ(cls.count(absent), 0u) << absent;
+  std::map<std::string, std::string> s_cls;
+  for (const auto& l : s->layers()) s_cls[l->name()] = l->class_name();
+  EXPECT_EQ(s_cls.count("rescaling") + s_cls.count("normalization"), 0u);
+  EXPECT_EQ(s_cls["block1b_drop"], "Dropout");  // S's stage 1 has two blocks
+  EXPECT_EQ(s_cls["block6o_add"], "Add");       // and its stage 6 fifteen
+  auto v2s = Build("efficientnet_v2_s", {.include_top = false, .input_shape = {64, 64, 3}});
+  ASSERT_TRUE(v2s);
+  std::map<std::string, std::string> pre;
+  for (const auto& l : v2s->layers()) pre[l->name()] = l->class_name();
+  EXPECT_EQ(pre["rescaling"], "Rescaling");  // S/M/L: Rescaling(1/128, -1) alone
+  EXPECT_EQ(pre.count("normalization"), 0u);
 }
 
 // MobileNetV2's width: Keras's model name says it; the layer widths are checked against Keras's

@@ -25,7 +25,7 @@ import torchvision
 from torchvision.models import convnext as tv_convnext
 
 import strata
-from applications_common import gradient_scales, strata_gradients, worst_gradient
+from applications_common import copy_into_strata, gradient_scales, strata_gradients, torch_gradients, worst_gradient
 
 MEAN = np.array([0.485, 0.456, 0.406])
 SD = np.array([0.229, 0.224, 0.225])
@@ -49,7 +49,7 @@ def name_map(net, prefix, depths):
     return names
 
 
-def keras_weight(layer, kind, value):
+def keras_weight(layer, kind, value, strata_names=None):
     """The Keras name and layout of torch's parameter `kind` of the layer Keras calls `layer`."""
     if kind == "layer_scale":
         return f"{layer}/gamma", value.reshape(-1)
@@ -112,18 +112,6 @@ def images(shape):
     return x, torch.from_numpy(t).permute(0, 3, 1, 2).contiguous()
 
 
-def copy_into(net, model, names):
-    views = {n: a for n, a in model.weights}
-    copied = set()
-    for tname, p in net.named_parameters():
-        prefix, kind = tname.rsplit(".", 1)
-        key, v = keras_weight(names[prefix], kind, p.detach().numpy())
-        assert views[key].shape == v.shape, (key, views[key].shape, v.shape)
-        views[key][...] = v
-        copied.add(key)
-    return set(views) - copied
-
-
 @pytest.fixture(scope="module", params=list(VARIANTS))
 def convnext(request):
     """(variant, torch's randomized net in float64 with float32 values, Strata's model with its
@@ -141,7 +129,7 @@ def convnext(request):
         model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       seed=1)
     names = name_map(net, f"convnext_{variant}", depths)
-    assert not copy_into(net, model, names), "every Strata weight has a torch twin"
+    assert not copy_into_strata(net.named_parameters(), names, model, keras_weight), "every Strata weight has a torch twin"
     yield variant, net, model, names, shape
     del net, model
 
@@ -167,15 +155,11 @@ def test_convnext_forward_matches_torchvision(convnext):
     assert err <= 1e-4, f"ConvNeXt {variant}: max |strata - torch| = {err:.2e} x max |torch|"
 
 
-def torch_step(net, t, dtype, names):
+def torch_step(net, model, t, dtype, names):
     net.zero_grad(set_to_none=True)
     loss = torch.nn.functional.cross_entropy(torch_logits(net, t, dtype), torch.from_numpy(LABELS))
     loss.backward()
-    grads = {}
-    for tname, p in net.named_parameters():
-        prefix, kind = tname.rsplit(".", 1)
-        key, gv = keras_weight(names[prefix], kind, p.grad.double().numpy())
-        grads[key] = gv
+    grads = torch_gradients(net.named_parameters(), names, model, keras_weight)
     net.zero_grad(set_to_none=True)
     return loss.item(), grads
 
@@ -186,8 +170,8 @@ def test_convnext_training_step_matches_torchvision(convnext):
     variable's largest, against torch in float64; torch's own float32 must be within half that."""
     variant, net, model, names, shape = convnext
     x, t = images(shape)
-    loss64, want = torch_step(net, t, torch.float64, names)
-    loss32, want32 = torch_step(net, t, torch.float32, names)
+    loss64, want = torch_step(net, model, t, torch.float64, names)
+    loss32, want32 = torch_step(net, model, t, torch.float32, names)
     net.double()
     scales = gradient_scales(want)
     own, own_name = worst_gradient(want32, want, scales)

@@ -24,7 +24,9 @@ import torch
 import torchvision
 
 import strata
-from applications_common import gradient_scales, strata_gradients, worst_gradient
+from applications_common import (calibrate_batch_norms, copy_into_strata, gradient_scales, keras_correct_pad,
+                                 randomize_batch_norm, strata_gradients, torch_gradients, use_strata_dropout_masks,
+                                 worst_gradient)
 
 EPS = 1.001e-5
 
@@ -44,16 +46,6 @@ def keras_name_map(blocks):
     return m
 
 
-def randomize_batch_norm(bn, eps, g):
-    """Keras's epsilon, and gamma, beta and the moving statistics drawn away from identity."""
-    c = bn.num_features
-    bn.eps = eps
-    bn.weight.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 1.5, generator=g)
-    bn.bias.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.3, generator=g)
-    bn.running_mean.data = torch.empty(c, dtype=torch.float64).normal_(0.0, 0.5, generator=g)
-    bn.running_var.data = torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g)
-
-
 def randomized_torch_densenet169(seed):
     torch.manual_seed(seed)
     net = torchvision.models.densenet169(num_classes=10).double()
@@ -63,50 +55,6 @@ def randomized_torch_densenet169(seed):
             randomize_batch_norm(mod, EPS, g)
     net.classifier.bias.data.normal_(0.0, 0.3, generator=g)
     return net
-
-
-def keras_weight(layer, kind, value, strata_names):
-    """The Keras name of torch's `kind` ("weight", "bias", "running_mean", ...) of the layer Keras
-    calls `layer`, and `value` in Keras's layout: convolution kernels OIHW -> HWIO (a depthwise
-    one's [C, 1, k, k] -> Strata's [k, k, 1, C]), dense kernels transposed; a batch norm's weight
-    and bias are gamma and beta (a layer with a Keras bias keeps "bias")."""
-    if kind == "weight" and value.ndim == 4:
-        depthwise = f"{layer}/depthwise_kernel" in strata_names
-        return f"{layer}/{'depthwise_kernel' if depthwise else 'kernel'}", value.transpose(2, 3, 1, 0)
-    if kind == "weight" and value.ndim == 2:
-        return f"{layer}/kernel", value.T
-    if kind == "weight":
-        return f"{layer}/gamma", value
-    if kind == "bias":
-        return f"{layer}/{'bias' if f'{layer}/bias' in strata_names else 'beta'}", value
-    return f"{layer}/{ {'running_mean': 'moving_mean', 'running_var': 'moving_variance'}[kind]}", value
-
-
-def copy_into_strata(named_tensors, names, model):
-    """Writes torch's (name, tensor) pairs into the Strata model's weights, `names` mapping a torch
-    module path to its Keras layer; returns the Strata weights left unset."""
-    views = {n: a for n, a in model.weights}
-    copied = set()
-    for tname, tensor in named_tensors:
-        prefix, kind = tname.rsplit(".", 1)
-        if kind == "num_batches_tracked":
-            continue
-        key, v = keras_weight(names[prefix], kind, tensor.detach().numpy(), views)
-        assert views[key].shape == v.shape, (key, views[key].shape, v.shape)
-        views[key][...] = v
-        copied.add(key)
-    return set(views) - copied
-
-
-def torch_gradients(named_parameters, names, model):
-    """torch's gradients of (name, parameter) pairs under their Keras names, in Keras's layout."""
-    strata_names = {n for n, _ in model.weights}
-    out = {}
-    for tname, p in named_parameters:
-        prefix, kind = tname.rsplit(".", 1)
-        key, g = keras_weight(names[prefix], kind, p.grad.double().numpy(), strata_names)
-        out[key] = g
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -254,21 +202,6 @@ def efficientnet_name_map(net):
     return m
 
 
-def keras_correct_pad(conv):
-    """A stride-2 convolution of torchvision's pads k // 2 on every side; Keras's correct_pad pads
-    one less at the top (left) of an even side. The convolution pads nothing and this pads first."""
-    k = conv.kernel_size[0]
-    conv.padding = (0, 0)
-    forward = conv.forward
-
-    def padded(x):
-        h, w = x.shape[2], x.shape[3]
-        c = k // 2
-        return forward(torch.nn.functional.pad(x, (c - (1 - w % 2), c, c - (1 - h % 2), c)))
-
-    conv.forward = padded
-
-
 def randomized_torch_efficientnet(variant, torch_x, seed=7):
     """torchvision's efficientnet_<variant> in float64, in inference, patched to Keras's
     definition: Keras's correct_pad before every stride-2 convolution, Keras's epsilon 1e-3
@@ -292,19 +225,7 @@ def randomized_torch_efficientnet(variant, torch_x, seed=7):
         elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
             mod.bias.data.normal_(0.0, 0.3, generator=g)
 
-    def calibrate(bn, inputs):
-        inp, c = inputs[0], bn.num_features
-        sd = inp.std(dim=(0, 2, 3), unbiased=False)
-        bn.running_mean.copy_(inp.mean(dim=(0, 2, 3))
-                              + torch.empty(c, dtype=torch.float64).normal_(0.0, 0.2, generator=g) * sd)
-        bn.running_var.copy_(4 * sd * sd * torch.empty(c, dtype=torch.float64).uniform_(0.5, 2.0, generator=g))
-
-    bns = [mod for mod in net.modules() if isinstance(mod, torch.nn.BatchNorm2d)]
-    hooks = [bn.register_forward_pre_hook(calibrate) for bn in bns]
-    with torch.no_grad():
-        net(torch_x)
-    for hook in hooks:
-        hook.remove()
+    calibrate_batch_norms(net, torch_x, g)
     return net
 
 
@@ -365,64 +286,6 @@ def test_efficientnet_forward_matches_torchvision(efficientnet):
     got = model.predict(x, verbose=0)
     err = np.abs(got - want).max() / scale
     assert err <= 1e-4, f"EfficientNet{variant.upper()}: max |strata - torch| = {err:.2e} x max |torch|"
-
-
-class _GivenMaskDropout(torch.nn.Module):
-    """A dropout of rate p with a given keep mask (broadcast over the input): x * keep / (1 - p)
-    in training, x in inference."""
-
-    def __init__(self, p, keep):
-        super().__init__()
-        self.p, self.keep = p, keep
-
-    def forward(self, x):
-        if not self.training:
-            return x
-        return x * (torch.from_numpy(self.keep).to(x.dtype) / (1 - self.p))
-
-
-def use_strata_dropout_masks(net, batch):
-    """Gives torchvision's dropouts the masks of Strata's first training step on `batch` images
-    (compile seed 1, one replica). Strata's EfficientNet drops in training, as Keras's: each
-    residual branch (Keras's block<stage><letter>_drop, a Dropout with noise_shape (None, 1, 1,
-    1); torchvision's StochasticDepth "row"; both at rate 0.2 x the block's index / the number of
-    blocks, none at rate 0) and the pooled features (top_dropout; torchvision's classifier
-    Dropout, at the same rate), and neither Keras's EfficientNetB<n> nor Strata's takes a rate to
-    turn them off. A Strata mask depends on the compile seed, the replica, the layer's name and
-    rate, the step and the element's index only (src/strata/backend/dropout_mask.h), so a model
-    of Dropout layers of the same names, rates and mask shapes draws the same ones: each takes a
-    zero Dense kernel's product with one-hot images, so under the squared error to -1 row i of
-    that kernel's gradient is image i's mask (times 2 / the outputs' count). The rates are
-    torchvision's: a Strata model at other rates would draw other masks and miss torch's step."""
-    layers = strata.keras.layers
-    sites = {"top_dropout": (net.classifier, "0", net.classifier[1].in_features)}  # name: (parent, child, units)
-    for i in range(1, 8):
-        for j, block in enumerate(net.features[i]):
-            if block.use_res_connect and block.stochastic_depth.p > 0:
-                sites[f"block{i}{chr(97 + j)}_drop"] = (block, "stochastic_depth", 1)
-    one_hot = strata.keras.Input((batch,))
-    outputs = []
-    for name, (parent, child, units) in sites.items():
-        y = layers.Dense(units, use_bias=False, kernel_initializer="zeros", name=name + "_probe")(one_hot)
-        p = getattr(parent, child).p
-        if units == 1:  # drop-connect: one draw per image
-            y = layers.Reshape((1, 1, 1))(y)
-            y = layers.Flatten()(layers.Dropout(p, noise_shape=(None, 1, 1, 1), name=name)(y))
-        else:
-            y = layers.Dropout(p, name=name)(y)
-        outputs.append(y)
-    with strata.distribute.MirroredStrategy(replicas=1).scope():
-        probe = strata.keras.Model(one_hot, layers.Concatenate()(outputs))
-        probe.compile(optimizer="sgd", loss="mse", seed=1)
-    width = sum(units for _, _, units in sites.values())
-    probe.compute_gradients(np.eye(batch, dtype=np.float32), np.full((batch, width), -1.0, np.float32))
-    grads = strata_gradients(probe, {n: w.shape for n, w in probe.weights})
-    for name, (parent, child, units) in sites.items():
-        keep = grads[name + "_probe/kernel"] > 0
-        setattr(parent, child, _GivenMaskDropout(getattr(parent, child).p,
-                                                 keep.reshape(batch, 1, 1, 1) if units == 1 else keep))
-    top = net.classifier[0]
-    assert abs(top.keep.mean() - (1 - top.p)) < 0.05  # the probe reads masks of rate p
 
 
 def efficientnet_training_step(net, torch_x, y, dtype, model):

@@ -1,6 +1,7 @@
 """The op registry's newer ops against PyTorch 1.13 (Debian's python3-torch), an independent
 implementation: layer normalization (torch.nn.functional.layer_norm), GELU in both forms
-(torch.nn.functional.gelu, approximate 'none' and 'tanh') and grouped convolution
+(torch.nn.functional.gelu, approximate 'none' and 'tanh'), hard swish and hard sigmoid
+(torch.nn.functional.hardswish / hardsigmoid) and grouped convolution
 (torch.nn.functional.conv2d(groups=)). Each builds a small Keras model in Strata, copies its
 weights into PyTorch, and compares the forward pass (predict) and one backward pass
 (compute_gradients: every trainable weight's gradient of the mean squared error, which
@@ -102,6 +103,28 @@ def test_gelu_matches_torch_in_both_forms(approximate):
     pred, grads = strata_run(model, x, y)
     hidden = torch.tensor(x.astype(np.float64)) @ w["dense/kernel"] + w["dense/bias"]
     ref = F.gelu(hidden, approximate="tanh" if approximate else "none")
+    assert_close(pred, grads, ref, torch_grads(ref, y, w))
+
+
+@pytest.mark.parametrize("name,torch_fn", [("hard_swish", F.hardswish), ("hard_sigmoid_keras3", F.hardsigmoid)])
+def test_hard_swish_and_sigmoid_match_torch_fused_and_alone(name, torch_fn):
+    """MobileNetV3's activations: fused into a 1x1 convolution's epilogue (oneDNN post-ops) and on
+    their own after a layer normalization (Strata's hard sigmoid kernel, oneDNN's hardswish), with
+    inputs across both kinks (-3 and 3)."""
+    rng = np.random.default_rng(6)
+    inp = strata.keras.Input(shape=(4, 4, 3))
+    h = layers.Conv2D(5, 1, activation=name, name="conv")(inp)
+    h = layers.LayerNormalization(name="ln")(h)
+    h = layers.Rescaling(4.0)(h)
+    out = layers.Flatten()(layers.Activation(name)(h))
+    model = strata.keras.Model(inp, out)
+    w = set_weights(model, rng)
+    x = rng.uniform(-4, 4, (3, 4, 4, 3)).astype(np.float32)
+    y = rng.uniform(-1, 1, (3, 4 * 4 * 5)).astype(np.float32)
+    pred, grads = strata_run(model, x, y)
+    conv = torch.tensor(x.astype(np.float64)) @ w["conv/kernel"][0, 0] + w["conv/bias"]
+    ln = F.layer_norm(torch_fn(conv), (5,), w["ln/gamma"], w["ln/beta"], eps=1e-3)
+    ref = torch_fn(4 * ln).reshape(3, -1)
     assert_close(pred, grads, ref, torch_grads(ref, y, w))
 
 

@@ -8,7 +8,8 @@ as a layer's ``activation=``, as in Keras:
 """
 import functools
 
-__all__ = ["linear", "relu", "relu6", "gelu", "swish", "silu", "sigmoid", "tanh", "hard_sigmoid", "softmax"]
+__all__ = ["linear", "relu", "relu6", "gelu", "swish", "silu", "sigmoid", "tanh", "hard_sigmoid", "hard_sigmoid_keras3",
+           "hard_swish", "hard_silu", "softmax"]
 
 
 def _apply(name, x):
@@ -50,7 +51,22 @@ def tanh(x):
 
 
 def hard_sigmoid(x):
+    """tf.keras 2's: clip(0.2 x + 0.5, 0, 1)."""
     return _apply("hard_sigmoid", x)
+
+
+def hard_sigmoid_keras3(x):
+    """Keras 3's hard_sigmoid (MobileNetV3's gate): relu6(x + 3) / 6."""
+    return _apply("hard_sigmoid_keras3", x)
+
+
+def hard_swish(x):
+    """x * relu6(x + 3) / 6 (Keras 3's hard_swish, MobileNetV3's activation)."""
+    return _apply("hard_swish", x)
+
+
+def hard_silu(x):
+    return _apply("hard_silu", x)
 
 
 def softmax(x, axis=-1):

@@ -49,8 +49,12 @@ enum class OpKind : uint8_t {
 const char* OpKindName(OpKind kind);  // "Conv2D"
 
 // kGelu: x Φ(x) with the normal CDF through erf (Keras's gelu, approximate=False);
-// kGeluTanh: its tanh approximation 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (approximate=True).
-enum class Activation : uint8_t { kRelu, kRelu6, kGelu, kGeluTanh, kSwish, kSigmoid, kTanh, kLinear };
+// kGeluTanh: its tanh approximation 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (approximate=True);
+// kHardSigmoid: relu6(x + 3) / 6 (MobileNetV3's, Keras 3's hard_sigmoid, torch's Hardsigmoid);
+// kHardSwish: x relu6(x + 3) / 6 (Keras 3's hard_swish / hard_silu, torch's Hardswish).
+enum class Activation : uint8_t {
+  kRelu, kRelu6, kGelu, kGeluTanh, kSwish, kSigmoid, kTanh, kLinear, kHardSigmoid, kHardSwish
+};
 const char* ActivationName(Activation a);
 
 enum class Padding : uint8_t { kValid, kSame };  // TensorFlow's rules (same: extra pad at the end)
@@ -218,7 +222,8 @@ class Graph {
   // composed as relu(x) - relu(x - max) - slope * relu(-x); max_value < 0: no upper bound.
   // (0, 0) is one Relu node and (6, 0) one Relu6 node.
   Result<Value> ClippedRelu(Value x, float max_value, float negative_slope, const std::string& name = "");
-  // tf.keras 2.x's hard_sigmoid: clip(0.2 x + 0.5, 0, 1) = relu6(1.2 x + 3) / 6.
+  // tf.keras 2.x's hard_sigmoid: clip(0.2 x + 0.5, 0, 1) = relu6(1.2 x + 3) / 6, the
+  // kHardSigmoid activation of 1.2 x.
   Result<Value> HardSigmoid(Value x, const std::string& name = "");
   // Dropout with one draw per element of `noise_shape` (Keras's noise_shape, resolved: each
   // extent the input's or 1), the mask shared along its size-1 dimensions: a Dropout of ones

@@ -51,8 +51,13 @@ Result<graph::Activation> ParseActivation(const std::string& name) {
   if (name == "swish" || name == "silu") return Activation::kSwish;
   if (name == "sigmoid") return Activation::kSigmoid;
   if (name == "tanh") return Activation::kTanh;
+  if (name == "hard_swish" || name == "hard_silu") return Activation::kHardSwish;  // Keras 3's
+  // Keras 3 redefined hard_sigmoid as relu6(x + 3) / 6; "hard_sigmoid" here is tf.keras 2's
+  // (ApplyActivation), so Keras 3's takes a name of its own.
+  if (name == "hard_sigmoid_keras3") return Activation::kHardSigmoid;
   return InvalidArgument("unknown activation '" + name +
-                         "' (linear, relu, relu6, gelu, gelu_approximate, swish, silu, sigmoid, tanh, hard_sigmoid, softmax)");
+                         "' (linear, relu, relu6, gelu, gelu_approximate, swish, silu, sigmoid, tanh, hard_sigmoid, "
+                         "hard_sigmoid_keras3, hard_swish, hard_silu, softmax)");
 }
 
 Result<Value> Layer::Call(BuildContext& ctx, const std::vector<Value>& inputs) {

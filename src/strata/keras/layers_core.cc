@@ -52,11 +52,11 @@ class ActivationLayer final : public Layer {
   ActivationLayer(std::string a, std::string cls) : a_(std::move(a)), cls_(std::move(cls)) {}
   std::string class_name() const override { return cls_; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    // The layer's own name on the node: a softmax or linear one too (ApplyActivation would
+    // suffix the one and skip the other).
     if (a_ == "softmax") return ctx.graph->Softmax(in[0], name());
-    if (a_ == "hard_sigmoid") return ctx.graph->HardSigmoid(in[0], name());
-    STRATA_ASSIGN_OR_RETURN(graph::Activation a, ParseActivation(a_));
-    if (a == graph::Activation::kLinear) return ctx.graph->Identity(in[0], name());
-    return ctx.graph->Act(a, in[0], name());
+    if (a_.empty() || a_ == "linear") return ctx.graph->Identity(in[0], name());
+    return ApplyActivation(*ctx.graph, a_, in[0], name());
   }
 
  private:

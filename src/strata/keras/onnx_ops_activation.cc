@@ -18,6 +18,14 @@ Result<std::string> ActivationOf(Exporter& e, Activation a, const std::string& x
     case Activation::kSigmoid: return e.Op("Sigmoid", {x}, name);
     case Activation::kTanh: return e.Op("Tanh", {x}, name);
     case Activation::kSwish: return e.Op("Mul", {x, e.Op("Sigmoid", {x}, name + "/sigmoid")}, name);
+    // ONNX's HardSigmoid is max(0, min(1, alpha x + beta)); opset 13 has no HardSwish.
+    case Activation::kHardSigmoid:
+      return e.Op("HardSigmoid", {x}, name, {AttrFloat("alpha", 1.0f / 6), AttrFloat("beta", 0.5f)});
+    case Activation::kHardSwish:
+      return e.Op("Mul",
+                  {x, e.Op("HardSigmoid", {x}, name + "/hard_sigmoid",
+                           {AttrFloat("alpha", 1.0f / 6), AttrFloat("beta", 0.5f)})},
+                  name);
     case Activation::kGelu: {  // 0.5 x (1 + erf(x / sqrt 2)): the erf form oneDNN's gelu_erf computes
       std::string scaled = e.Op("Div", {x, e.Scalar(name + "/sqrt2", std::sqrt(2.0f))}, name + "/scaled");
       std::string erf = e.Op("Erf", {scaled}, name + "/erf");

@@ -12,19 +12,22 @@ from ..layers import KerasTensor
 from ..models import Model
 
 
-def _imagenet_file(app, include_top, input_shape, classes, alpha, depth_multiplier):
+def _imagenet_file(app, include_top, input_shape, classes, alpha, depth_multiplier, minimalistic=False):
     """Keras's (url, fname, file_hash) for the configuration (tests point it at a local server)."""
-    return _strata.keras.imagenet_weights(app, include_top, input_shape, classes, alpha, depth_multiplier)
+    return _strata.keras.imagenet_weights(app, include_top, input_shape, classes, alpha, depth_multiplier,
+                                          minimalistic)
 
 __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2",
-           "MobileNet", "MobileNetV2", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
-           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "InceptionV3", "InceptionResNetV2", "Xception",
+           "MobileNet", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4",
+           "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "EfficientNetV2B0", "EfficientNetV2B1",
+           "EfficientNetV2B2", "EfficientNetV2B3", "EfficientNetV2S", "EfficientNetV2M", "EfficientNetV2L", "InceptionV3", "InceptionResNetV2", "Xception",
            "NASNetMobile", "NASNetLarge", "DenseNet121", "DenseNet169", "DenseNet201",
            "ConvNeXtTiny", "ConvNeXtSmall", "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
-           alpha=1.0, depth_multiplier=1, dropout=1e-3, include_preprocessing=True, **kwargs):
+           alpha=1.0, depth_multiplier=1, dropout=1e-3, include_preprocessing=True, minimalistic=False,
+           dropout_rate=0.2, **kwargs):
     if kwargs:
         raise TypeError(f"{app}: unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
     tensor_cc = None
@@ -40,14 +43,14 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
     if weights == "imagenet":
         # Keras's checks (classes, input size, widths) before anything is built or fetched.
         url, fname, file_hash = _imagenet_file(app, bool(include_top), shape, int(classes), float(alpha),
-                                               int(depth_multiplier))
+                                               int(depth_multiplier), bool(minimalistic))
     elif weights is not None and not os.path.exists(weights):
         raise ValueError(f"{app}: weights must be None, 'imagenet' or the path of a weights file; no such file: "
                          f"{weights!r}")
     cc = _strata.keras.Model.application(app, bool(include_top), shape,
                                          int(classes), pooling or "", classifier_activation or "linear", name or "",
                                          float(alpha), int(depth_multiplier), float(dropout), tensor_cc,
-                                         bool(include_preprocessing))
+                                         bool(include_preprocessing), bool(minimalistic), float(dropout_rate))
     model = Model(_cc=cc)
     if weights == "imagenet":
         weights = _strata.keras.get_file(fname, url, file_hash)
@@ -59,13 +62,20 @@ def _build(app, include_top, weights, input_tensor, input_shape, pooling, classe
     return model
 
 
-def _application(function, app, doc):
-    """Keras's signature for the applications without a width argument."""
+def _application(function, app, doc, preprocessing=False):
+    """Keras's signature for the applications without a width argument; `preprocessing`: with
+    Keras's include_preprocessing after classifier_activation (EfficientNetV2's)."""
 
-    def build(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-              classifier_activation="softmax", name=None, **kwargs):
-        return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes,
-                      classifier_activation, name, **kwargs)
+    if preprocessing:
+        def build(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
+                  classifier_activation="softmax", include_preprocessing=True, name=None, **kwargs):
+            return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes,
+                          classifier_activation, name, include_preprocessing=include_preprocessing, **kwargs)
+    else:
+        def build(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
+                  classifier_activation="softmax", name=None, **kwargs):
+            return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes,
+                          classifier_activation, name, **kwargs)
 
     build.__name__ = build.__qualname__ = function
     build.__doc__ = f"keras.applications.{function}: {doc}"
@@ -88,6 +98,16 @@ EfficientNetB4 = _application("EfficientNetB4", "efficientnet_b4", "width 1.4, d
 EfficientNetB5 = _application("EfficientNetB5", "efficientnet_b5", "width 1.6, depth 2.2 (456 px)")
 EfficientNetB6 = _application("EfficientNetB6", "efficientnet_b6", "width 1.8, depth 2.6 (528 px)")
 EfficientNetB7 = _application("EfficientNetB7", "efficientnet_b7", "width 2.0, depth 3.1 (600 px)")
+EfficientNetV2B0 = _application("EfficientNetV2B0", "efficientnet_v2_b0",
+                                "fused MBConv stages, then MBConv; width 1.0, depth 1.0 (224 px)", True)
+EfficientNetV2B1 = _application("EfficientNetV2B1", "efficientnet_v2_b1", "width 1.0, depth 1.1 (240 px)", True)
+EfficientNetV2B2 = _application("EfficientNetV2B2", "efficientnet_v2_b2", "width 1.1, depth 1.2 (260 px)", True)
+EfficientNetV2B3 = _application("EfficientNetV2B3", "efficientnet_v2_b3", "width 1.2, depth 1.4 (300 px)", True)
+EfficientNetV2S = _application("EfficientNetV2S", "efficientnet_v2_s", "stages of 2-4-4-6-9-15 blocks (384 px)", True)
+EfficientNetV2M = _application("EfficientNetV2M", "efficientnet_v2_m", "stages of 3-5-5-7-14-18-5 blocks (480 px)",
+                               True)
+EfficientNetV2L = _application("EfficientNetV2L", "efficientnet_v2_l", "stages of 4-7-7-10-19-25-7 blocks (480 px)",
+                               True)
 InceptionV3 = _application("InceptionV3", "inception_v3", "inception blocks with factorized 7x7 convolutions (299 px)")
 InceptionResNetV2 = _application("InceptionResNetV2", "inception_resnet_v2",
                                  "Inception-ResNet blocks with scaled residuals (299 px)")
@@ -138,7 +158,30 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
                   classifier_activation, name, alpha=alpha, **kwargs)
 
 
+def _mobilenet_v3(function, app, doc):
+    """Keras's MobileNetV3 signature: alpha, minimalistic (3x3 kernels, ReLU, no squeeze-and-excite),
+    dropout_rate, include_preprocessing (the Rescaling to [-1, 1] as the model's first layer: it
+    takes [0, 255] pixels)."""
+
+    def build(input_shape=None, alpha=1.0, minimalistic=False, include_top=True, weights=None, input_tensor=None,
+              classes=1000, pooling=None, dropout_rate=0.2, classifier_activation="softmax",
+              include_preprocessing=True, name=None, **kwargs):
+        return _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation,
+                      name, alpha=alpha, minimalistic=minimalistic, dropout_rate=dropout_rate,
+                      include_preprocessing=include_preprocessing, **kwargs)
+
+    build.__name__ = build.__qualname__ = function
+    build.__doc__ = f"keras.applications.{function}: {doc}"
+    return build
+
+
+MobileNetV3Small = _mobilenet_v3("MobileNetV3Small", "mobilenet_v3_small",
+                                 "inverted residual blocks with squeeze-and-excite and hard swish, 11 blocks (224 px)")
+MobileNetV3Large = _mobilenet_v3("MobileNetV3Large", "mobilenet_v3_large",
+                                 "inverted residual blocks with squeeze-and-excite and hard swish, 15 blocks (224 px)")
+
+
 # Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
 # functions they re-export.
-from . import (convnext, densenet, efficientnet, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
-               mobilenet_v2, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)
+from . import (convnext, densenet, efficientnet, efficientnet_v2, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
+               mobilenet_v2, mobilenet_v3, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)

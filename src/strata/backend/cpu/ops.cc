@@ -86,6 +86,10 @@ EltwiseAlg ForwardAlg(Activation a, bool for_backward) {
     case Activation::kGeluTanh: return {algorithm::eltwise_gelu_tanh, 0, 0, false};
     case Activation::kSwish: return {algorithm::eltwise_swish, 1, 0, false};
     case Activation::kLinear: return {algorithm::eltwise_linear, 1, 0, false};
+    case Activation::kHardSwish: return {algorithm::eltwise_hardswish, 0, 0, false};
+    // oneDNN 2.6 has no hard sigmoid: x / 6 + 1/2 here, clipped to [0, 1] after it as a post-op
+    // (ActivationPostOp) or by Strata's own kernel (ops_activation.cc).
+    case Activation::kHardSigmoid: return {algorithm::eltwise_linear, 1.0f / 6, 0.5f, false};
   }
   return {algorithm::eltwise_linear, 1, 0, false};
 }
@@ -120,6 +124,7 @@ FusedEpilogue Epilogue(Planner& p, int i, const std::string& op) {
 dnnl::post_ops ActivationPostOp(Activation a, dnnl::post_ops po) {
   const EltwiseAlg e = ForwardAlg(a, false);
   po.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+  if (a == Activation::kHardSigmoid) po.append_eltwise(1.0f, algorithm::eltwise_clip_v2, 0, 1);
   return po;
 }
 

@@ -1,14 +1,48 @@
 // The activation family on the cpu backend: activations, their gradients and softmax as
-// oneDNN eltwise and softmax primitives.
+// oneDNN eltwise and softmax primitives; the hard sigmoid, which oneDNN 2.6 lacks, as Strata's
+// own loops (it gates squeeze-and-excite: [N, 1, 1, C], a few thousand elements).
+#include <algorithm>
 #include <string>
 
 #include "strata/backend/cpu/ops_internal.h"
 
 namespace strata::backend::cpu::ops {
 
+namespace {
+
+// relu6(x + 3) / 6 = clip(x / 6 + 1/2, 0, 1).
+Status PlanHardSigmoid(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Value x = g.node(i).inputs[0];
+  const int64_t count = x.shape().num_elements();
+  return PlanHand(p, i, "hard_sigmoid", {{x, dt::f32}}, {g.output(i)}, [=](Kernel& k, uint64_t) {
+    const float* in = Ptr<float>(k, 0);
+    float* out = Ptr<float>(k, 1);
+    for (int64_t e = 0; e < count; ++e) out[e] = std::clamp(in[e] * (1.0f / 6) + 0.5f, 0.0f, 1.0f);
+    return Status::OK();
+  });
+}
+
+// dx = dy / 6 where the output is strictly inside (0, 1), else 0.
+Status PlanHardSigmoidGrad(Planner& p, int i) {  // inputs y, dy
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const int64_t count = n.out_shapes[0].num_elements();
+  return PlanHand(p, i, "hard_sigmoid_bwd", {{n.inputs[0], dt::f32}, {n.inputs[1], dt::f32}}, {g.output(i)},
+                  [=](Kernel& k, uint64_t) {
+                    const float *y = Ptr<float>(k, 0), *dy = Ptr<float>(k, 1);
+                    float* dx = Ptr<float>(k, 2);
+                    for (int64_t e = 0; e < count; ++e) dx[e] = y[e] > 0 && y[e] < 1 ? dy[e] * (1.0f / 6) : 0.0f;
+                    return Status::OK();
+                  });
+}
+
+}  // namespace
+
 Status PlanActivation(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
+  if (n.attrs.activation == Activation::kHardSigmoid) return PlanHardSigmoid(p, i);
   const Value x = n.inputs[0];
   const EltwiseAlg a = ForwardAlg(n.attrs.activation, HasBackward(p, i));
   auto d = dnnl::eltwise_forward::desc(prop_kind::forward_training, a.alg, DataDesc(p, x), a.alpha, a.beta);
@@ -23,6 +57,7 @@ Status PlanActivation(Planner& p, int i) {
 Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
+  if (n.attrs.activation == Activation::kHardSigmoid) return PlanHardSigmoidGrad(p, i);
   const Value v = n.inputs[0], dy = n.inputs[1];
   const EltwiseAlg a = ForwardAlg(n.attrs.activation, true);
   const md data = DataDesc(p, v);

@@ -45,6 +45,8 @@ struct EltwiseAlg {
   float alpha, beta;
   bool uses_dst;
 };
+// oneDNN's algorithm for `a` (for kHardSigmoid only its linear part x / 6 + 1/2: the clip to
+// [0, 1] is a second post-op, ActivationPostOp, or Strata's own kernel).
 EltwiseAlg ForwardAlg(Activation a, bool for_backward);
 
 // A conv or matmul with the bias add, residual sum and activation fused into it

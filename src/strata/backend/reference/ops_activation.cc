@@ -25,6 +25,8 @@ double Act(Activation a, double x) {
     case Activation::kSigmoid: return 1 / (1 + std::exp(-x));
     case Activation::kTanh: return std::tanh(x);
     case Activation::kLinear: return x;
+    case Activation::kHardSigmoid: return std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case Activation::kHardSwish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
   }
   return x;
 }
@@ -50,6 +52,8 @@ double ActGrad(Activation a, double v) {
       return s + v * s * (1 - s);
     }
     case Activation::kLinear: return 1;
+    case Activation::kHardSigmoid: return v > 0 && v < 1 ? 1.0 / 6 : 0;  // v = y
+    case Activation::kHardSwish: return v < -3 ? 0 : v > 3 ? 1 : (2 * v + 3) / 6;  // v = x
   }
   return 1;
 }

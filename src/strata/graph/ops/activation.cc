@@ -1,5 +1,5 @@
-// The activation family: elementwise activations (and Keras's clipped ReLU and hard sigmoid,
-// composed from them), softmax over the last axis, and their gradient ops.
+// The activation family: elementwise activations (and Keras's clipped ReLU and tf.keras 2's
+// hard sigmoid, composed from them), softmax over the last axis, and their gradient ops.
 #include "strata/graph/op_checks.h"
 #include "strata/graph/ops/ops.h"
 
@@ -17,6 +17,8 @@ const char* ActivationName(Activation a) {
     case Activation::kSigmoid: return "Sigmoid";
     case Activation::kTanh: return "Tanh";
     case Activation::kLinear: return "Linear";
+    case Activation::kHardSigmoid: return "HardSigmoid";
+    case Activation::kHardSwish: return "HardSwish";
   }
   return "?";
 }
@@ -63,11 +65,7 @@ Result<Value> Graph::HardSigmoid(Value x, const std::string& name_in) {
   STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kActivation, name_in, {x}, kFloatInput));
   if (x.shape().rank() < 1) return InvalidArgument(op.label + "hard_sigmoid expects rank >= 1, found a scalar");
   STRATA_ASSIGN_OR_RETURN(Value a, Scale(x, 1.2f, op.name + "/scale"));
-  Value three = Constant(3.0f, Shape{x.shape()[-1]}, op.name + "/three");
-  if (x.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(three, Cast(three, x.dtype(), op.name + "/three_cast")); }
-  STRATA_ASSIGN_OR_RETURN(Value b, BiasAdd(a, three, op.name + "/shift"));
-  STRATA_ASSIGN_OR_RETURN(Value c, Act(Activation::kRelu6, b, op.name + "/relu6"));
-  return Scale(c, 1.0f / 6.0f, op.name);
+  return Act(Activation::kHardSigmoid, a, op.name);
 }
 
 namespace ops {
@@ -76,7 +74,8 @@ namespace {
 // Where the derivative is a function of the output, the gradient reads y (and x's buffer may
 // be reused); the others read x. The reference and cpu kernels of ActivationGrad follow this.
 bool ActivationGradUsesOutput(Activation a) {
-  return a == Activation::kRelu || a == Activation::kRelu6 || a == Activation::kSigmoid || a == Activation::kTanh;
+  return a == Activation::kRelu || a == Activation::kRelu6 || a == Activation::kSigmoid || a == Activation::kTanh ||
+         a == Activation::kHardSigmoid;
 }
 
 Status ActivationGradient(GradientContext& c) {

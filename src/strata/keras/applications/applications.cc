@@ -28,6 +28,8 @@ const std::vector<Entry>& Table() {
       {"resnet152_v2", ResNet152V2, 224, 32, "tf"},
       {"mobilenet", MobileNet, 224, 32, "tf"},
       {"mobilenet_v2", MobileNetV2, 224, 32, "tf"},
+      {"mobilenet_v3_small", MobileNetV3Small, 224, 32, ""},
+      {"mobilenet_v3_large", MobileNetV3Large, 224, 32, ""},
       {"efficientnet_b0", EfficientNetB0, 224, 32, ""},
       {"efficientnet_b1", EfficientNetB1, 240, 32, ""},
       {"efficientnet_b2", EfficientNetB2, 260, 32, ""},
@@ -36,6 +38,13 @@ const std::vector<Entry>& Table() {
       {"efficientnet_b5", EfficientNetB5, 456, 32, ""},
       {"efficientnet_b6", EfficientNetB6, 528, 32, ""},
       {"efficientnet_b7", EfficientNetB7, 600, 32, ""},
+      {"efficientnet_v2_b0", EfficientNetV2B0, 224, 32, ""},
+      {"efficientnet_v2_b1", EfficientNetV2B1, 240, 32, ""},
+      {"efficientnet_v2_b2", EfficientNetV2B2, 260, 32, ""},
+      {"efficientnet_v2_b3", EfficientNetV2B3, 300, 32, ""},
+      {"efficientnet_v2_s", EfficientNetV2S, 384, 32, ""},
+      {"efficientnet_v2_m", EfficientNetV2M, 480, 32, ""},
+      {"efficientnet_v2_l", EfficientNetV2L, 480, 32, ""},
       {"inception_v3", InceptionV3, 299, 75, "tf"},
       {"inception_resnet_v2", InceptionResNetV2, 299, 75, "tf"},
       {"xception", Xception, 299, 71, "tf"},
@@ -119,13 +128,15 @@ Result<Shape> CheckOptions(const Options& o, const ModelFacts& m) {
     if (!a.ok()) return InvalidArgument(label + "classifier_activation: " + a.status().message());
   }
   if (!m.takes_alpha && o.alpha != 1.0)
-    return InvalidArgument(label + "has no alpha (a width multiplier of MobileNet and MobileNetV2), got " +
+    return InvalidArgument(label + "has no alpha (a width multiplier of the MobileNets), got " +
                            std::to_string(o.alpha));
   if (!(o.alpha > 0)) return InvalidArgument(label + "alpha must be positive, got " + std::to_string(o.alpha));
   if (!m.takes_depth_multiplier && o.depth_multiplier != 1)
     return InvalidArgument(label + "has no depth_multiplier (MobileNet's), got " + std::to_string(o.depth_multiplier));
   if (!m.takes_preprocessing && !o.include_preprocessing)
-    return InvalidArgument(label + "has no include_preprocessing (ConvNeXt's); its preprocessing is preprocess_input's");
+    return InvalidArgument(label + "has no include_preprocessing (ConvNeXt's, EfficientNetV2's, MobileNetV3's); its preprocessing is "
+                                   "preprocess_input's");
+  if (!m.takes_minimalistic && o.minimalistic) return InvalidArgument(label + "has no minimalistic (MobileNetV3's)");
   if (o.depth_multiplier < 1)
     return InvalidArgument(label + "depth_multiplier must be at least 1, got " + std::to_string(o.depth_multiplier));
   Shape s = o.input_shape;

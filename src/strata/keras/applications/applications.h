@@ -34,9 +34,14 @@ struct Options {
   double alpha = 1.0;                 // MobileNet, MobileNetV2: the width multiplier
   int depth_multiplier = 1;           // MobileNet: depthwise channel multiplier
   double dropout = 1e-3;              // MobileNet: the top's dropout rate
-  // ConvNeXt: the ImageNet normalization as the model's first layer (Keras's PreStem), so it
-  // takes [0, 255] pixels; false: the caller normalizes. Only the models that take it may set false.
+  // ConvNeXt, EfficientNetV2 and MobileNetV3: the preprocessing as the model's first layers
+  // (ConvNeXt's ImageNet normalization, Keras's PreStem; EfficientNetV2B*'s Rescaling and ImageNet
+  // Normalization, EfficientNetV2S/M/L's and MobileNetV3's Rescaling to [-1, 1]), so it takes
+  // [0, 255] pixels; false: the caller does it. Only the models that take it may set false.
   bool include_preprocessing = true;
+  // MobileNetV3: 3x3 kernels, ReLU and no squeeze-and-excite (Keras's minimalistic models).
+  bool minimalistic = false;
+  double dropout_rate = 0.2;          // MobileNetV3: the top's dropout rate (0: no Dropout layer)
 };
 
 Result<std::unique_ptr<Model>> VGG16(Options o = {});
@@ -49,6 +54,8 @@ Result<std::unique_ptr<Model>> ResNet101V2(Options o = {});
 Result<std::unique_ptr<Model>> ResNet152V2(Options o = {});
 Result<std::unique_ptr<Model>> MobileNet(Options o = {});     // any alpha and depth_multiplier
 Result<std::unique_ptr<Model>> MobileNetV2(Options o = {});   // any alpha (Keras has weights for 0.35 to 1.4)
+Result<std::unique_ptr<Model>> MobileNetV3Small(Options o = {});  // any alpha; minimalistic
+Result<std::unique_ptr<Model>> MobileNetV3Large(Options o = {});
 Result<std::unique_ptr<Model>> EfficientNetB0(Options o = {});
 Result<std::unique_ptr<Model>> EfficientNetB1(Options o = {});  // default input 240
 Result<std::unique_ptr<Model>> EfficientNetB2(Options o = {});  // 260
@@ -57,6 +64,13 @@ Result<std::unique_ptr<Model>> EfficientNetB4(Options o = {});  // 380
 Result<std::unique_ptr<Model>> EfficientNetB5(Options o = {});  // 456
 Result<std::unique_ptr<Model>> EfficientNetB6(Options o = {});  // 528
 Result<std::unique_ptr<Model>> EfficientNetB7(Options o = {});  // 600
+Result<std::unique_ptr<Model>> EfficientNetV2B0(Options o = {});  // fused MBConv stages, then MBConv
+Result<std::unique_ptr<Model>> EfficientNetV2B1(Options o = {});  // default input 240
+Result<std::unique_ptr<Model>> EfficientNetV2B2(Options o = {});  // 260
+Result<std::unique_ptr<Model>> EfficientNetV2B3(Options o = {});  // 300
+Result<std::unique_ptr<Model>> EfficientNetV2S(Options o = {});   // 384
+Result<std::unique_ptr<Model>> EfficientNetV2M(Options o = {});   // 480
+Result<std::unique_ptr<Model>> EfficientNetV2L(Options o = {});   // 480
 Result<std::unique_ptr<Model>> InceptionV3(Options o = {});        // default input 299, at least 75
 Result<std::unique_ptr<Model>> InceptionResNetV2(Options o = {});  // default input 299, at least 75
 Result<std::unique_ptr<Model>> Xception(Options o = {});
@@ -72,7 +86,9 @@ Result<std::unique_ptr<Model>> ConvNeXtLarge(Options o = {});   // 3-3-27-3, 192
 Result<std::unique_ptr<Model>> ConvNeXtXLarge(Options o = {});  // 3-3-27-3, 256-2048
 
 // The command-line names, in Keras's order of the families: "vgg16", ..., "resnet50",
-// "resnet101_v2", ..., "mobilenet", "mobilenet_v2", "efficientnet_b0" ... "efficientnet_b7", "xception",
+// "resnet101_v2", ..., "mobilenet", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
+// "efficientnet_b0" ... "efficientnet_b7", "efficientnet_v2_b0" ... "efficientnet_v2_b3",
+// "efficientnet_v2_s", "efficientnet_v2_m", "efficientnet_v2_l", "xception",
 // "densenet121", "densenet169", "densenet201", "convnext_tiny" ... "convnext_xlarge".
 const std::vector<std::string>& Names();
 // Names() joined by ", ": for help texts and errors.
@@ -83,7 +99,7 @@ Result<std::unique_ptr<Model>> ByName(const std::string& name, Options o = {});
 // Keras's preprocess_input for the model `name` (one of Names()), as each family's module
 // (keras.applications.<family>.preprocess_input) calls imagenet_utils.preprocess_input: its
 // mode, "caffe" (VGG, ResNet), "tf" (ResNetV2, MobileNet, MobileNetV2, Xception), "torch"
-// (DenseNet), or "" (EfficientNet and ConvNeXt, which normalize inside the model).
+// (DenseNet), or "" (EfficientNet(V2), ConvNeXt and MobileNetV3, which normalize inside the model).
 Result<std::string> PreprocessMode(const std::string& name);
 // Keras's imagenet_utils.preprocess_input in place on float32 images [..., 3], channels last,
 // RGB with values in [0, 255], computed in float32 in Keras's order of operations:

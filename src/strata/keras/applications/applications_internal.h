@@ -18,9 +18,10 @@ struct ModelFacts {
   std::string keras_name;    // the model's name in Keras ("resnet50")
   int default_size = 224;    // input side when Options::input_shape is empty
   int min_size = 32;         // the smallest side Keras accepts
-  bool takes_alpha = false;  // MobileNet, MobileNetV2: Options::alpha (else it must be 1)
+  bool takes_alpha = false;  // MobileNet, MobileNetV2, MobileNetV3: Options::alpha (else it must be 1)
   bool takes_depth_multiplier = false;  // MobileNet: Options::depth_multiplier (else it must be 1)
-  bool takes_preprocessing = false;     // ConvNeXt: Options::include_preprocessing (else it must be true)
+  bool takes_preprocessing = false;     // ConvNeXt, EfficientNetV2, MobileNetV3: include_preprocessing (else true)
+  bool takes_minimalistic = false;      // MobileNetV3: Options::minimalistic (else it must be false)
 };
 
 // Keras's names of the layers after the feature extractor ("" = Keras leaves it unnamed and

@@ -1,6 +1,7 @@
 // Where Keras publishes each application's ImageNet weights: its URL, the name Keras caches the
 // file under and its MD5, as tf.keras 2.x's keras/applications/*.py give them (checked equal
-// from Keras 2.6 to tf-keras 2.21), and Keras's rules for which file a configuration takes.
+// from Keras 2.6 to tf-keras 2.21; ConvNeXt, EfficientNetV2 and MobileNetV3 as Keras 3's), and
+// Keras's rules for which file a configuration takes.
 #include <cmath>
 #include <cstdio>
 
@@ -24,6 +25,8 @@ struct Published {
 
 // ConvNeXt's files carry SHA-256 digests (Keras's get_file tells the two apart by length).
 constexpr const char* kConvNeXtBase = "https://storage.googleapis.com/tensorflow/keras-applications/convnext/";
+// EfficientNetV2's, from Keras 3's efficientnet_v2.py (MD5).
+constexpr const char* kEfficientNetV2Base = "https://storage.googleapis.com/tensorflow/keras-applications/efficientnet_v2/";
 
 // clang-format off
 const Published kPublished[] = {
@@ -116,6 +119,20 @@ const Published kPublished[] = {
       {"convnext_xlarge", kConvNeXtBase, "convnext_xlarge.h5",
        "c1f5ccab661354fc3a79a10fa99af82f0fbf10ec65cb894a3ae0815f17a889ee", "convnext_xlarge_notop.h5",
        "de3f8a54174130e0cecdc71583354753d557fcf1f4487331558e2a16ba0cfe05"},
+      {"efficientnet_v2_b0", kEfficientNetV2Base, "efficientnetv2-b0.h5", "21ecbf6da12460d5c40bb2f29ceb2188",
+       "efficientnetv2-b0_notop.h5", "893217f2bb855e2983157299931e43ff"},
+      {"efficientnet_v2_b1", kEfficientNetV2Base, "efficientnetv2-b1.h5", "069f0534ff22adf035c89e2d9547a9dc",
+       "efficientnetv2-b1_notop.h5", "0e80663031ca32d657f9caa404b6ec37"},
+      {"efficientnet_v2_b2", kEfficientNetV2Base, "efficientnetv2-b2.h5", "424e49f28180edbde1e94797771950a7",
+       "efficientnetv2-b2_notop.h5", "1dfe2e7a5d45b6632553a8961ea609eb"},
+      {"efficientnet_v2_b3", kEfficientNetV2Base, "efficientnetv2-b3.h5", "1f1fc43bd98a6e4fd8fdfd551e02c7a0",
+       "efficientnetv2-b3_notop.h5", "f6abf7b5849ac99a89b50dd3fd532856"},
+      {"efficientnet_v2_s", kEfficientNetV2Base, "efficientnetv2-s.h5", "e1d88a8495beba45748fedd0cecbe016",
+       "efficientnetv2-s_notop.h5", "af0682fb74e8c54910f2d4393339c070"},
+      {"efficientnet_v2_m", kEfficientNetV2Base, "efficientnetv2-m.h5", "a3bf6aa3276309f4fc6a34aa114c95cd",
+       "efficientnetv2-m_notop.h5", "1b8dc055df72dde80d614482840fe342"},
+      {"efficientnet_v2_l", kEfficientNetV2Base, "efficientnetv2-l.h5", "27e6d408b53c7ebc868fefa357689935",
+       "efficientnetv2-l_notop.h5", "b0b66b5c863aef5b46e8608fe1711615"},
 };
 // clang-format on
 
@@ -149,6 +166,43 @@ Result<int> MobileRows(const std::string& function, const Options& o, std::initi
 }
 
 bool Near(double a, double b) { return std::abs(a - b) < 1e-9; }
+
+// Keras 3's MobileNetV3 files: one per model, alpha 0.75 or 1.0 (minimalistic: 1.0), each with
+// its MD5; the no-top files are the "_v2" ones.
+constexpr const char* kMobileNetV3Base = "https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v3/";
+struct MobileNetV3File {
+  const char* model;  // Keras's model_name: "{type}{_minimalistic}_224_{alpha}_float"
+  const char* top_md5;
+  const char* notop_md5;
+};
+constexpr MobileNetV3File kMobileNetV3Files[] = {
+    {"large_224_0.75_float", "765b44a33ad4005b3ac83185abf1d0eb", "40af19a13ebea4e2ee0c676887f69a2e"},
+    {"large_224_1.0_float", "59e551e166be033d707958cf9e29a6a7", "07fb09a5933dd0c8eaafa16978110389"},
+    {"large_minimalistic_224_1.0_float", "675e7b876c45c57e9e63e6d90a36599c", "ec5221f64a2f6d1ef965a614bdae7973"},
+    {"small_224_0.75_float", "cb65d4e5be93758266aa0a7f2c6708b7", "ebdb5cc8e0b497cd13a7c275d475c819"},
+    {"small_224_1.0_float", "8768d4c2e7dee89b9d02b2d03d65d862", "d3e8ec802a04aa4fc771ee12a9a9b836"},
+    {"small_minimalistic_224_1.0_float", "99cd97fb2fcdad2bf028eb838de69e37", "cde8136e733e811080d9fcd8a252f7e4"},
+};
+
+// Keras's rules: the width and minimalism pick the file; any input size takes the 224 px
+// weights (the top pools globally), with Keras's warning when it is not 224 x 224.
+Result<WeightsSource> MobileNetV3Weights(const std::string& name, const Options& o, const std::string& label) {
+  const bool small = name == "mobilenet_v3_small";
+  if (o.minimalistic ? !Near(o.alpha, 1.0) : !(Near(o.alpha, 1.0) || Near(o.alpha, 0.75)))
+    return InvalidArgument(label + " exists for alpha 0.75 or 1.0 (minimalistic: 1.0 only), got " + Alpha(o.alpha));
+  const bool square_224 = o.input_shape.rank() != 3 || (o.input_shape[0] == 224 && o.input_shape[1] == 224);
+  if (!square_224)
+    STRATA_LOG(kWarn) << (small ? "MobileNetV3Small" : "MobileNetV3Large") << ": the input is not 224 x 224 px; "
+                      << "the ImageNet weights for 224 px are loaded (as Keras does)";
+  const std::string model = std::string(small ? "small" : "large") + (o.minimalistic ? "_minimalistic" : "") +
+                            "_224_" + Alpha(o.alpha) + "_float";
+  for (const MobileNetV3File& f : kMobileNetV3Files)
+    if (model == f.model) {
+      const std::string file = "weights_mobilenet_v3_" + model + (o.include_top ? ".h5" : "_no_top_v2.h5");
+      return WeightsSource{kMobileNetV3Base + file, file, o.include_top ? f.top_md5 : f.notop_md5};
+    }
+  return InvalidArgument(label + ": Keras publishes no file for " + model);
+}
 
 }  // namespace
 
@@ -188,6 +242,7 @@ Result<WeightsSource> ImagenetWeights(const std::string& name, const Options& op
                              std::to_string(rows) + (o.include_top ? ".h5" : "_no_top.h5");
     return WeightsSource{kMobileNetV2Base + file, file, ""};
   }
+  if (name == "mobilenet_v3_small" || name == "mobilenet_v3_large") return MobileNetV3Weights(name, o, label);
   // Keras's obtain_input_shape: the classifier's weights fix the input to the default size.
   const int size = DefaultSize(name);
   if (o.include_top && o.input_shape.rank() != 0 && o.input_shape != Shape{size, size, 3})

@@ -6,7 +6,9 @@
 #
 # Per model (MODELS, default the first five; any name torchvision 0.14 also has: vgg16, vgg19,
 # resnet101, resnet152, inception_v3 (SIZE=299), densenet169, densenet201, efficientnet_b1-b7,
-# convnext_tiny, convnext_small, convnext_base, convnext_large),
+# convnext_tiny, convnext_small, convnext_base, convnext_large, mobilenet_v3_small,
+# mobilenet_v3_large, efficientnet_v2_s/m/l, vit_b16; efficientnet_v2_b0-b3 and vit_s16 from
+# torchvision's classes),
 # at SIZE px (224), on the cores CORES (default 0,1):
 #   training  Strata `bench-step --model M --image-size 224 --batch 32 --replicas 2 --json`
 #             (the step fit() runs: forward, loss, gradients, the all-reduce between the two

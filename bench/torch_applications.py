@@ -4,8 +4,10 @@
 The peer of `strata bench-step --model M` (training: forward, cross-entropy, backward, SGD
 Nesterov momentum 0.9, as bench-step's step) and of bench/applications_predict_bench (inference:
 eval mode, no autograd). torchvision's model of the same name (vgg16/19, resnet50/101/152,
-inception_v3 without its auxiliary classifier, mobilenet_v2, densenet121/169/201,
-efficientnet_b0-b7) with 1000 classes, as Strata builds the Keras models for bench-step; Xception, which torchvision
+inception_v3 without its auxiliary classifier, mobilenet_v2, mobilenet_v3_small/large,
+densenet121/169/201, efficientnet_b0-b7, efficientnet_v2_s/m/l, convnext_*, vit_b_16 for vit_b16;
+efficientnet_v2_b0-b3 from its EfficientNet class on Keras's table, vit_s16 from its
+VisionTransformer class) with 1000 classes, as Strata builds the Keras models for bench-step; Xception, which torchvision
 lacks, is Keras's Xception written here in torch (the same layers and widths: separable
 convolutions = depthwise 3x3 + pointwise 1x1, no bias, batch norm, ReLU; 'same' max pooling as
 padding 1). torchvision's ResNet50 is v1.5 (stride on the 3x3; Keras's on the 1x1): the same
@@ -74,7 +76,36 @@ def build(name):
     import torchvision
     if name == "inception_v3":  # Keras's has no auxiliary classifier; init_weights: no scipy draws
         return torchvision.models.inception_v3(aux_logits=False, init_weights=False)
+    if name.startswith("efficientnet_v2_b"):
+        return efficientnet_v2_b(name[-2:])
+    if name == "vit_b16":
+        return torchvision.models.vit_b_16()
+    if name == "vit_s16":  # timm's / KerasHub's ViT-S/16 from torchvision's class
+        from torchvision.models.vision_transformer import VisionTransformer
+        return VisionTransformer(224, 16, 12, 6, 384, 1536)
     return getattr(torchvision.models, name)()  # weights=None: random initialisation, 1000 classes
+
+
+def efficientnet_v2_b(variant):
+    """Keras's EfficientNetV2B0-B3, which torchvision lacks, from torchvision's EfficientNet class
+    and its FusedMBConvConfig / MBConvConfig on Keras's block table (widths by Keras's
+    round_filters, depths by its round_repeats), batch-norm epsilon 1e-3."""
+    import functools
+    import math
+    from torchvision.models.efficientnet import EfficientNet, FusedMBConvConfig, MBConvConfig
+    width, depth = {"b0": (1.0, 1.0), "b1": (1.0, 1.1), "b2": (1.1, 1.2), "b3": (1.2, 1.4)}[variant]
+
+    def filters(f):
+        return max(8, int(f * width + 4) // 8 * 8)
+
+    setting = []
+    for fused, n, fin, fout, expand, stride in [(True, 1, 32, 16, 1, 1), (True, 2, 16, 32, 4, 2), (True, 2, 32, 48, 4, 2),
+                                                (False, 3, 48, 96, 4, 2), (False, 5, 96, 112, 6, 1),
+                                                (False, 8, 112, 192, 6, 2)]:
+        n = int(math.ceil(depth * n))
+        setting.append(FusedMBConvConfig(expand, 3, stride, filters(fin), filters(fout), n) if fused else
+                       MBConvConfig(expand, 3, stride, filters(fin), filters(fout), n, 1.0, 1.0))
+    return EfficientNet(setting, 0.2, 0.2, 1000, functools.partial(nn.BatchNorm2d, eps=1e-3), filters(1280))
 
 
 def main():
@@ -83,8 +114,10 @@ def main():
     ap.add_argument("--model", required=True,
                     choices=["vgg16", "vgg19", "resnet50", "resnet101", "resnet152", "inception_v3", "mobilenet_v2",
                              "densenet121", "densenet169", "densenet201", "xception", "convnext_tiny",
-                             "convnext_small", "convnext_base", "convnext_large"] +
-                            [f"efficientnet_b{i}" for i in range(8)])
+                             "convnext_small", "convnext_base", "convnext_large", "mobilenet_v3_small",
+                             "mobilenet_v3_large", "efficientnet_v2_s", "efficientnet_v2_m", "efficientnet_v2_l", "vit_b16",
+                             "vit_s16"] +
+                            [f"efficientnet_b{i}" for i in range(8)] + [f"efficientnet_v2_b{i}" for i in range(4)])
     ap.add_argument("--mode", choices=["train", "infer"], default="train")
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--batch", type=int, default=64, help="the global batch (Strata: per replica x replicas)")

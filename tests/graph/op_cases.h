@@ -232,6 +232,18 @@ inline std::vector<OpCase> AllOpCases() {
                  return g.Cast(b, DType::kF32);
                },
                1e-6, 1e-5, 0, 1e-6, false});
+  // Attention's batched products: [B, H, T, K] x [B, H, S, K]^T and the probabilities times the
+  // values, and the heads' transposes around them.
+  c.push_back({"matmul_batched_transpose_b", {{2, 3, 4, 5}, {2, 3, 6, 5}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1], false, true); }, 1e-6, 1e-5,
+               2LL * 2 * 3 * 4 * 6 * 5});
+  c.push_back({"matmul_batched_transpose_a", {{3, 5, 4}, {3, 5, 2}},
+               [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1], true, false); }, 1e-6, 1e-5,
+               2LL * 3 * 4 * 2 * 5});
+  c.push_back({"transpose_heads", {{2, 3, 4, 5}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Transpose(x[0], {0, 2, 1, 3}); }});
+  c.push_back({"transpose_rank3_reversed", {{2, 3, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Transpose(x[0], {2, 1, 0}); }});
   c.push_back({"dense_bias_relu_chain", {{4, 6}, {6, 5}, {5}},
                [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
                  STRATA_ASSIGN_OR_RETURN(Value y, g.MatMul(x[0], x[1]));

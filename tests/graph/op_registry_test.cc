@@ -158,6 +158,7 @@ const HandCount kHandCounts[] = {
     {"Concat", "concat_channels", 0, 0},
     {"Slice", "slice", 0, 0},
     {"Reshape", "reshape", 0, 0},
+    {"Transpose", "transpose_heads", 0, 0},
     {"Cast", "cast_f32", 0, 0},
     {"Identity", "identity", 0, 0},
     {"ReduceSum", "reduce_sum_axes", 0, 2 * 3 * 4},

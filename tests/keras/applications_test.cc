@@ -30,6 +30,7 @@ struct Published {
   std::string classifier = "predictions";  // the Dense(classes)'s name
   char classifier_class = 'D';             // its class's initial: Dense, Activation (MobileNet's), Conv2D
   int64_t top_hidden = 0;  // MobileNetV3: the 1x1 convolution between the pool and the classifier
+  int64_t patch = 0;       // ViT: the patch side; its features are tokens and its position embedding grows with the input
 };
 const Published kPublished[] = {
     {"vgg16", "vgg16", 138'357'544, 0, 512, true},
@@ -78,7 +79,17 @@ const Published kPublished[] = {
     {"convnext_base", "convnext_base", 88'591'464, 0, 1024, false, 3, "convnext_base_head_dense"},
     {"convnext_large", "convnext_large", 197'767'336, 0, 1536, false, 3, "convnext_large_head_dense"},
     {"convnext_xlarge", "convnext_xlarge", 350'196'968, 0, 2048, false, 3, "convnext_xlarge_head_dense"},
+    // torchvision's vit_b_16 and its VisionTransformer class at ViT-S/16's sizes (KerasHub's and
+    // timm's): the same weights, one position-embedding row per token (197 at 224 px).
+    {"vit_b16", "vit_b16", 86'567'656, 0, 768, false, 3, "predictions", 'D', 0, 16},
+    {"vit_s16", "vit_s16", 22'050'664, 0, 384, false, 3, "predictions", 'D', 0, 16},
 };
+
+// The position embedding's weights at `side` px beyond those at the default size (ViT; else 0).
+int64_t PositionDelta(const Published& p, int64_t side, int64_t default_side) {
+  if (p.patch == 0) return 0;
+  return ((side / p.patch) * (side / p.patch) - (default_side / p.patch) * (default_side / p.patch)) * p.features;
+}
 
 // The classifier's parameters on a feature map of side `side` (stride 32 from the input).
 int64_t TopParams(const Published& p, int64_t side, int64_t classes) {
@@ -141,26 +152,30 @@ TEST(Applications, PublishedParameterCounts) {
     // MobileNetV3's is the 1x1 convolution "logits".
     // The classifier's row names its class (wrapped onto the next line where the name is long, as Keras's).
     EXPECT_NE(s.find(" " + p.classifier + " (" + p.classifier_class), std::string::npos) << p.classifier;
-    if (p.dense_top) EXPECT_EQ(TopParams(p, size / 32, 1000), 123'642'856);
+    if (p.dense_top) {
+      EXPECT_EQ(TopParams(p, size / 32, 1000), 123'642'856);
+    }
   }
 }
 
 TEST(Applications, FeaturesPoolingAndClasses) {
   for (const Published& p : kPublished) {
     SCOPED_TRACE(p.name);
-    // Without the top: the last feature map, here at 96 px (stride 32: 3x3).
+    // Without the top: the last feature map, here at 96 px (stride 32: 3x3; ViT: 36 patches and
+    // the class token).
     auto features = Build(p.name, {.include_top = false, .input_shape = {96, 96, 3}});
     ASSERT_TRUE(features);
-    EXPECT_EQ(features->output_shape().value(), (Shape{p.side_at_96, p.side_at_96, p.features}));
+    const Shape want = p.patch ? Shape{37, p.features} : Shape{p.side_at_96, p.side_at_96, p.features};
+    EXPECT_EQ(features->output_shape().value(), want);
     const int size = DefaultSize(p.name);
     const int64_t classifier = TopParams(p, size / 32, 1000);
-    EXPECT_EQ(features->count_params(), p.total - classifier);
+    EXPECT_EQ(features->count_params(), p.total - classifier + PositionDelta(p, 96, size));
     EXPECT_FALSE(features->ends_in_softmax());
     for (const char* pooling : {"avg", "max"}) {
       auto pooled = Build(p.name, {.include_top = false, .input_shape = {96, 96, 3}, .pooling = pooling});
       ASSERT_TRUE(pooled);
       EXPECT_EQ(pooled->output_shape().value(), (Shape{p.features})) << pooling;
-      EXPECT_EQ(pooled->count_params(), p.total - classifier) << pooling;
+      EXPECT_EQ(pooled->count_params(), p.total - classifier + PositionDelta(p, 96, size)) << pooling;
     }
     // The flowers data: 104 classes at 192 px, logits; the input size does not change the weights
     // (but for VGG's flattened top).
@@ -169,7 +184,7 @@ TEST(Applications, FeaturesPoolingAndClasses) {
     ASSERT_TRUE(flowers);
     EXPECT_EQ(flowers->name(), "flowers");
     EXPECT_EQ(flowers->output_shape().value(), (Shape{104}));
-    EXPECT_EQ(flowers->count_params(), p.total - classifier + TopParams(p, 192 / 32, 104));
+    EXPECT_EQ(flowers->count_params(), p.total - classifier + TopParams(p, 192 / 32, 104) + PositionDelta(p, 192, size));
     EXPECT_FALSE(flowers->ends_in_softmax());
   }
 }
@@ -177,6 +192,15 @@ TEST(Applications, FeaturesPoolingAndClasses) {
 TEST(Applications, SmallestAndOddInputsBuild) {
   for (const Published& p : kPublished) {
     const int min = MinimumSize(p.name);
+    if (p.patch) {  // ViT: whole patches only, as KerasHub's; a non-square grid builds
+      auto m = Build(p.name, {.include_top = false, .input_shape = {32, 48, 1}, .pooling = "avg"});
+      ASSERT_TRUE(m);
+      EXPECT_EQ(m->output_shape().value(), (Shape{p.features}));
+      auto odd = ByName(p.name, {.include_top = false, .input_shape = {33, 48, 3}});
+      ASSERT_FALSE(odd.ok());
+      EXPECT_NE(odd.status().message().find("multiples of the patch size 16"), std::string::npos) << odd.status().ToString();
+      continue;
+    }
     // The minimum, odd sizes (correct_pad's other case) and a non-square input.
     for (Shape s : {Shape{min, min, 3}, Shape{min + 1, min + 3, 3}, Shape{min + 29, min + 64, 1}}) {
       auto m = Build(p.name, {.include_top = false, .input_shape = s, .pooling = "avg"});
@@ -373,13 +397,14 @@ TEST(Applications, PreprocessInputModes) {
 TEST(Applications, InputTensorBuildsOnTheGivenTensor) {
   for (const Published& p : kPublished) {
     SCOPED_TRACE(p.name);
-    KTensor photo = Input({96, 100, 3}, DType::kF32, "photo");
+    const int64_t width = p.patch ? 112 : 100;  // ViT: whole patches
+    KTensor photo = Input({96, width, 3}, DType::kF32, "photo");
     LayerPtr rescaling = layers::Rescaling(1.0f / 255);
     KTensor x = Call(rescaling, photo);
     auto on_tensor = Build(p.name, {.include_top = false, .input_tensor = x, .pooling = "avg"});
-    auto plain = Build(p.name, {.include_top = false, .input_shape = {96, 100, 3}, .pooling = "avg"});
+    auto plain = Build(p.name, {.include_top = false, .input_shape = {96, width, 3}, .pooling = "avg"});
     ASSERT_TRUE(on_tensor && plain);
-    EXPECT_EQ(on_tensor->input_shape(0).value(), (Shape{96, 100, 3}));
+    EXPECT_EQ(on_tensor->input_shape(0).value(), (Shape{96, width, 3}));
     EXPECT_EQ(on_tensor->count_params(), plain->count_params());
     const auto layers = on_tensor->layers();
     ASSERT_EQ(layers.size(), plain->layers().size() + 1);

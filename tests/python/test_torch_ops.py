@@ -1,7 +1,8 @@
 """The op registry's newer ops against PyTorch 1.13 (Debian's python3-torch), an independent
 implementation: layer normalization (torch.nn.functional.layer_norm), GELU in both forms
 (torch.nn.functional.gelu, approximate 'none' and 'tanh'), hard swish and hard sigmoid
-(torch.nn.functional.hardswish / hardsigmoid) and grouped convolution
+(torch.nn.functional.hardswish / hardsigmoid), multi-head attention (written in torch ops) and
+grouped convolution
 (torch.nn.functional.conv2d(groups=)). Each builds a small Keras model in Strata, copies its
 weights into PyTorch, and compares the forward pass (predict) and one backward pass
 (compute_gradients: every trainable weight's gradient of the mean squared error, which
@@ -22,7 +23,7 @@ F = torch.nn.functional
 def strata_run(model, x, y):
     """(predictions, {weight name: gradient}) of one compute_gradients on (x, y) in float32."""
     model.compile(optimizer="sgd", loss="mse")
-    pred = model.predict(x, batch_size=len(x), verbose=0)
+    pred = model.predict(x, batch_size=len(x[0]) if isinstance(x, list) else len(x), verbose=0)
     model.compute_gradients(x, y)
     flat = np.array(model.gradients(), copy=True)
     grads, at = {}, 0
@@ -126,6 +127,79 @@ def test_hard_swish_and_sigmoid_match_torch_fused_and_alone(name, torch_fn):
     ln = F.layer_norm(torch_fn(conv), (5,), w["ln/gamma"], w["ln/beta"], eps=1e-3)
     ref = torch_fn(4 * ln).reshape(3, -1)
     assert_close(pred, grads, ref, torch_grads(ref, y, w))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_multi_head_attention_matches_torch(masked):
+    """keras.layers.MultiHeadAttention (3 heads, key_dim 4, value_dim 5, output_shape 7; a query of
+    4 tokens over a key and a value of 6) against the attention written in torch: its projections
+    with Keras's kernels [d, heads, k] as matrices, softmax(q k^T / sqrt(key_dim)) over the keys
+    with masked positions at -inf (masked_fill; Keras's mask is 1 to attend, 0 not), times the
+    values, projected back. Forward and every weight's gradient; a mask that is ignored misses."""
+    rng = np.random.default_rng(7)
+    q_in = strata.keras.Input(shape=(4, 6))
+    v_in = strata.keras.Input(shape=(6, 5))
+    k_in = strata.keras.Input(shape=(6, 3))
+    m_in = strata.keras.Input(shape=(4, 6))
+    mha = layers.MultiHeadAttention(num_heads=3, key_dim=4, value_dim=5, output_shape=7, name="mha")
+    out = mha(q_in, v_in, key=k_in, attention_mask=m_in if masked else None)
+    model = strata.keras.Model([q_in, v_in, k_in] + ([m_in] if masked else []), layers.Flatten()(out))
+    w = set_weights(model, rng)
+    assert [n for n, _ in model.weights] == [f"mha/{p}/{k}" for p in ("query", "key", "value", "attention_output")
+                                             for k in ("kernel", "bias")]
+    assert model.weights[0][1].shape == (6, 3, 4) and model.weights[6][1].shape == (3, 5, 7)
+    q = rng.uniform(-1, 1, (2, 4, 6)).astype(np.float32)
+    v = rng.uniform(-1, 1, (2, 6, 5)).astype(np.float32)
+    k = rng.uniform(-1, 1, (2, 6, 3)).astype(np.float32)
+    mask = (rng.uniform(size=(2, 4, 6)) < 0.5).astype(np.float32)
+    mask[:, :, 0] = 1  # every query attends to something
+    y = rng.uniform(-1, 1, (2, 4 * 7)).astype(np.float32)
+    pred, grads = strata_run(model, [q, v, k] + ([mask] if masked else []), y)
+
+    def t64(a):
+        return torch.tensor(a.astype(np.float64))
+
+    def heads(x, name, d, width):  # [B, tokens, d] -> [B, H, tokens, width]
+        y = x @ w[f"mha/{name}/kernel"].reshape(d, 3 * width) + w[f"mha/{name}/bias"].reshape(-1)
+        return y.reshape(2, x.shape[1], 3, width).transpose(1, 2)
+
+    def attention(use_mask):
+        qh, kh, vh = heads(t64(q), "query", 6, 4), heads(t64(k), "key", 3, 4), heads(t64(v), "value", 5, 5)
+        scores = qh @ kh.transpose(-1, -2) / 2.0  # sqrt(key_dim)
+        if use_mask:
+            scores = scores.masked_fill((t64(mask) == 0)[:, None], float("-inf"))
+        ctx = (torch.softmax(scores, dim=-1) @ vh).transpose(1, 2).reshape(2, 4, 15)
+        return (ctx @ w["mha/attention_output/kernel"].reshape(15, 7) + w["mha/attention_output/bias"]).reshape(2, -1)
+
+    ref = attention(masked)
+    assert_close(pred, grads, ref, torch_grads(ref, y, w))
+    if masked:
+        assert np.abs(attention(False).detach().numpy() - pred).max() > 1e-2
+
+
+def test_multi_head_attention_weights_round_trip_keras_h5(tmp_path):
+    """A MultiHeadAttention's weights (Keras's EinsumDense parts under the layer's group:
+    mha/query/kernel:0, ...) written as a Keras .h5 file load back into a fresh model by order and
+    by name, every value in place (the loader does not take the layer's group for a nested model's)."""
+    rng = np.random.default_rng(8)
+
+    def build():
+        inp = strata.keras.Input(shape=(5, 8))
+        out = layers.MultiHeadAttention(num_heads=2, key_dim=3, name="mha")(inp, inp)
+        model = strata.keras.Model(inp, out)
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+    src, dst = build(), build()
+    for _, a in src.weights:
+        a[...] = rng.normal(size=a.shape)
+    src.save_weights(tmp_path / "mha.h5")
+    dst.load_weights(tmp_path / "mha.h5")
+    for (name, want), (_, got) in zip(src.weights, dst.weights):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    again = build()
+    again.load_weights(tmp_path / "mha.h5", by_name=True)
+    np.testing.assert_array_equal(again.weights[6][1], src.weights[6][1])
 
 
 def test_gelu_is_a_layer_activation_by_name_function_or_partial():

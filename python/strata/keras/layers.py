@@ -17,7 +17,7 @@ __all__ = [
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
     "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "CustomScaleLayer", "Rescaling", "Reshape",
     "ZeroPadding2D", "Cropping2D", "Normalization", "LayerNormalization", "LayerScale", "StochasticDepth",
-    "KerasTensor",
+    "MultiHeadAttention", "KerasTensor",
 ]
 
 
@@ -251,6 +251,36 @@ class StochasticDepth(Layer):
 
     def __init__(self, drop_path_rate, **kwargs):
         super().__init__(_config=dict(drop_path_rate=float(drop_path_rate)), **kwargs)
+
+
+class MultiHeadAttention(Layer):
+    """keras.layers.MultiHeadAttention: attention of query over value (and key, by default the
+    value) in num_heads heads of key_dim (queries, keys) and value_dim (values; default key_dim),
+    projected back to output_shape (default the query's features). Weights as Keras's EinsumDense
+    kernels: query/kernel [d, num_heads, key_dim], ..., attention_output/kernel [num_heads,
+    value_dim, out]. attention_mask: [batch, query tokens, key tokens], 1 to attend, 0 not."""
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
+                 attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        config = dict(num_heads=int(num_heads), key_dim=int(key_dim), dropout=float(dropout), use_bias=bool(use_bias),
+                      kernel_initializer=kernel_initializer, bias_initializer=bias_initializer)
+        if value_dim is not None:
+            config["value_dim"] = int(value_dim)
+        if output_shape is not None:
+            config["output_shape"] = output_shape if isinstance(output_shape, int) else list(output_shape)
+        if attention_axes is not None:
+            config["attention_axes"] = attention_axes
+        super().__init__(_config=config, **kwargs)
+
+    def __call__(self, query, value, key=None, attention_mask=None, return_attention_scores=False, training=None):
+        if return_attention_scores:
+            raise NotImplementedError(f"{self.name}: return_attention_scores is not offered (a layer has one output)")
+        inputs = [query, value]
+        if key is not None or attention_mask is not None:
+            inputs.append(value if key is None else key)
+        if attention_mask is not None:
+            inputs.append(attention_mask)
+        return super().__call__(inputs)
 
 
 class Add(Layer):

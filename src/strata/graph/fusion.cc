@@ -156,6 +156,13 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
   if (o.zero_pad)
     for (int i : s.order)
       if (g.node(i).kind == OpKind::kConv2D) FoldZeroPad(g, s, i, fetches, f);
+  // A fused kernel runs at its head's place, so an operand it absorbs (the bias) must be ready by
+  // then: a leaf, or computed earlier (a bias reshaped from its variable after the product is not).
+  std::vector<int> position(n, -1);
+  for (size_t k = 0; k < s.order.size(); ++k) position[s.order[k]] = static_cast<int>(k);
+  auto ready_at = [&](Value v, int head) {
+    return IsLeaf(g.node(v.node).kind) || (position[v.node] >= 0 && position[v.node] < position[head]);
+  };
   for (int i : s.order) {
     const Node& nd = g.node(i);
     if (f.absorbed_by[i] >= 0) continue;
@@ -163,7 +170,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
       int tail = i;
       int b = SoleConsumer(g, s, i, 0);
       if (b >= 0 && g.node(b).kind == OpKind::kBiasAdd && g.node(b).inputs[0] == g.output(i) &&
-          !is_fetch_or_grad(i, 0)) {
+          ready_at(g.node(b).inputs[1], i) && !is_fetch_or_grad(i, 0)) {
         f.bias[i] = b;
         f.absorbed_by[b] = i;
         tail = b;

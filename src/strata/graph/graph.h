@@ -40,7 +40,7 @@ enum class OpKind : uint8_t {
   // Forward compute.
   kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kLayerNorm, kActivation, kSoftmax,
   kMaxPool, kAvgPool, kAdd, kSub, kMultiply, kScale, kConcat, kSlice, kReshape, kDropout,
-  kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity,
+  kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity, kTranspose,
   kSoftmaxCrossEntropy, kMeanSquaredError,
   // Gradients (emitted by autodiff; usable directly).
   kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kLayerNormGrad, kActivationGrad,
@@ -127,7 +127,7 @@ struct Attrs {
   bool transpose_a = false, transpose_b = false;  // MatMul
   int axis = 0;                                  // Concat, Slice
   int64_t begin = 0, end = 0;                    // Slice along `axis`
-  std::vector<int> axes;                         // reductions (empty: all)
+  std::vector<int> axes;                         // reductions (empty: all); Transpose's permutation
   float scalar = 0;                              // Scale factor, Constant value, Dropout rate
                                                  // (a Constant of several values: var.values)
   float label_smoothing = 0;                     // SoftmaxCrossEntropy
@@ -171,6 +171,8 @@ class Graph {
 
   // ---- layers --------------------------------------------------------------------------
   Result<Value> Conv2D(Value x, Value kernel, Conv2DOptions o, const std::string& name = "");
+  // [M, K] x [K, N], or batched: [..., M, K] x [..., K, N] with the same leading dimensions
+  // (attention's [B, H, T, K] x [B, H, K, S]); the transposes swap each operand's last two axes.
   Result<Value> MatMul(Value a, Value b, bool transpose_a = false, bool transpose_b = false,
                        const std::string& name = "");
   Result<Value> BiasAdd(Value x, Value bias, const std::string& name = "");  // bias [C] on the last axis
@@ -201,6 +203,8 @@ class Graph {
   Result<Value> Concat(const std::vector<Value>& xs, int axis, const std::string& name = "");
   Result<Value> Slice(Value x, int axis, int64_t begin, int64_t end, const std::string& name = "");
   Result<Value> Reshape(Value x, Shape shape, const std::string& name = "");  // one -1 allowed
+  // y's axis i is x's axis perm[i] (numpy's transpose): [B, T, H, K] -> [B, H, T, K] is {0, 2, 1, 3}.
+  Result<Value> Transpose(Value x, std::vector<int> perm, const std::string& name = "");
   Result<Value> Flatten(Value x, const std::string& name = "");  // [N, ...] -> [N, prod]
   // Inverted dropout: y = x * mask / (1 - rate), a fresh mask every step. Outputs: y, mask.
   Result<Value> Dropout(Value x, float rate, uint64_t seed, const std::string& name = "");

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,13 +148,21 @@ inline std::string ShortName(const std::string& var) { return var.substr(var.rfi
 // Keras's weights of each layer: trainable first, then non-trainable, each in creation order
 // (the variable store's order within a layer). Strata's BatchNormalization keeps gamma and
 // beta as constants when scale / center is false; Keras has no such weights then.
+// A variable "<layer>/<weight>" belongs to the longest layer name it starts with: a weight name
+// may hold slashes too (a MultiHeadAttention's "mha/query/kernel"), and so may a layer's
+// ("conv1/conv").
 inline std::vector<ModelLayer> ModelLayers(const Model& model) {
   const backend::VariableStore* store = model.variables();
+  std::set<std::string> names;
+  for (const LayerPtr& layer : model.layers()) names.insert(layer->name());
   std::map<std::string, std::vector<const backend::VariableStore::Entry*>> by_layer;
   for (const auto& e : store->entries()) {
-    const size_t slash = e.name.rfind('/');
-    if (slash == std::string::npos) continue;
-    by_layer[e.name.substr(0, slash)].push_back(&e);
+    for (size_t slash = e.name.rfind('/'); slash != std::string::npos && slash > 0; slash = e.name.rfind('/', slash - 1)) {
+      if (names.count(e.name.substr(0, slash))) {
+        by_layer[e.name.substr(0, slash)].push_back(&e);
+        break;
+      }
+    }
   }
   std::vector<ModelLayer> out;
   std::map<std::string, int> class_count;

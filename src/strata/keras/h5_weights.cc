@@ -136,8 +136,11 @@ std::string SublayerOf(const std::string& weight) {
 // Sequential: group "convnext_tiny_stem" holds convnext_tiny_stem_conv/kernel:0, ...,
 // convnext_tiny_stem_layernorm/beta:0) becomes one file layer per inner layer, in order, named
 // by its weights, as Strata's models hold those layers directly. A group whose weights name two
-// or more layers, none of them the group itself, is nested; any other group stays as it is.
-std::vector<FileLayer> SplitNested(FileLayer fl) {
+// or more layers, none of them the group itself, is nested; any other group stays as it is, and
+// so does a group the model has a layer of that name for (a MultiHeadAttention's weights name
+// its EinsumDense parts: mha/query/kernel:0, mha/key/kernel:0, ...).
+std::vector<FileLayer> SplitNested(FileLayer fl, const std::set<std::string>& model_layers) {
+  if (model_layers.count(fl.name)) return {std::move(fl)};
   std::vector<std::string> order;
   for (const FileWeight& w : fl.weights) {
     const std::string s = SublayerOf(w.name);
@@ -154,7 +157,8 @@ std::vector<FileLayer> SplitNested(FileLayer fl) {
   return parts;
 }
 
-Status ParseLegacy(hid_t file, const std::string& root, const std::string& path, ParsedFile* out) {
+Status ParseLegacy(hid_t file, const std::string& root, const std::string& path, const std::set<std::string>& model_layers,
+                   ParsedFile* out) {
   Handle g = Group(H5Gopen2(file, root.c_str(), H5P_DEFAULT));
   if (!g.ok()) return Corruption(path + ": cannot open group " + root + ": " + Hdf5Message());
   bool present = false;
@@ -178,7 +182,7 @@ Status ParseLegacy(hid_t file, const std::string& root, const std::string& path,
       STRATA_RETURN_IF_ERROR(DescribeDataset(file, &w, where));
       fl.weights.push_back(std::move(w));
     }
-    for (FileLayer& part : SplitNested(std::move(fl))) {
+    for (FileLayer& part : SplitNested(std::move(fl), model_layers)) {
       out->by_name[part.name] = out->layers.size();
       out->layers.push_back(std::move(part));
     }
@@ -308,6 +312,9 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
   STRATA_ASSIGN_OR_RETURN(Handle file, OpenForRead(path));
 
   // 1. The file's structure.
+  std::vector<ModelLayer> model_layers = ModelLayers(model);
+  std::set<std::string> layer_names;
+  for (const auto& m : model_layers) layer_names.insert(m.name);
   ParsedFile parsed;
   bool legacy_names = false;
   {
@@ -317,9 +324,9 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
     legacy_names = present;
   }
   if (legacy_names) {
-    STRATA_RETURN_IF_ERROR(ParseLegacy(file.get(), "/", path, &parsed));
+    STRATA_RETURN_IF_ERROR(ParseLegacy(file.get(), "/", path, layer_names, &parsed));
   } else if (IsGroup(file.get(), "model_weights")) {
-    STRATA_RETURN_IF_ERROR(ParseLegacy(file.get(), "model_weights", path, &parsed));
+    STRATA_RETURN_IF_ERROR(ParseLegacy(file.get(), "model_weights", path, layer_names, &parsed));
   } else if (IsGroup(file.get(), "layers") || IsGroup(file.get(), "_layer_checkpoint_dependencies")) {
     parsed.layout = KerasWeightsLayout::kKeras3;
     STRATA_RETURN_IF_ERROR(ParseKeras3(file.get(), IsGroup(file.get(), "layers") ? "layers" : "_layer_checkpoint_dependencies",
@@ -336,7 +343,6 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
     return InvalidArgument(path + ": skip_mismatch needs by_name for a legacy .h5 file (as in Keras)");
 
   // 2. Pair model layers with file layers and check everything.
-  std::vector<ModelLayer> model_layers = ModelLayers(model);
   std::vector<const ModelLayer*> weighted;
   for (const auto& m : model_layers)
     if (!m.vars.empty()) weighted.push_back(&m);

@@ -20,7 +20,8 @@ const std::set<std::string>& LayerConfig::Ignored() {
 const std::vector<LayerClass>& LayerClasses() {
   static const std::vector<LayerClass> kAll = [] {
     std::vector<LayerClass> all;
-    for (auto family : {CoreLayerClasses, ConvLayerClasses, NormalizationLayerClasses, MergeLayerClasses})
+    for (auto family : {CoreLayerClasses, ConvLayerClasses, NormalizationLayerClasses, MergeLayerClasses,
+                        AttentionLayerClasses})
       for (LayerClass& c : family()) all.push_back(std::move(c));
     return all;
   }();

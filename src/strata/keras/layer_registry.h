@@ -34,6 +34,7 @@ std::vector<std::string> IgnoredConfigKeys();
 
 // Each family's entries (defined in its layers_*.cc).
 std::vector<LayerClass> CoreLayerClasses();
+std::vector<LayerClass> AttentionLayerClasses();  // layers_attention.cc
 std::vector<LayerClass> ConvLayerClasses();
 std::vector<LayerClass> NormalizationLayerClasses();
 std::vector<LayerClass> MergeLayerClasses();

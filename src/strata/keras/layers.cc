@@ -184,6 +184,13 @@ Result<graph::VariableOptions> InitOptions(const std::string& initializer, doubl
   return o;
 }
 
+uint64_t DropoutSeed(const BuildContext& ctx, const std::string& name, uint64_t seed) {
+  if (seed == 0) seed = ctx.seed;
+  seed = (seed + static_cast<uint64_t>(ctx.replica) * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;
+  for (unsigned char c : name) seed = (seed ^ c) * 1099511628211ull;
+  return seed;
+}
+
 Result<Value> BiasAndActivation(BuildContext& ctx, const std::string& layer, Value y, int64_t units, bool use_bias,
                                 const std::string& bias_initializer, const std::string& activation) {
   if (use_bias) {

@@ -95,6 +95,26 @@ struct LayerNormalizationOptions {
 };
 LayerPtr LayerNormalization(LayerNormalizationOptions o = {});
 
+// Keras's MultiHeadAttention (Vaswani et al. 2017), called on {query, value}, {query, value,
+// key} or {query, value, key, attention_mask}: [batch, tokens, features] each, the mask
+// [batch, query tokens, key tokens] of 1 (attend) and 0. Weights as Keras's EinsumDense kernels:
+// "query/kernel" [d, num_heads, key_dim], "key/kernel", "value/kernel" [d, num_heads,
+// value_dim], "attention_output/kernel" [num_heads, value_dim, output_shape], and their biases
+// ([num_heads, key_dim], ..., [output_shape]) when use_bias. Attention over the token axis;
+// return_attention_scores is not offered (a layer has one output here).
+struct MultiHeadAttentionOptions {
+  int num_heads = 0;
+  int key_dim = 0;
+  int value_dim = 0;         // 0: key_dim
+  float dropout = 0;         // on the attention probabilities, in training
+  bool use_bias = true;
+  int64_t output_shape = 0;  // 0: the query's features
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name;
+};
+LayerPtr MultiHeadAttention(MultiHeadAttentionOptions o);
+
 LayerPtr Activation(const std::string& activation, const std::string& name = "");  // incl. "softmax"
 LayerPtr ReLU(const std::string& name = "");
 // Keras ReLU(max_value, negative_slope, threshold); max_value < 0: none. ReLU(6.) is relu6:

@@ -107,13 +107,6 @@ class DropoutLayer final : public Layer {
   float rate_;
 };
 
-uint64_t DropoutSeed(const BuildContext& ctx, const std::string& name, uint64_t seed) {
-  if (seed == 0) seed = ctx.seed;
-  seed = (seed + static_cast<uint64_t>(ctx.replica) * 0x632be59bd9b4e019ull) * 0x9e3779b97f4a7c15ull;
-  for (unsigned char c : name) seed = (seed ^ c) * 1099511628211ull;
-  return seed;
-}
-
 class NoiseShapeDropoutLayer final : public Layer {
  public:
   NoiseShapeDropoutLayer(float rate, DropoutOptions o) : rate_(rate), o_(std::move(o)) {}

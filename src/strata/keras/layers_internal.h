@@ -1,5 +1,5 @@
 // What the layer families (layers_core.cc, layers_conv.cc, layers_normalization.cc,
-// layers_merge.cc) share: padding and activation names, Keras's initializers with their fans,
+// layers_merge.cc, layers_attention.cc) share: padding and activation names, Keras's initializers with their fans,
 // and making a named layer. Defined in layers.cc. Internal.
 #pragma once
 
@@ -25,6 +25,10 @@ Result<graph::VariableOptions> InitOptions(const std::string& initializer, doubl
 // fans for its initializer) when `use_bias`, then the activation by name.
 Result<graph::Value> BiasAndActivation(BuildContext& ctx, const std::string& layer, graph::Value y, int64_t units,
                                        bool use_bias, const std::string& bias_initializer, const std::string& activation);
+
+// The seed of a dropout layer's masks: the layer's own `seed` (0: the model's), the replica and
+// the layer's name, so every dropout draws its own masks and the same ones each run.
+uint64_t DropoutSeed(const BuildContext& ctx, const std::string& name, uint64_t seed);
 
 // The Keras arguments a Dense and a Conv2D share, read from their config.
 template <typename Options>

@@ -1,5 +1,5 @@
 // ONNX translation of the shape family: Concat (ZeroPadding2D's concatenation with constants as
-// a Pad), Slice, Reshape (through NHWC: Keras's flatten order is H, W, C), and Cast and Identity,
+// a Pad), Slice, Transpose, Reshape (through NHWC: Keras's flatten order is H, W, C), and Cast and Identity,
 // which write nothing: an f32 export has nothing to cast (a bf16 model exports its f32 math), and
 // Exporter::Operand looks through both.
 #include <string>
@@ -74,12 +74,23 @@ Status Reshape(Exporter& e, const Node& n) {
   return Status::OK();
 }
 
+// A rank-4 value is NCHW in ONNX: transposed to its own axis order, permuted, and back.
+Status Transpose(Exporter& e, const Node& n) {
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  const bool image = n.out_shapes[0].rank() == 4;
+  if (image) x = e.ToNhwc(x, n.name + "/in");
+  std::vector<int64_t> perm(n.attrs.axes.begin(), n.attrs.axes.end());
+  std::string y = e.Op("Transpose", {x}, n.name + (image ? "/permuted" : ""), {AttrInts("perm", perm)});
+  e.Set(n, image ? e.ToNchw(y, n.name) : y);
+  return Status::OK();
+}
+
 Status LookedThrough(Exporter&, const Node&) { return Status::OK(); }
 
 }  // namespace
 
 void RegisterShapeOnnx(OnnxTable& t) {
-  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Reshape},
+  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Reshape}, {OpKind::kTranspose, Transpose},
             {OpKind::kCast, LookedThrough}, {OpKind::kIdentity, LookedThrough}});
 }
 

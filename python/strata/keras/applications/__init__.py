@@ -22,7 +22,7 @@ __all__ = ["VGG16", "VGG19", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
            "EfficientNetB5", "EfficientNetB6", "EfficientNetB7", "EfficientNetV2B0", "EfficientNetV2B1",
            "EfficientNetV2B2", "EfficientNetV2B3", "EfficientNetV2S", "EfficientNetV2M", "EfficientNetV2L", "InceptionV3", "InceptionResNetV2", "Xception",
            "NASNetMobile", "NASNetLarge", "DenseNet121", "DenseNet169", "DenseNet201",
-           "ConvNeXtTiny", "ConvNeXtSmall", "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge"]
+           "ConvNeXtTiny", "ConvNeXtSmall", "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge", "ViTB16", "ViTS16"]
 
 
 def _build(app, include_top, weights, input_tensor, input_shape, pooling, classes, classifier_activation, name,
@@ -181,7 +181,13 @@ MobileNetV3Large = _mobilenet_v3("MobileNetV3Large", "mobilenet_v3_large",
                                  "inverted residual blocks with squeeze-and-excite and hard swish, 15 blocks (224 px)")
 
 
+ViTB16 = _application("ViTB16", "vit_b16", "KerasHub's ViT-B/16: 12 pre-norm encoder blocks of 768 features, 12 heads "
+                      "(224 px; sides multiples of 16)")
+ViTS16 = _application("ViTS16", "vit_s16", "ViT-S/16: 12 pre-norm encoder blocks of 384 features, 6 heads (224 px; sides "
+                      "multiples of 16)")
+
+
 # Keras's per-family modules (keras.applications.resnet_v2.preprocess_input, ...), after the
 # functions they re-export.
 from . import (convnext, densenet, efficientnet, efficientnet_v2, imagenet_utils, inception_resnet_v2, inception_v3, mobilenet,  # noqa: E402
-               mobilenet_v2, mobilenet_v3, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, xception)
+               mobilenet_v2, mobilenet_v3, nasnet, resnet, resnet50, resnet_v2, vgg16, vgg19, vit, xception)

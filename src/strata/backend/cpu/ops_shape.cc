@@ -1,4 +1,4 @@
-// The shape family on the cpu backend: concat and slice as oneDNN primitives; reshape, cast and
+// The shape family on the cpu backend: concat, slice and transpose as oneDNN primitives; reshape, cast and
 // identity as aliases of their input's bytes, or a reorder where the output is pinned.
 #include <optional>
 #include <vector>
@@ -79,6 +79,29 @@ Status PlanSlice(Planner& p, int i) {
                                         {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}});
 }
 
+// Transpose: one reorder that reads x's plain bytes through strides permuted to y's axes.
+Status PlanTranspose(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Value x = n.inputs[0];
+  const dt type = DataDesc(p, x).data_type();
+  const Shape& xs = x.shape();
+  const std::vector<int>& perm = n.attrs.axes;
+  dims x_strides(xs.rank(), 1);
+  for (int d = xs.rank() - 2; d >= 0; --d) x_strides[d] = x_strides[d + 1] * xs[d + 1];
+  dims strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) strides[d] = x_strides[perm[d]];
+  // In the graph's axis order (oneDNN's NCHW order of rank-4 images does not apply to these).
+  const dims out_dims(n.out_shapes[0].dims().begin(), n.out_shapes[0].dims().end());
+  const md full = PlainDesc(xs, type), dst = RowMajorDesc(out_dims, type);
+  const md src(out_dims, type, strides);
+  dnnl::reorder::primitive_desc pd(p.engine(), src, p.engine(), dst, p.Attr());
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, full));
+  const int yb = p.Define(g.output(i), dst, dst);
+  return AppendPrimitive<dnnl::reorder>(p, Info(p, i, "transpose", pd.impl_info_str()), pd,
+                                        {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}});
+}
+
 // Reshape, Cast, Identity: the output is the input's plain bytes (of type `type`) seen in
 // the output's shape; an alias unless the output is pinned to program memory.
 Status PlanAliasOrCopy(Planner& p, int i, dt type) {
@@ -103,6 +126,7 @@ Status PlanAliasOrCopy(Planner& p, int i, dt type) {
 void RegisterShapePlans(PlanTable& t) {
   Register(t, OpKind::kConcat, PlanConcat, kTakesBF16);
   Register(t, OpKind::kSlice, PlanSlice);
+  Register(t, OpKind::kTranspose, PlanTranspose, kTakesBF16);
   Register(t, OpKind::kReshape, [](Planner& p, int i) {
     return PlanAliasOrCopy(p, i, DataDesc(p, p.graph().node(i).inputs[0]).data_type());
   }, kTakesBF16);

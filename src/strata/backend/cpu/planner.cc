@@ -32,7 +32,10 @@ md PlainDesc(const Shape& s, dt type) {
     const int64_t N = s[0], H = s[1], W = s[2], C = s[3];
     return md({N, C, H, W}, type, dnnl::memory::dims{H * W * C, 1, W * C, C});
   }
-  dnnl::memory::dims dims(s.dims().begin(), s.dims().end());
+  return RowMajorDesc(dnnl::memory::dims(s.dims().begin(), s.dims().end()), type);
+}
+
+md RowMajorDesc(const dnnl::memory::dims& dims, dt type) {
   dnnl::memory::dims strides(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
   return md(dims, type, strides);

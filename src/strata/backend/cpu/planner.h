@@ -33,6 +33,9 @@ DType FromDnnl(dt t);
 // The plain (row-major, channels-last) layout of a graph shape: rank 4 [N, H, W, C] as
 // oneDNN dims {N, C, H, W} with NHWC strides, a scalar as {1}, others as-is.
 md PlainDesc(const Shape& s, dt type);
+// Row-major dims as they are (no NCHW reordering for rank 4): a batch of matrices [B, H, T, K]
+// as the matmul and transpose kernels see it. The same bytes as PlainDesc for any rank.
+md RowMajorDesc(const dnnl::memory::dims& d, dt type);
 // HWIO conv kernel [KH, KW, C / G, O] as oneDNN weights dims ({O, I, KH, KW} or
 // {G, O / G, I, KH, KW}) over the same plain bytes.
 md WeightsView(const Shape& hwio, int groups, dt type);

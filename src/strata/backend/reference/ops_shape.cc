@@ -1,5 +1,5 @@
-// Reference kernels of the shape family: Concat and Slice along one axis, and Reshape, Cast
-// and Identity, which copy (a bf16 Cast rounds in the evaluator, as every bf16 output does).
+// Reference kernels of the shape family: Concat and Slice along one axis, Transpose, and
+// Reshape, Cast and Identity, which copy (a bf16 Cast rounds in the evaluator, as every bf16 output does).
 #include "strata/backend/reference/ops.h"
 
 namespace strata::backend::reference {
@@ -40,6 +40,25 @@ Status Slice(const KernelContext& c) {
   return Status::OK();
 }
 
+// y's axis i is x's axis perm[i].
+Status Transpose(const KernelContext& c) {
+  const std::vector<int>& perm = c.node.attrs.axes;
+  const Vec& x = c.in(0);
+  Vec& y = c.out(0);
+  const Shape& xs = c.in_shape(0);
+  const Shape& ys = c.out_shape(0);
+  const int rank = xs.rank();
+  std::vector<int64_t> x_stride(rank, 1), index(rank, 0);
+  for (int d = rank - 2; d >= 0; --d) x_stride[d] = x_stride[d + 1] * xs[d + 1];
+  for (int64_t e = 0; e < ys.num_elements(); ++e) {
+    int64_t at = 0;
+    for (int d = 0; d < rank; ++d) at += index[d] * x_stride[perm[d]];
+    y[e] = x[at];
+    for (int d = rank - 1; d >= 0 && ++index[d] == ys[d]; --d) index[d] = 0;
+  }
+  return Status::OK();
+}
+
 Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
   c.out(0) = c.in(0);
   return Status::OK();
@@ -49,7 +68,7 @@ Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
 
 void RegisterShapeOps(KernelTable& t) {
   t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Copy}, {OpKind::kCast, Copy},
-            {OpKind::kIdentity, Copy}});
+            {OpKind::kIdentity, Copy}, {OpKind::kTranspose, Transpose}});
 }
 
 }  // namespace strata::backend::reference

@@ -1,4 +1,5 @@
-// The matrix-multiply family: MatMul, whose gradient is two more MatMuls.
+// The matrix-multiply family: MatMul (one matrix product or a batch of them), whose gradient is
+// two more MatMuls of the same kind.
 #include "strata/graph/op_checks.h"
 #include "strata/graph/ops/ops.h"
 
@@ -9,16 +10,26 @@ using namespace checks;  // NOLINT: the shared argument checks (op_checks.h)
 Result<Value> Graph::MatMul(Value a, Value b, bool ta, bool tb, const std::string& name_in) {
   STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMatMul, name_in, {a, b}, kFloatInput));
   STRATA_RETURN_IF_ERROR(CheckSameDType(op.label, a, b));
-  if (a.shape().rank() != 2 || b.shape().rank() != 2)
-    return InvalidArgument(op.label + "expected 2-D operands, found " + S(a.shape()) + " and " + S(b.shape()));
-  const int64_t m = ta ? a.shape()[1] : a.shape()[0];
-  const int64_t ka = ta ? a.shape()[0] : a.shape()[1];
-  const int64_t kb = tb ? b.shape()[1] : b.shape()[0];
-  const int64_t nn = tb ? b.shape()[0] : b.shape()[1];
+  const int rank = a.shape().rank();
+  if (rank < 2 || b.shape().rank() != rank)
+    return InvalidArgument(op.label + "expected matrices, or batches of them of one rank, found " + S(a.shape()) +
+                           " and " + S(b.shape()));
+  for (int d = 0; d < rank - 2; ++d)
+    if (a.shape()[d] != b.shape()[d])
+      return InvalidArgument(op.label + "batch dimensions differ: " + S(a.shape()) + " and " + S(b.shape()));
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  const int64_t m = ta ? as[-1] : as[-2];
+  const int64_t ka = ta ? as[-2] : as[-1];
+  const int64_t kb = tb ? bs[-1] : bs[-2];
+  const int64_t nn = tb ? bs[-2] : bs[-1];
   if (ka != kb)
     return InvalidArgument(op.label + "inner dimensions differ: input " + S(a.shape()) + " has " + std::to_string(ka) +
                            ", kernel " + S(b.shape()) + " expects " + std::to_string(kb));
-  Node n{OpKind::kMatMul, op.name, {a, b}, {Shape{m, nn}}, {a.dtype()}, {}, false};
+  std::vector<int64_t> out(as.dims().begin(), as.dims().end() - 2);
+  out.push_back(m);
+  out.push_back(nn);
+  Node n{OpKind::kMatMul, op.name, {a, b}, {Shape(out)}, {a.dtype()}, {}, false};
   n.attrs.transpose_a = ta;
   n.attrs.transpose_b = tb;
   return Finish(std::move(n));
@@ -46,7 +57,7 @@ Status MatMulGradient(GradientContext& c) {
 
 int64_t MatMulFlops(const Node& n) {
   const Shape& a = n.inputs[0].shape();
-  const int64_t k = n.attrs.transpose_a ? a[0] : a[1];
+  const int64_t k = n.attrs.transpose_a ? a[-2] : a[-1];
   return 2 * n.out_shapes[0].num_elements() * k;
 }
 

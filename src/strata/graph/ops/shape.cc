@@ -102,6 +102,28 @@ Result<Value> Graph::Reshape(Value x, Shape shape, const std::string& name_in) {
   return Finish(std::move(n));
 }
 
+Result<Value> Graph::Transpose(Value x, std::vector<int> perm, const std::string& name_in) {
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kTranspose, name_in, {x}, kAnyInput));
+  const int rank = x.shape().rank();
+  std::vector<bool> seen(rank, false);
+  bool valid = static_cast<int>(perm.size()) == rank;
+  for (int a : perm) {
+    valid = valid && a >= 0 && a < rank && !seen[a];
+    if (a >= 0 && a < rank) seen[a] = true;
+  }
+  if (!valid) {
+    std::string p;
+    for (int a : perm) p += (p.empty() ? "" : ", ") + std::to_string(a);
+    return InvalidArgument(op.label + "perm {" + p + "} is not a permutation of the " + std::to_string(rank) +
+                           " axes of " + S(x.shape()));
+  }
+  std::vector<int64_t> dims(rank);
+  for (int i = 0; i < rank; ++i) dims[i] = x.shape()[perm[i]];
+  Node n{OpKind::kTranspose, op.name, {x}, {Shape(dims)}, {x.dtype()}, {}, false};
+  n.attrs.axes = std::move(perm);
+  return Finish(std::move(n));
+}
+
 Result<Value> Graph::Flatten(Value x, const std::string& name) {
   if (!x.valid() || x.shape().rank() < 1)
     return InvalidArgument(OpLabel(name.empty() ? "flatten" : name, OpKind::kReshape) + "expected [N, ...]");
@@ -166,6 +188,16 @@ Status ReshapeGradient(GradientContext& c) {
   return c.Accumulate(c.in(0), d);
 }
 
+// dx is dy transposed back: the inverse permutation.
+Status TransposeGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  const std::vector<int>& perm = c.n.attrs.axes;
+  std::vector<int> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int>(i);
+  STRATA_ASSIGN_OR_RETURN(Value d, c.g.Transpose(c.dy(), inverse, c.gname));
+  return c.Accumulate(c.in(0), d);
+}
+
 Status CastGradient(GradientContext& c) {
   if (!c.need(0)) return Status::OK();
   STRATA_ASSIGN_OR_RETURN(Value d, c.g.Cast(c.dy(), c.in(0).dtype(), c.gname));
@@ -183,6 +215,8 @@ void RegisterShapeOps(OpTable& t) {
   Register(t, {.kind = OpKind::kSlice, .name = "Slice", .family = f, .gradient = SliceGradient,
                .matrix_flops = NoFlops, .other_flops = NoFlops});
   Register(t, {.kind = OpKind::kReshape, .name = "Reshape", .family = f, .gradient = ReshapeGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kTranspose, .name = "Transpose", .family = f, .gradient = TransposeGradient,
                .matrix_flops = NoFlops, .other_flops = NoFlops});
   Register(t, {.kind = OpKind::kCast, .name = "Cast", .family = f, .gradient = CastGradient, .matrix_flops = NoFlops,
                .other_flops = NoFlops});

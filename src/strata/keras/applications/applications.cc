@@ -58,6 +58,8 @@ const std::vector<Entry>& Table() {
       {"convnext_base", ConvNeXtBase, 224, 32, ""},
       {"convnext_large", ConvNeXtLarge, 224, 32, ""},
       {"convnext_xlarge", ConvNeXtXLarge, 224, 32, ""},
+      {"vit_b16", ViTB16, 224, 32, "tf"},  // KerasHub's ViT converter: x / 127.5 - 1
+      {"vit_s16", ViTS16, 224, 32, "tf"},
   };
   return table;
 }

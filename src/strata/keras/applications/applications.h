@@ -84,12 +84,18 @@ Result<std::unique_ptr<Model>> ConvNeXtSmall(Options o = {});   // 3-3-27-3, 96-
 Result<std::unique_ptr<Model>> ConvNeXtBase(Options o = {});    // 3-3-27-3, 128-1024
 Result<std::unique_ptr<Model>> ConvNeXtLarge(Options o = {});   // 3-3-27-3, 192-1536
 Result<std::unique_ptr<Model>> ConvNeXtXLarge(Options o = {});  // 3-3-27-3, 256-2048
+// The Vision Transformer as KerasHub builds it (ViTBackbone + ViTImageClassifier): 16 x 16
+// patches, 12 encoder blocks of 768 features and 12 heads (B/16) or 384 and 6 (S/16). The input's
+// sides must be multiples of 16. Without the top: the tokens [T, D] (pooling "avg" / "max": [D]).
+Result<std::unique_ptr<Model>> ViTB16(Options o = {});
+Result<std::unique_ptr<Model>> ViTS16(Options o = {});
 
 // The command-line names, in Keras's order of the families: "vgg16", ..., "resnet50",
 // "resnet101_v2", ..., "mobilenet", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
 // "efficientnet_b0" ... "efficientnet_b7", "efficientnet_v2_b0" ... "efficientnet_v2_b3",
 // "efficientnet_v2_s", "efficientnet_v2_m", "efficientnet_v2_l", "xception",
-// "densenet121", "densenet169", "densenet201", "convnext_tiny" ... "convnext_xlarge".
+// "densenet121", "densenet169", "densenet201", "convnext_tiny" ... "convnext_xlarge", "vit_b16",
+// "vit_s16".
 const std::vector<std::string>& Names();
 // Names() joined by ", ": for help texts and errors.
 std::string NameList();

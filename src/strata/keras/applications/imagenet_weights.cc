@@ -191,9 +191,10 @@ Result<WeightsSource> MobileNetV3Weights(const std::string& name, const Options&
   if (o.minimalistic ? !Near(o.alpha, 1.0) : !(Near(o.alpha, 1.0) || Near(o.alpha, 0.75)))
     return InvalidArgument(label + " exists for alpha 0.75 or 1.0 (minimalistic: 1.0 only), got " + Alpha(o.alpha));
   const bool square_224 = o.input_shape.rank() != 3 || (o.input_shape[0] == 224 && o.input_shape[1] == 224);
-  if (!square_224)
+  if (!square_224) {
     STRATA_LOG(kWarn) << (small ? "MobileNetV3Small" : "MobileNetV3Large") << ": the input is not 224 x 224 px; "
                       << "the ImageNet weights for 224 px are loaded (as Keras does)";
+  }
   const std::string model = std::string(small ? "small" : "large") + (o.minimalistic ? "_minimalistic" : "") +
                             "_224_" + Alpha(o.alpha) + "_float";
   for (const MobileNetV3File& f : kMobileNetV3Files)

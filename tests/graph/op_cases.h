@@ -240,6 +240,10 @@ inline std::vector<OpCase> AllOpCases() {
   c.push_back({"matmul_batched_transpose_a", {{3, 5, 4}, {3, 5, 2}},
                [](Graph& g, const std::vector<Value>& x) { return g.MatMul(x[0], x[1], true, false); }, 1e-6, 1e-5,
                2LL * 3 * 4 * 2 * 5});
+  // An embedding's lookup: rows of a [10, 4] table at int32 ids (fed in [0, 10), repeats
+  // included, so the gradient adds rows).
+  c.push_back({"gather_embedding", {{10, 4}},
+               [](Graph& g, const std::vector<Value>& x) { return g.Gather(x[0], g.Input("ids", DType::kI32, {3, 5})); }});
   c.push_back({"transpose_heads", {{2, 3, 4, 5}},
                [](Graph& g, const std::vector<Value>& x) { return g.Transpose(x[0], {0, 2, 1, 3}); }});
   c.push_back({"transpose_rank3_reversed", {{2, 3, 4}},

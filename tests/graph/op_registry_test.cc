@@ -37,14 +37,14 @@ std::vector<OpKind> AllKinds() {
 const std::set<std::string> kNoGradient = {
     "Conv2DBackpropInput", "Conv2DBackpropFilter", "BatchNormInference", "BatchNormGrad",
     "ActivationGrad",      "SoftmaxGrad",          "MaxPoolGrad",        "AvgPoolGrad",
-    "BiasAddGrad",         "SoftmaxCrossEntropyGrad", "MeanSquaredErrorGrad", "LayerNormGrad"};
+    "BiasAddGrad",         "SoftmaxCrossEntropyGrad", "MeanSquaredErrorGrad", "LayerNormGrad", "GatherGrad"};
 
 // The ops an inference model never holds, so the ONNX exporter does not translate them: the
 // gradient ops, training batch norm, dropout (identity at inference) and the losses.
 const std::set<std::string> kNotExported = {
     "Conv2DBackpropInput", "Conv2DBackpropFilter", "BatchNorm",         "BatchNormGrad",
     "ActivationGrad",      "SoftmaxGrad",          "MaxPoolGrad",       "AvgPoolGrad",
-    "BiasAddGrad",         "Dropout",              "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
+    "BiasAddGrad",         "Dropout",              "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad", "GatherGrad",
     "MeanSquaredError",    "MeanSquaredErrorGrad", "LayerNormGrad"};
 
 TEST(OpRegistry, EveryKindHasItsGraphEntry) {
@@ -159,6 +159,8 @@ const HandCount kHandCounts[] = {
     {"Slice", "slice", 0, 0},
     {"Reshape", "reshape", 0, 0},
     {"Transpose", "transpose_heads", 0, 0},
+    {"Gather", "gather_embedding", 0, 0},
+    {"GatherGrad", "gather_embedding", 0, 0},
     {"Cast", "cast_f32", 0, 0},
     {"Identity", "identity", 0, 0},
     {"ReduceSum", "reduce_sum_axes", 0, 2 * 3 * 4},

@@ -80,7 +80,8 @@ TEST(Model, EveryRegisteredLayerClassBuildsFromItsConfig) {
                                                         {"SeparableConv2D", R"({"filters": 3})"},
                                                         {"Reshape", R"({"target_shape": [4]})"},
                                                         {"LayerScale", R"({"projection_dim": 3})"},
-                                                        {"MultiHeadAttention", R"({"num_heads": 2, "key_dim": 3})"}};
+                                                        {"MultiHeadAttention", R"({"num_heads": 2, "key_dim": 3})"},
+                                                        {"Embedding", R"({"input_dim": 5, "output_dim": 3})"}};
   ASSERT_GE(LayerClasses().size(), 20u);
   for (const LayerClass& c : LayerClasses()) {
     SCOPED_TRACE(c.name);

@@ -208,3 +208,32 @@ def test_vit_keras_arguments():
         apps.ViTB16(input_shape=(40, 32, 3))
     x = np.full((1, 2, 2, 3), 255, np.float32)
     np.testing.assert_allclose(apps.vit.preprocess_input(x), 1.0)
+
+
+def test_vit_position_embedding_is_resampled_for_another_input_size(tmp_path):
+    """Weights saved at one input size load into a ViT at another, as timm resamples them: the
+    class token's row as it is and the grid's rows (here 2 x 2 patches to 3 x 3) by
+    torch.nn.functional.interpolate(mode="bicubic", align_corners=False); every other weight as
+    it is. A grid that is not square in the file is a mismatch, named."""
+    apps = strata.keras.applications
+    small = apps.ViTS16(input_shape=(32, 32, 3), include_top=False)
+    small.compile(optimizer="sgd", loss="mse", seed=2)
+    small.save_weights(tmp_path / "vit_32.h5")
+    big = apps.ViTS16(input_shape=(48, 48, 3), include_top=False)
+    big.compile(optimizer="sgd", loss="mse", seed=3)
+    big.load_weights(tmp_path / "vit_32.h5")
+    key = "vit_patching_and_embedding/position_embedding/embeddings"
+    src, got = dict(small.weights)[key], dict(big.weights)[key]
+    assert src.shape == (5, 384) and got.shape == (10, 384)
+    grid = torch.from_numpy(src[1:].astype(np.float64)).reshape(1, 2, 2, 384).permute(0, 3, 1, 2)
+    want = torch.nn.functional.interpolate(grid, size=(3, 3), mode="bicubic", align_corners=False)
+    want = want.permute(0, 2, 3, 1).reshape(9, 384).numpy()
+    np.testing.assert_array_equal(got[0], src[0])
+    np.testing.assert_allclose(got[1:], want, rtol=1e-5, atol=1e-6)
+    for (name, a), (_, b) in zip(small.weights, big.weights):
+        if name != key:
+            np.testing.assert_array_equal(b, a, err_msg=name)
+    wide = apps.ViTS16(input_shape=(32, 48, 3), include_top=False)
+    wide.compile(optimizer="sgd", loss="mse")
+    wide.load_weights(tmp_path / "vit_32.h5")  # a 2 x 3 grid from the square 2 x 2
+    assert dict(wide.weights)[key].shape == (7, 384)

@@ -202,6 +202,25 @@ def test_multi_head_attention_weights_round_trip_keras_h5(tmp_path):
     np.testing.assert_array_equal(again.weights[6][1], src.weights[6][1])
 
 
+def test_embedding_matches_torch_and_names_a_bad_id():
+    """keras.layers.Embedding against torch.nn.functional.embedding: the rows at float ids (as
+    Keras casts them), forward, and the table's gradient through a Dense (repeated ids add their
+    rows); an id past the table fails the step naming the layer and the id."""
+    rng = np.random.default_rng(9)
+    inp = strata.keras.Input(shape=(5,))
+    h = layers.Embedding(7, 4, name="emb")(inp)
+    model = strata.keras.Model(inp, layers.Flatten()(layers.Dense(3, name="dense")(h)))
+    w = set_weights(model, rng)
+    ids = np.array([[0, 6, 2, 2, 5], [3, 3, 3, 1, 0]], np.float32)
+    y = rng.uniform(-1, 1, (2, 15)).astype(np.float32)
+    pred, grads = strata_run(model, ids, y)
+    ref = (F.embedding(torch.tensor(ids, dtype=torch.long), w["emb/embeddings"]) @ w["dense/kernel"]
+           + w["dense/bias"]).reshape(2, -1)
+    assert_close(pred, grads, ref, torch_grads(ref, y, w))
+    with pytest.raises(Exception, match=r"emb.*id 7 .*\[0, 7\)"):
+        model.predict(np.array([[0, 1, 7, 2, 3]], np.float32), verbose=0)
+
+
 def test_gelu_is_a_layer_activation_by_name_function_or_partial():
     rng = np.random.default_rng(4)
     x = rng.uniform(-3, 3, (4, 5)).astype(np.float32)

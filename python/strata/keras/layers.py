@@ -17,7 +17,7 @@ __all__ = [
     "Activation", "ReLU", "MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D",
     "GlobalMaxPooling2D", "Flatten", "Dropout", "Add", "Multiply", "Concatenate", "CustomScaleLayer", "Rescaling", "Reshape",
     "ZeroPadding2D", "Cropping2D", "Normalization", "LayerNormalization", "LayerScale", "StochasticDepth",
-    "MultiHeadAttention", "KerasTensor",
+    "MultiHeadAttention", "Embedding", "KerasTensor",
 ]
 
 
@@ -281,6 +281,16 @@ class MultiHeadAttention(Layer):
         if attention_mask is not None:
             inputs.append(attention_mask)
         return super().__call__(inputs)
+
+
+class Embedding(Layer):
+    """keras.layers.Embedding: the row of `embeddings` [input_dim, output_dim] at each id (int32
+    or whole-number floats); an id outside [0, input_dim) fails the step naming the layer."""
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False, **kwargs):
+        super().__init__(_config=dict(input_dim=int(input_dim), output_dim=int(output_dim),
+                                      embeddings_initializer=embeddings_initializer, mask_zero=bool(mask_zero)),
+                         **kwargs)
 
 
 class Add(Layer):

@@ -40,11 +40,12 @@ enum class OpKind : uint8_t {
   // Forward compute.
   kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kLayerNorm, kActivation, kSoftmax,
   kMaxPool, kAvgPool, kAdd, kSub, kMultiply, kScale, kConcat, kSlice, kReshape, kDropout,
-  kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity, kTranspose,
+  kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity, kTranspose, kGather,
   kSoftmaxCrossEntropy, kMeanSquaredError,
   // Gradients (emitted by autodiff; usable directly).
   kConv2DBackpropInput, kConv2DBackpropFilter, kBiasAddGrad, kBatchNormGrad, kLayerNormGrad, kActivationGrad,
-  kSoftmaxGrad, kMaxPoolGrad, kAvgPoolGrad, kSoftmaxCrossEntropyGrad, kMeanSquaredErrorGrad,
+  kSoftmaxGrad, kMaxPoolGrad, kAvgPoolGrad, kGatherGrad, kSoftmaxCrossEntropyGrad,
+  kMeanSquaredErrorGrad,  // the last: kNumOpKinds counts up to it
 };
 const char* OpKindName(OpKind kind);  // "Conv2D"
 
@@ -205,6 +206,10 @@ class Graph {
   Result<Value> Reshape(Value x, Shape shape, const std::string& name = "");  // one -1 allowed
   // y's axis i is x's axis perm[i] (numpy's transpose): [B, T, H, K] -> [B, H, T, K] is {0, 2, 1, 3}.
   Result<Value> Transpose(Value x, std::vector<int> perm, const std::string& name = "");
+  // The rows of `table` [V, D] at `ids` (int32, or float holding whole numbers, as Keras's
+  // Embedding casts them): ids' shape + [D]. An id outside [0, V) fails the step, naming the op,
+  // the id and where it is. The gradient scatters dy's rows back onto the table's (GatherGrad).
+  Result<Value> Gather(Value table, Value ids, const std::string& name = "");
   Result<Value> Flatten(Value x, const std::string& name = "");  // [N, ...] -> [N, prod]
   // Inverted dropout: y = x * mask / (1 - rate), a fresh mask every step. Outputs: y, mask.
   Result<Value> Dropout(Value x, float rate, uint64_t seed, const std::string& name = "");

@@ -231,6 +231,9 @@ bool ShapesMatch(const Shape& model, const Shape& file, const std::string& var) 
   return false;
 }
 
+// A variable's name within its layer: "kernel", "query/kernel", "position_embedding/embeddings".
+std::string WeightOf(const ModelLayer& m, const backend::VariableStore::Entry& e) { return e.name.substr(m.name.size() + 1); }
+
 std::string KerasShapeText(const Shape& s) {
   std::string r = "(";
   for (int i = 0; i < s.rank(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -251,7 +254,8 @@ std::string Mismatch(const ModelLayer& m, const FileLayer& f, const std::string&
   for (size_t i = 0; i < m.vars.size(); ++i) {
     const auto* e = m.vars[i];
     const FileWeight& w = f.weights[i];
-    if (!ShapesMatch(e->shape, w.shape, e->name))
+    if (!ShapesMatch(e->shape, w.shape, e->name) &&
+        !m.layer->ResampleWeight(WeightOf(m, *e), w.shape, {}, e->shape, nullptr))
       return path + ": " + label + ", weight " + ShortName(e->name) + " (file: " + w.name + "): the model expects shape " +
              KerasShapeText(e->shape) + ", the file holds " + KerasShapeText(w.shape);
   }
@@ -432,8 +436,19 @@ Result<KerasWeightsReport> LoadKerasWeights(Model& model, const std::string& pat
   for (const Pairing& p : pairs) {
     for (size_t i = 0; i < p.model->vars.size(); ++i) {
       const auto* e = p.model->vars[i];
-      STRATA_RETURN_IF_ERROR(ReadValues(file.get(), p.file->weights[i], state.data() + e->offset, e->size,
-                                        path + ": layer " + p.model->name));
+      const FileWeight& w = p.file->weights[i];
+      const std::string where = path + ": layer " + p.model->name;
+      if (ShapesMatch(e->shape, w.shape, e->name)) {
+        STRATA_RETURN_IF_ERROR(ReadValues(file.get(), w, state.data() + e->offset, e->size, where));
+        continue;
+      }
+      // The layer resamples the file's value to the model's shape (Mismatch asked it already).
+      std::vector<float> in(static_cast<size_t>(w.shape.num_elements())), out;
+      STRATA_RETURN_IF_ERROR(ReadValues(file.get(), w, in.data(), w.shape.num_elements(), where));
+      if (!p.model->layer->ResampleWeight(WeightOf(*p.model, *e), w.shape, in, e->shape, &out) ||
+          static_cast<int64_t>(out.size()) != e->size)
+        return Internal(where + ": resampling " + w.name + " to " + KerasShapeText(e->shape) + " failed");
+      std::copy(out.begin(), out.end(), state.begin() + e->offset);
     }
     report.loaded.push_back(p.model->name);
   }

@@ -110,7 +110,11 @@ Status WriteLegacy(const Model& model, const std::string& tmp, const std::string
   for (const auto& m : layers) sorted.push_back(&m);
   std::sort(sorted.begin(), sorted.end(), [](const ModelLayer* a, const ModelLayer* b) { return a->name < b->name; });
   for (const ModelLayer* m : sorted) {
-    Handle g = Group(H5Gcreate2(file.get(), m->name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    // A name with slashes ("conv1/conv", "vit_encoder/ln") nests, as h5py's create_group does;
+    // a group made on the way for a longer name is opened.
+    Handle g = Group(H5Lexists(file.get(), m->name.c_str(), H5P_DEFAULT) > 0
+                         ? H5Gopen2(file.get(), m->name.c_str(), H5P_DEFAULT)
+                         : H5Gcreate2(file.get(), m->name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT));
     if (!g.ok()) return IOError(path + ": cannot create group " + m->name + ": " + Hdf5Message());
     std::vector<std::string> weight_names;
     for (const auto* e : m->vars) weight_names.push_back(e->name + ":0");

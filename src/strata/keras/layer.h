@@ -74,6 +74,14 @@ class Layer {
   // `strata_shape`, where the two differ: a depthwise kernel is [k, k, 1, C * M] here (a grouped
   // convolution) and [k, k, C, M] in Keras, the same values in the same order. Weight files use it.
   virtual Shape KerasWeightShape(const std::string& weight, const Shape& strata_shape) const { return strata_shape; }
+  // A weight file's value of `weight` ("position_embedding/embeddings") in another shape than
+  // the model's: true where the layer resamples it into `to` (`out`, to's element count), as a
+  // ViT's position embedding to another input size; false: the shapes mismatch. With out null,
+  // only whether it would.
+  virtual bool ResampleWeight(const std::string& weight, const Shape& from, const std::vector<float>& in,
+                              const Shape& to, std::vector<float>* out) const {
+    return false;
+  }
 
   // Keras's layer.trainable. false freezes the layer: its weights stay as they are (no
   // gradient is computed for them and the optimizer keeps no slots for them) and a

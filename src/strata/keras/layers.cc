@@ -178,6 +178,10 @@ Result<Value> ApplyActivation(graph::Graph& g, const std::string& activation, Va
 Result<graph::VariableOptions> InitOptions(const std::string& initializer, double fan_in, double fan_out) {
   STRATA_ASSIGN_OR_RETURN(auto vs, VarianceScaling(initializer, fan_in, fan_out));
   if (vs) return *vs;
+  // Keras's RandomUniform(-0.05, 0.05) (an Embedding's "uniform") and RandomNormal(0, 0.05).
+  if (initializer == "uniform" || initializer == "random_uniform")
+    return graph::VariableOptions{.init = graph::Init::kUniform, .value = 0.05f};
+  if (initializer == "random_normal") return graph::VariableOptions{.init = graph::Init::kNormal, .value = 0.05f};
   STRATA_ASSIGN_OR_RETURN(graph::Init init, ParseInitializer(initializer));
   graph::VariableOptions o;
   o.init = init;

@@ -115,6 +115,17 @@ struct MultiHeadAttentionOptions {
 };
 LayerPtr MultiHeadAttention(MultiHeadAttentionOptions o);
 
+// Keras's Embedding: the row of "embeddings" [input_dim, output_dim] at each id (int32, or
+// float holding whole numbers, which Keras casts): [..., output_dim]. An id outside
+// [0, input_dim) fails the step, naming the layer. mask_zero is not offered.
+struct EmbeddingOptions {
+  int input_dim = 0;
+  int output_dim = 0;
+  std::string embeddings_initializer = "uniform";  // Keras's RandomUniform(-0.05, 0.05)
+  std::string name;
+};
+LayerPtr Embedding(EmbeddingOptions o);
+
 LayerPtr Activation(const std::string& activation, const std::string& name = "");  // incl. "softmax"
 LayerPtr ReLU(const std::string& name = "");
 // Keras ReLU(max_value, negative_slope, threshold); max_value < 0: none. ReLU(6.) is relu6:

@@ -1,4 +1,5 @@
-// The core layers (Dense, Activation, ReLU, Flatten, Dropout, Rescaling, Reshape, LayerScale, StochasticDepth): each
+// The core layers (Dense, Activation, ReLU, Flatten, Dropout, Rescaling, Reshape, LayerScale, StochasticDepth,
+// Embedding): each
 // class, its factory (layers.h), how a Keras config builds it, and its registry entries.
 #include "strata/keras/layers.h"
 
@@ -181,6 +182,23 @@ class LayerScaleLayer final : public Layer {
   int64_t dim_;
 };
 
+class EmbeddingLayer final : public Layer {
+ public:
+  explicit EmbeddingLayer(EmbeddingOptions o) : o_(std::move(o)) {}
+  std::string class_name() const override { return "Embedding"; }
+  Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
+    if (o_.input_dim < 1 || o_.output_dim < 1)
+      return InvalidArgument(Label() + ": input_dim and output_dim must be positive");
+    STRATA_ASSIGN_OR_RETURN(auto init, InitOptions(o_.embeddings_initializer, static_cast<double>(o_.input_dim),
+                                                    static_cast<double>(o_.output_dim)));
+    STRATA_ASSIGN_OR_RETURN(Value table, ctx.Variable(name(), "embeddings", {o_.input_dim, o_.output_dim}, init));
+    return ctx.graph->Gather(table, in[0], name());
+  }
+
+ private:
+  EmbeddingOptions o_;
+};
+
 class StochasticDepthLayer final : public Layer {
  public:
   explicit StochasticDepthLayer(float rate) : rate_(rate) {}
@@ -275,6 +293,18 @@ Result<LayerPtr> LayerScaleFromConfig(LayerConfig& c, const std::string& name) {
   return LayerScale(static_cast<float>(init), dim, name);
 }
 
+Result<LayerPtr> EmbeddingFromConfig(LayerConfig& c, const std::string& name) {
+  EmbeddingOptions o;
+  o.name = name;
+  STRATA_ASSIGN_OR_RETURN(o.input_dim, c.Size("input_dim", 0));
+  STRATA_ASSIGN_OR_RETURN(o.output_dim, c.Size("output_dim", 0));
+  STRATA_ASSIGN_OR_RETURN(o.embeddings_initializer, c.String("embeddings_initializer", "uniform"));
+  STRATA_ASSIGN_OR_RETURN(bool mask_zero, c.Bool("mask_zero", false));
+  if (mask_zero) return InvalidArgument(c.label() + ": mask_zero is not supported (Strata's layers take no masks)");
+  if (o.input_dim < 1 || o.output_dim < 1) return InvalidArgument(c.label() + ": needs input_dim and output_dim >= 1");
+  return Embedding(o);
+}
+
 Result<LayerPtr> StochasticDepthFromConfig(LayerConfig& c, const std::string& name) {
   STRATA_ASSIGN_OR_RETURN(double rate, c.Number("drop_path_rate", 0));
   return StochasticDepth(static_cast<float>(rate), name);
@@ -298,6 +328,7 @@ LayerPtr Reshape(std::vector<int64_t> target, const std::string& name) { return 
 LayerPtr LayerScale(float init_values, int projection_dim, const std::string& name) {
   return Named<LayerScaleLayer>(name, init_values, projection_dim);
 }
+LayerPtr Embedding(EmbeddingOptions o) { std::string n = o.name; return Named<EmbeddingLayer>(n, std::move(o)); }
 LayerPtr StochasticDepth(float drop_path_rate, const std::string& name) {
   return Named<StochasticDepthLayer>(name, drop_path_rate);
 }
@@ -316,7 +347,8 @@ std::vector<LayerClass> CoreLayerClasses() {
           {"Rescaling", RescalingFromConfig},
           {"Reshape", ReshapeFromConfig},
           {"LayerScale", LayerScaleFromConfig},
-          {"StochasticDepth", StochasticDepthFromConfig}};
+          {"StochasticDepth", StochasticDepthFromConfig},
+          {"Embedding", EmbeddingFromConfig}};
 }
 
 }  // namespace strata::keras

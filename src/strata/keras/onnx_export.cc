@@ -121,6 +121,7 @@ constexpr TrainingOnly kTrainingOnly[] = {
     {OpKind::kAvgPoolGrad, kGradient},
     {OpKind::kSoftmaxCrossEntropyGrad, kGradient},
     {OpKind::kMeanSquaredErrorGrad, kGradient},
+    {OpKind::kGatherGrad, kGradient},
 };
 
 }  // namespace

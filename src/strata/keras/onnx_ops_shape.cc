@@ -85,12 +85,23 @@ Status Transpose(Exporter& e, const Node& n) {
   return Status::OK();
 }
 
+// An embedding's lookup: Gather along the table's rows, the ids as int64.
+Status Gather(Exporter& e, const Node& n) {
+  if (n.inputs[1].shape().rank() == 4 || n.out_shapes[0].rank() == 4)
+    return e.Unsupported(n, "its ids or rows are rank 4 (an image's layout in the file)");
+  STRATA_ASSIGN_OR_RETURN(std::string table, e.Operand(n.inputs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::string ids, e.Operand(n.inputs[1]));
+  ids = e.Op("Cast", {ids}, n.name + "/ids", {AttrInt("to", 7)});  // TensorProto INT64
+  e.Set(n, e.Op("Gather", {table, ids}, n.name, {AttrInt("axis", 0)}));
+  return Status::OK();
+}
+
 Status LookedThrough(Exporter&, const Node&) { return Status::OK(); }
 
 }  // namespace
 
 void RegisterShapeOnnx(OnnxTable& t) {
-  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Reshape}, {OpKind::kTranspose, Transpose},
+  t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Reshape}, {OpKind::kTranspose, Transpose}, {OpKind::kGather, Gather},
             {OpKind::kCast, LookedThrough}, {OpKind::kIdentity, LookedThrough}});
 }
 

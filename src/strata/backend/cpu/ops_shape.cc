@@ -1,6 +1,10 @@
 // The shape family on the cpu backend: concat, slice and transpose as oneDNN primitives; reshape, cast and
-// identity as aliases of their input's bytes, or a reorder where the output is pinned.
+// identity as aliases of their input's bytes, or a reorder where the output is pinned; gather
+// (embeddings) and its gradient as Strata's own loops.
+#include <algorithm>
+#include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "strata/backend/cpu/ops_internal.h"
@@ -102,6 +106,52 @@ Status PlanTranspose(Planner& p, int i) {
                                         {{DNNL_ARG_FROM, xb, src}, {DNNL_ARG_TO, yb, dst}});
 }
 
+// Gather: each id's row of the table copied; GatherGrad: dy's rows added onto the rows their
+// ids name, in the ids' order (one thread: deterministic sums). Ids arrive as int32 (a float id
+// is rounded by the reorder that brings it), and one outside the table fails the step.
+Status PlanGather(Planner& p, int i, bool grad) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const std::string label = graph::OpLabel(n.name, n.kind);
+  const Shape& table = grad ? n.out_shapes[0] : n.inputs[0].shape();
+  const int64_t rows = table[0], d = table[1];
+  const Value ids = grad ? n.inputs[0] : n.inputs[1];
+  const int64_t count = ids.shape().num_elements();
+  auto row_of = [=](const int32_t* id, int64_t e, int64_t* row) -> Status {
+    if (id[e] < 0 || id[e] >= rows)
+      return InvalidArgument(label + "id " + std::to_string(id[e]) + " at element " + std::to_string(e) +
+                             " is not a row of the table [0, " + std::to_string(rows) + ")");
+    *row = id[e];
+    return Status::OK();
+  };
+  if (!grad)
+    return PlanHand(p, i, "gather", {{n.inputs[0], dt::f32}, {ids, dt::s32}}, {g.output(i)},
+                    [=](Kernel& k, uint64_t) -> Status {
+                      const float* t = Ptr<float>(k, 0);
+                      const int32_t* id = Ptr<int32_t>(k, 1);
+                      float* y = Ptr<float>(k, 2);
+                      for (int64_t e = 0; e < count; ++e) {
+                        int64_t row = 0;
+                        STRATA_RETURN_IF_ERROR(row_of(id, e, &row));
+                        std::memcpy(y + e * d, t + row * d, static_cast<size_t>(d) * sizeof(float));
+                      }
+                      return Status::OK();
+                    });
+  return PlanHand(p, i, "gather_bwd", {{ids, dt::s32}, {n.inputs[1], dt::f32}}, {g.output(i)},
+                  [=](Kernel& k, uint64_t) -> Status {
+                    const int32_t* id = Ptr<int32_t>(k, 0);
+                    const float* dy = Ptr<float>(k, 1);
+                    float* dt_out = Ptr<float>(k, 2);
+                    std::fill(dt_out, dt_out + rows * d, 0.0f);
+                    for (int64_t e = 0; e < count; ++e) {
+                      int64_t row = 0;
+                      STRATA_RETURN_IF_ERROR(row_of(id, e, &row));
+                      for (int64_t c = 0; c < d; ++c) dt_out[row * d + c] += dy[e * d + c];
+                    }
+                    return Status::OK();
+                  });
+}
+
 // Reshape, Cast, Identity: the output is the input's plain bytes (of type `type`) seen in
 // the output's shape; an alias unless the output is pinned to program memory.
 Status PlanAliasOrCopy(Planner& p, int i, dt type) {
@@ -127,6 +177,8 @@ void RegisterShapePlans(PlanTable& t) {
   Register(t, OpKind::kConcat, PlanConcat, kTakesBF16);
   Register(t, OpKind::kSlice, PlanSlice);
   Register(t, OpKind::kTranspose, PlanTranspose, kTakesBF16);
+  Register(t, OpKind::kGather, [](Planner& p, int i) { return PlanGather(p, i, false); });
+  Register(t, OpKind::kGatherGrad, [](Planner& p, int i) { return PlanGather(p, i, true); });
   Register(t, OpKind::kReshape, [](Planner& p, int i) {
     return PlanAliasOrCopy(p, i, DataDesc(p, p.graph().node(i).inputs[0]).data_type());
   }, kTakesBF16);

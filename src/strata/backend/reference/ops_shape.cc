@@ -1,5 +1,9 @@
 // Reference kernels of the shape family: Concat and Slice along one axis, Transpose, and
 // Reshape, Cast and Identity, which copy (a bf16 Cast rounds in the evaluator, as every bf16 output does).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "strata/backend/reference/ops.h"
 
 namespace strata::backend::reference {
@@ -59,6 +63,40 @@ Status Transpose(const KernelContext& c) {
   return Status::OK();
 }
 
+// The row of every id, which must name one of the table's rows.
+Status CheckedRow(const KernelContext& c, double id, int64_t rows, int64_t at, int64_t* row) {
+  if (!(id >= 0 && id < static_cast<double>(rows)) || id != std::floor(id))
+    return InvalidArgument(c.label + "id " + std::to_string(id) + " at element " + std::to_string(at) +
+                           " is not a row of the table [0, " + std::to_string(rows) + ")");
+  *row = static_cast<int64_t>(id);
+  return Status::OK();
+}
+
+Status Gather(const KernelContext& c) {  // inputs table [V, D], ids
+  const Vec &table = c.in(0), &ids = c.in(1);
+  Vec& y = c.out(0);
+  const int64_t rows = c.in_shape(0)[0], d = c.in_shape(0)[1];
+  for (size_t e = 0; e < ids.size(); ++e) {
+    int64_t row = 0;
+    STRATA_RETURN_IF_ERROR(CheckedRow(c, std::nearbyint(ids[e]), rows, static_cast<int64_t>(e), &row));
+    for (int64_t k = 0; k < d; ++k) y[e * d + k] = table[row * d + k];
+  }
+  return Status::OK();
+}
+
+Status GatherGrad(const KernelContext& c) {  // inputs ids, dy; output d table [V, D]
+  const Vec &ids = c.in(0), &dy = c.in(1);
+  Vec& dt = c.out(0);
+  const int64_t rows = c.out_shape(0)[0], d = c.out_shape(0)[1];
+  std::fill(dt.begin(), dt.end(), 0.0);
+  for (size_t e = 0; e < ids.size(); ++e) {
+    int64_t row = 0;
+    STRATA_RETURN_IF_ERROR(CheckedRow(c, std::nearbyint(ids[e]), rows, static_cast<int64_t>(e), &row));
+    for (int64_t k = 0; k < d; ++k) dt[row * d + k] += dy[e * d + k];
+  }
+  return Status::OK();
+}
+
 Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
   c.out(0) = c.in(0);
   return Status::OK();
@@ -68,7 +106,8 @@ Status Copy(const KernelContext& c) {  // Reshape, Cast, Identity
 
 void RegisterShapeOps(KernelTable& t) {
   t.SetAll({{OpKind::kConcat, Concat}, {OpKind::kSlice, Slice}, {OpKind::kReshape, Copy}, {OpKind::kCast, Copy},
-            {OpKind::kIdentity, Copy}, {OpKind::kTranspose, Transpose}});
+            {OpKind::kIdentity, Copy}, {OpKind::kTranspose, Transpose}, {OpKind::kGather, Gather},
+            {OpKind::kGatherGrad, GatherGrad}});
 }
 
 }  // namespace strata::backend::reference

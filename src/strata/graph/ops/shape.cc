@@ -1,5 +1,6 @@
 // The shape family: ops that move data without arithmetic on it (concat, slice, reshape,
-// cast, identity), and ZeroPad2D, composed as a concatenation with zeros.
+// transpose, gather (an embedding's lookup) and its scatter-add gradient, cast, identity), and
+// ZeroPad2D, composed as a concatenation with zeros.
 #include "strata/graph/op_checks.h"
 #include "strata/graph/ops/ops.h"
 
@@ -124,6 +125,18 @@ Result<Value> Graph::Transpose(Value x, std::vector<int> perm, const std::string
   return Finish(std::move(n));
 }
 
+Result<Value> Graph::Gather(Value table, Value ids, const std::string& name_in) {
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kGather, name_in, {table, ids}, kFloatInput));
+  if (table.shape().rank() != 2)
+    return InvalidArgument(op.label + "expected a table [rows, features], found " + S(table.shape()));
+  if (ids.dtype() != DType::kI32 && ids.dtype() != DType::kF32)
+    return InvalidArgument(op.label + "ids must be int32 or float32");
+  std::vector<int64_t> dims = ids.shape().dims();
+  dims.push_back(table.shape()[1]);
+  Node n{OpKind::kGather, op.name, {table, ids}, {Shape(dims)}, {table.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
 Result<Value> Graph::Flatten(Value x, const std::string& name) {
   if (!x.valid() || x.shape().rank() < 1)
     return InvalidArgument(OpLabel(name.empty() ? "flatten" : name, OpKind::kReshape) + "expected [N, ...]");
@@ -198,6 +211,14 @@ Status TransposeGradient(GradientContext& c) {
   return c.Accumulate(c.in(0), d);
 }
 
+// d table: dy's rows added onto the rows their ids name (GatherGrad); the ids have none.
+Status GatherGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  const Value table = c.in(0);
+  return c.Accumulate(table, c.Emit(OpKind::kGatherGrad, c.gname, {c.in(1), c.dy()}, {table.shape()}, {DType::kF32},
+                                    c.BackwardAttrs()));
+}
+
 Status CastGradient(GradientContext& c) {
   if (!c.need(0)) return Status::OK();
   STRATA_ASSIGN_OR_RETURN(Value d, c.g.Cast(c.dy(), c.in(0).dtype(), c.gname));
@@ -217,6 +238,10 @@ void RegisterShapeOps(OpTable& t) {
   Register(t, {.kind = OpKind::kReshape, .name = "Reshape", .family = f, .gradient = ReshapeGradient,
                .matrix_flops = NoFlops, .other_flops = NoFlops});
   Register(t, {.kind = OpKind::kTranspose, .name = "Transpose", .family = f, .gradient = TransposeGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kGather, .name = "Gather", .family = f, .gradient = GatherGradient,
+               .matrix_flops = NoFlops, .other_flops = NoFlops});
+  Register(t, {.kind = OpKind::kGatherGrad, .name = "GatherGrad", .family = f, .no_gradient = kSecondOrder,
                .matrix_flops = NoFlops, .other_flops = NoFlops});
   Register(t, {.kind = OpKind::kCast, .name = "Cast", .family = f, .gradient = CastGradient, .matrix_flops = NoFlops,
                .other_flops = NoFlops});

@@ -10,6 +10,8 @@
 // mlp/dense_1, mlp/dense_2}, vit_encoder/ln, and the classifier "predictions". KerasHub's nested
 // layers are flat here, their names joined by "/"; its residual sums, unnamed operators there,
 // are Add layers "<block>/add_1" and "<block>/add_2".
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,12 +35,64 @@ constexpr Config kS16{"ViTS16", "vit_s16", 384, 12, 6, 1536};
 constexpr int kPatch = 16;
 constexpr float kEpsilon = 1e-6f;  // every layer normalization's
 
+// The four source rows (edges clamped) and weights of each of `out` samples resampled from `in`
+// by PyTorch's bicubic interpolation (cubic convolution with A = -0.75, align_corners false).
+struct Taps {
+  int64_t at[4];
+  double w[4];
+};
+std::vector<Taps> BicubicTaps(int64_t in, int64_t out) {
+  constexpr double A = -0.75;
+  auto near = [](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  std::vector<Taps> taps(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const double src = scale * (static_cast<double>(o) + 0.5) - 0.5;
+    const double base = std::floor(src), t = src - base;
+    const double w[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+    for (int k = 0; k < 4; ++k) {
+      taps[o].at[k] = std::clamp<int64_t>(static_cast<int64_t>(base) - 1 + k, 0, in - 1);
+      taps[o].w[k] = w[k];
+    }
+  }
+  return taps;
+}
+
 // KerasHub's ViTPatchingAndEmbedding: the patches' convolution, flattened to tokens, the class
 // token in front, the position embedding (one row per token) added.
 class PatchingAndEmbedding final : public Layer {
  public:
   PatchingAndEmbedding(int hidden, int patch) : hidden_(hidden), patch_(patch) {}
   std::string class_name() const override { return "ViTPatchingAndEmbedding"; }
+
+  // A position embedding of another grid (weights for another input size, square as published):
+  // the class token's row as it is, the grid's rows resampled bicubically to this model's grid,
+  // as timm's resample_abs_pos_embed does (PyTorch's bicubic: A = -0.75, align_corners false,
+  // edges clamped; no antialiasing when shrinking).
+  bool ResampleWeight(const std::string& weight, const Shape& from, const std::vector<float>& in, const Shape& to,
+                      std::vector<float>* out) const override {
+    if (weight != "position_embedding/embeddings" || from.rank() != 2 || to.rank() != 2 || from[1] != to[1])
+      return false;
+    const int64_t g0 = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(from[0] - 1))));
+    if (g0 < 1 || g0 * g0 + 1 != from[0] || grid_h_ * grid_w_ + 1 != to[0]) return false;
+    if (out == nullptr) return true;
+    const int64_t d = to[1];
+    out->assign(static_cast<size_t>(to.num_elements()), 0.0f);
+    std::copy(in.begin(), in.begin() + d, out->begin());  // the class token's row
+    const std::vector<Taps> ys = BicubicTaps(g0, grid_h_), xs = BicubicTaps(g0, grid_w_);
+    for (int64_t y = 0; y < grid_h_; ++y)
+      for (int64_t x = 0; x < grid_w_; ++x)
+        for (int64_t c = 0; c < d; ++c) {
+          double sum = 0;
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j)
+              sum += ys[y].w[i] * xs[x].w[j] * in[(1 + ys[y].at[i] * g0 + xs[x].at[j]) * d + c];
+          (*out)[(1 + y * grid_w_ + x) * d + c] = static_cast<float>(sum);
+        }
+    return true;
+  }
+
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     graph::Graph& g = *ctx.graph;
     const Value x = in[0];
@@ -47,7 +101,9 @@ class PatchingAndEmbedding final : public Layer {
     if (xs[1] % patch_ != 0 || xs[2] % patch_ != 0)
       return InvalidArgument(Label() + ": the image's height and width must be multiples of the patch size " +
                              std::to_string(patch_) + ", got " + xs.ToString());
-    const int64_t batch = xs[0], channels = xs[3], tokens = (xs[1] / patch_) * (xs[2] / patch_) + 1;
+    grid_h_ = xs[1] / patch_;
+    grid_w_ = xs[2] / patch_;
+    const int64_t batch = xs[0], channels = xs[3], tokens = grid_h_ * grid_w_ + 1;
     const std::string& n = name();
     // KerasHub's order of the weights: class_token, the patch convolution, the position embedding.
     STRATA_ASSIGN_OR_RETURN(Value cls, ctx.Variable(n, "class_token", {1, 1, hidden_},
@@ -71,6 +127,7 @@ class PatchingAndEmbedding final : public Layer {
 
  private:
   int64_t hidden_, patch_;
+  int64_t grid_h_ = 0, grid_w_ = 0;  // the patches' grid of the input it was built on
 };
 
 // KerasHub's ViTImageClassifier pooling="token": the class token's features, x[:, 0].

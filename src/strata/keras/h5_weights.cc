@@ -157,8 +157,8 @@ std::vector<FileLayer> SplitNested(FileLayer fl, const std::set<std::string>& mo
   return parts;
 }
 
-Status ParseLegacy(hid_t file, const std::string& root, const std::string& path, const std::set<std::string>& model_layers,
-                   ParsedFile* out) {
+Status ParseLegacy(hid_t file, const std::string& root, const std::string& path,
+                   const std::set<std::string>& model_layers, ParsedFile* out) {
   Handle g = Group(H5Gopen2(file, root.c_str(), H5P_DEFAULT));
   if (!g.ok()) return Corruption(path + ": cannot open group " + root + ": " + Hdf5Message());
   bool present = false;
@@ -232,7 +232,9 @@ bool ShapesMatch(const Shape& model, const Shape& file, const std::string& var) 
 }
 
 // A variable's name within its layer: "kernel", "query/kernel", "position_embedding/embeddings".
-std::string WeightOf(const ModelLayer& m, const backend::VariableStore::Entry& e) { return e.name.substr(m.name.size() + 1); }
+std::string WeightOf(const ModelLayer& m, const backend::VariableStore::Entry& e) {
+  return e.name.substr(m.name.size() + 1);
+}
 
 std::string KerasShapeText(const Shape& s) {
   std::string r = "(";

@@ -110,7 +110,8 @@ class PatchingAndEmbedding final : public Layer {
                                                     {.init = graph::Init::kNormal, .value = 0.05f}));
     const double fan = static_cast<double>(patch_) * patch_;
     STRATA_ASSIGN_OR_RETURN(auto kinit, layers::InitOptions("glorot_uniform", fan * channels, fan * hidden_));
-    STRATA_ASSIGN_OR_RETURN(Value kernel, ctx.Variable(n, "patch_embedding/kernel", {patch_, patch_, channels, hidden_}, kinit));
+    STRATA_ASSIGN_OR_RETURN(Value kernel,
+                            ctx.Variable(n, "patch_embedding/kernel", {patch_, patch_, channels, hidden_}, kinit));
     STRATA_ASSIGN_OR_RETURN(Value bias, ctx.Variable(n, "patch_embedding/bias", {hidden_}, {}));
     STRATA_ASSIGN_OR_RETURN(Value pos, ctx.Variable(n, "position_embedding/embeddings", {tokens, hidden_},
                                                     {.init = graph::Init::kNormal, .value = 0.02f}));
@@ -136,7 +137,8 @@ class ClassTokenPooling final : public Layer {
   std::string class_name() const override { return "ClassTokenPooling"; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     const Value x = in[0];
-    if (x.shape().rank() != 3) return InvalidArgument(Label() + ": expects tokens [N, T, D], got " + x.shape().ToString());
+    if (x.shape().rank() != 3)
+      return InvalidArgument(Label() + ": expects tokens [N, T, D], got " + x.shape().ToString());
     STRATA_ASSIGN_OR_RETURN(Value first, ctx.graph->Slice(x, 1, 0, 1, name() + "/first"));
     return ctx.graph->Reshape(first, Shape{x.shape()[0], x.shape()[2]}, name());
   }
@@ -149,7 +151,8 @@ class TokenPooling final : public Layer {
   std::string class_name() const override { return average_ ? "GlobalAveragePooling1D" : "GlobalMaxPooling1D"; }
   Result<Value> Build(BuildContext& ctx, const std::vector<Value>& in) override {
     const Value x = in[0];
-    if (x.shape().rank() != 3) return InvalidArgument(Label() + ": expects tokens [N, T, D], got " + x.shape().ToString());
+    if (x.shape().rank() != 3)
+      return InvalidArgument(Label() + ": expects tokens [N, T, D], got " + x.shape().ToString());
     // As images of one row: the 2-D global pools over [N, 1, T, D].
     STRATA_ASSIGN_OR_RETURN(Value row, ctx.graph->Reshape(x, Shape{x.shape()[0], 1, x.shape()[1], x.shape()[2]},
                                                           name() + "/row"));

@@ -3,6 +3,7 @@
 #include "strata/keras/applications/applications.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "strata/keras/applications/applications_internal.h"
 
@@ -223,6 +224,21 @@ KTensor InceptionStem(const KTensor& input, AutoNames* names) {
   x = InceptionConvBn(x, 80, 1, names, 1, "valid");
   return max_pool(InceptionConvBn(x, 192, 3, names, 1, "valid"));
 }
+
+KTensor EfficientNetSqueezeExcite(const KTensor& x, int filters, int filters_se, const std::string& prefix,
+                                  const std::string& kernel_init) {
+  auto conv = [&](int n, const std::string& activation, const std::string& name) {
+    return layers::Conv2D(n, 1, {.padding = "same", .activation = activation, .kernel_initializer = kernel_init,
+                                 .name = prefix + name});
+  };
+  KTensor se = Call(layers::GlobalAveragePooling2D(prefix + "se_squeeze"), x);
+  se = Call(layers::Reshape({1, 1, filters}, prefix + "se_reshape"), se);
+  se = Call(conv(filters_se, "swish", "se_reduce"), se);
+  se = Call(conv(filters, "sigmoid", "se_expand"), se);
+  return Call(layers::Multiply(prefix + "se_excite"), std::vector<KTensor>{x, se});
+}
+
+int RoundRepeats(int repeats, double depth) { return static_cast<int>(std::ceil(depth * repeats)); }
 
 layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name) {
   const int correct = kernel_size / 2;

@@ -82,6 +82,15 @@ KTensor InceptionStem(const KTensor& input, AutoNames* names);
 // scaled width): v to the nearest multiple of 8, at least 8, and not more than 10 % below v.
 int MakeDivisible(double v);
 
+// EfficientNet's squeeze-and-excitation (V1's and V2's, the same layers and names): pooled
+// ("<prefix>se_squeeze"), reshaped to [1, 1, filters] ("se_reshape"), squeezed to filters_se
+// channels by a 1x1 convolution with swish ("se_reduce"), widened back with a sigmoid
+// ("se_expand"), and multiplied in ("se_excite"); the convolutions' kernels drawn by `kernel_init`.
+KTensor EfficientNetSqueezeExcite(const KTensor& x, int filters, int filters_se, const std::string& prefix,
+                                  const std::string& kernel_init);
+// Keras's round_repeats (both EfficientNets): the depth scaled and rounded up.
+int RoundRepeats(int repeats, double depth);
+
 // Keras's correct_pad(inputs, kernel_size): the ((top, bottom), (left, right)) zeros before a
 // stride-2 "valid" convolution so it samples as TensorFlow's "same" does for either parity.
 layers::ZeroPadding2DOptions CorrectPad(int64_t height, int64_t width, int kernel_size, const std::string& name);

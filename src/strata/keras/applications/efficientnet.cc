@@ -44,15 +44,13 @@ constexpr Scale kB7{"EfficientNetB7", "efficientnetb7", 2.0, 3.1, 600, 0.5};
 
 // Keras's round_filters: the width scaled, then _make_divisible.
 int RoundFilters(int filters, double width) { return internal::MakeDivisible(filters * width); }
-// Keras's round_repeats.
-int RoundRepeats(int repeats, double depth) { return static_cast<int>(std::ceil(depth * repeats)); }
 // Keras's CONV_KERNEL_INITIALIZER and DENSE_KERNEL_INITIALIZER, with Keras's fans.
 constexpr const char* kConvInit = "variance_scaling(scale=2.0, mode=fan_out, distribution=truncated_normal)";
 constexpr const char* kDenseInit = "variance_scaling(scale=0.3333333333333333, mode=fan_out, distribution=uniform)";
 
-LayerPtr Conv(int filters, int kernel, const std::string& name, std::string activation = "linear", bool bias = false) {
-  return layers::Conv2D(filters, kernel, {.padding = "same", .activation = std::move(activation), .use_bias = bias,
-                                          .kernel_initializer = kConvInit, .name = name});
+LayerPtr Conv(int filters, int kernel, const std::string& name) {
+  return layers::Conv2D(filters, kernel,
+                        {.padding = "same", .use_bias = false, .kernel_initializer = kConvInit, .name = name});
 }
 
 struct Features {
@@ -84,12 +82,8 @@ Features MBConv(const Features& in, const Stage& s, int filters_in, int filters_
   x = Call(layers::BatchNormalization({.name = prefix + "bn"}), x);
   x = Call(layers::Activation("swish", prefix + "activation"), x);
   // Squeeze and excitation: a per-channel gate from the pooled features.
-  const int filters_se = std::max(1, static_cast<int>(filters_in * kSeRatio));
-  KTensor se = Call(layers::GlobalAveragePooling2D(prefix + "se_squeeze"), x);
-  se = Call(layers::Reshape({1, 1, filters}, prefix + "se_reshape"), se);
-  se = Call(Conv(filters_se, 1, prefix + "se_reduce", "swish", true), se);
-  se = Call(Conv(filters, 1, prefix + "se_expand", "sigmoid", true), se);
-  x = Call(layers::Multiply(prefix + "se_excite"), std::vector<KTensor>{x, se});
+  x = internal::EfficientNetSqueezeExcite(x, filters, std::max(1, static_cast<int>(filters_in * kSeRatio)), prefix,
+                                          kConvInit);
   x = Call(Conv(filters_out, 1, prefix + "project_conv"), x);
   x = Call(layers::BatchNormalization({.name = prefix + "project_bn"}), x);
   if (stride == 1 && filters_in == filters_out) {
@@ -117,12 +111,12 @@ Result<std::unique_ptr<Model>> Build(const Scale& scale, Options o) {
   x = Call(layers::Activation("swish", "stem_activation"), x);
   Features f{x, (input_shape[0] + 1) / 2, (input_shape[1] + 1) / 2};
   int blocks = 0;
-  for (const Stage& s : kStages) blocks += RoundRepeats(s.repeats, scale.depth);
+  for (const Stage& s : kStages) blocks += internal::RoundRepeats(s.repeats, scale.depth);
   int b = 0;
   for (size_t i = 0; i < std::size(kStages); ++i) {
     const Stage& s = kStages[i];
     const int filters_in = RoundFilters(s.filters_in, scale.width), filters_out = RoundFilters(s.filters_out, scale.width);
-    for (int j = 0; j < RoundRepeats(s.repeats, scale.depth); ++j, ++b) {
+    for (int j = 0; j < internal::RoundRepeats(s.repeats, scale.depth); ++j, ++b) {
       const std::string prefix = "block" + std::to_string(i + 1) + static_cast<char>('a' + j) + "_";
       f = MBConv(f, s, j == 0 ? filters_in : filters_out, filters_out, j == 0 ? s.stride : 1,
                  kDropConnect * b / blocks, prefix);

@@ -61,27 +61,15 @@ int RoundFilters(int filters, double width) {
   const double scaled = filters * width;
   return std::max(8, static_cast<int>(scaled + 4) / 8 * 8);
 }
-int RoundRepeats(int repeats, double depth) { return static_cast<int>(std::ceil(depth * repeats)); }
 constexpr const char* kConvInit = "variance_scaling(scale=2.0, mode=fan_out, distribution=truncated_normal)";
 constexpr const char* kDenseInit = "variance_scaling(scale=0.3333333333333333, mode=fan_out, distribution=uniform)";
 
-LayerPtr Conv(int filters, int kernel, const std::string& name, int strides = 1, std::string activation = "linear",
-              bool bias = false) {
-  return layers::Conv2D(filters, kernel, {.strides = strides, .padding = "same", .activation = std::move(activation),
-                                          .use_bias = bias, .kernel_initializer = kConvInit, .name = name});
+LayerPtr Conv(int filters, int kernel, const std::string& name, int strides = 1) {
+  return layers::Conv2D(filters, kernel, {.strides = strides, .padding = "same", .use_bias = false,
+                                          .kernel_initializer = kConvInit, .name = name});
 }
 LayerPtr Bn(const std::string& name) { return layers::BatchNormalization({.momentum = 0.9f, .name = name}); }
 KTensor Swish(const KTensor& x, const std::string& name) { return Call(layers::Activation("swish", name), x); }
-
-// Squeeze and excitation on `filters` channels, squeezed to the block input's se_ratio.
-KTensor SqueezeExcite(const KTensor& in, int filters, int filters_in, double se_ratio, const std::string& prefix) {
-  const int filters_se = std::max(1, static_cast<int>(filters_in * se_ratio));
-  KTensor se = Call(layers::GlobalAveragePooling2D(prefix + "se_squeeze"), in);
-  se = Call(layers::Reshape({1, 1, filters}, prefix + "se_reshape"), se);
-  se = Call(Conv(filters_se, 1, prefix + "se_reduce", 1, "swish", true), se);
-  se = Call(Conv(filters, 1, prefix + "se_expand", 1, "sigmoid", true), se);
-  return Call(layers::Multiply(prefix + "se_excite"), std::vector<KTensor>{in, se});
-}
 
 // Keras's MBConvBlock and FusedMBConvBlock, named `prefix` ("block4a_").
 KTensor Block(const KTensor& in, const Stage& s, int filters_in, int filters_out, int stride, double drop_rate,
@@ -98,7 +86,9 @@ KTensor Block(const KTensor& in, const Stage& s, int filters_in, int filters_out
              x);
     x = Swish(Call(Bn(prefix + "bn"), x), prefix + "activation");
   }
-  if (s.se_ratio > 0) x = SqueezeExcite(x, filters, filters_in, s.se_ratio, prefix);
+  if (s.se_ratio > 0)  // squeezed to the block input's se_ratio
+    x = internal::EfficientNetSqueezeExcite(x, filters, std::max(1, static_cast<int>(filters_in * s.se_ratio)), prefix,
+                                            kConvInit);
   // A fused block without expansion is one k x k convolution (with the stride and swish).
   const bool alone = s.fused && s.expand == 1;
   x = Call(Conv(filters_out, alone ? 3 : 1, prefix + "project_conv", alone ? stride : 1), x);
@@ -140,7 +130,7 @@ Result<std::unique_ptr<Model>> Build(const Variant& v, Options o) {
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& s = stages[i];
     const int filters_in = RoundFilters(s.filters_in, v.width), filters_out = RoundFilters(s.filters_out, v.width);
-    for (int j = 0; j < RoundRepeats(s.repeats, v.depth); ++j, ++b) {
+    for (int j = 0; j < internal::RoundRepeats(s.repeats, v.depth); ++j, ++b) {
       const std::string prefix = "block" + std::to_string(i + 1) + static_cast<char>('a' + j) + "_";
       x = Block(x, s, j == 0 ? filters_in : filters_out, filters_out, j == 0 ? s.stride : 1, kDropConnect * b / blocks,
                 prefix);

@@ -161,6 +161,79 @@ def use_strata_dropout_masks(net, batch):
     assert abs(top.keep.mean() - (1 - top.p)) < 0.05  # the probe reads masks of rate p
 
 
+def keras_batch_norm_net(net, torch_x, seed):
+    """A torchvision convnet patched to Keras's definition and drawn away from identity, in place:
+    Keras's correct_pad / "same" padding before every stride-2 convolution (keras_correct_pad),
+    every batch norm at Keras's epsilon 1e-3 with gamma, beta randomized (randomize_batch_norm),
+    every convolution's and Linear's bias N(0, 0.3), then the moving statistics calibrated on
+    torch_x (calibrate_batch_norms). The generator is seeded with `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
+            keras_correct_pad(mod)
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            randomize_batch_norm(mod, 1e-3, g)
+        elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
+            mod.bias.data.normal_(0.0, 0.3, generator=g)
+    calibrate_batch_norms(net, torch_x, g)
+    return net
+
+
+def torch_training_step(net, t, dtype, labels, gradients):
+    """torch's loss of one training-mode step of `net` (converted in place to dtype; batch norm on
+    the batch's mean and biased variance, momentum 0 so the moving statistics stay) under the
+    sparse cross-entropy from logits, and gradients(net): its gradients in Keras's names and layout."""
+    net.to(dtype).train()
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.momentum = 0.0
+    net.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.cross_entropy(net(t.to(dtype)), torch.from_numpy(labels))
+    loss.backward()
+    grads = gradients(net)
+    net.zero_grad(set_to_none=True)
+    return loss.item(), grads
+
+
+def assert_logits_match(net, model, x, t, what, tolerance=1e-4):
+    """Strata's predict(x) against net(t) in float64 (left so, in inference mode): within
+    `tolerance` of the largest logit. torch's own float32 must be within a quarter of it, or the
+    weights, not Strata, would be to blame; and the two images must give different logits."""
+    net.double().eval()
+    with torch.no_grad():
+        want = net(t).numpy()
+        want32 = net.float()(t.float()).double().numpy()  # in place: patched paddings stay
+    net.double()
+    scale = np.abs(want).max()
+    assert np.abs(want32 - want).max() / scale <= tolerance / 4, "ill-conditioned weights: torch's own float32 is off"
+    assert np.abs(want[0] - want[1]).max() > 100 * tolerance * scale  # the images give different logits
+    err = np.abs(model.predict(x, verbose=0) - want).max() / scale
+    assert err <= tolerance, f"{what}: max |strata - torch| = {err:.2e} x max |torch|"
+
+
+def assert_training_step_matches(net, model, x, labels, step, what, loss_tolerance=1e-4, grad_tolerance=1e-4,
+                                 torch_loss_check=False):
+    """One training step: step(dtype) gives torch's (loss, {Keras name: gradient}) with `net` in
+    that dtype, run in float64 and float32 (the net left in float64, inference mode). Strata's
+    loss within loss_tolerance of torch's float64 one, and every gradient within grad_tolerance of
+    its variable's largest (gradient_scales); torch's own float32 gradients (and loss, with
+    torch_loss_check) within half of those, or the weights would be to blame."""
+    loss64, want = step(torch.float64)
+    loss32, want32 = step(torch.float32)
+    net.double().eval()
+    scales = gradient_scales(want)
+    own, own_name = worst_gradient(want32, want, scales)
+    if torch_loss_check:
+        assert abs(loss32 - loss64) <= loss_tolerance / 2 * abs(loss64)
+    assert own <= grad_tolerance / 2, f"ill-conditioned: torch's own float32 gradient of {own_name} is {own:.2e} off"
+    got_loss = model.compute_gradients(x, labels)
+    assert abs(got_loss - loss64) <= loss_tolerance * abs(loss64), (what, got_loss, loss64)
+    got = strata_gradients(model, {n: w.shape for n, w in model.weights})
+    assert set(got) == set(want)
+    err, name = worst_gradient(got, want, scales)
+    assert err <= grad_tolerance, f"{what}: gradient of {name}: {err:.2e} x its largest"
+
+
 def strata_gradients(model, shapes):
     """compute_gradients' block (the trainable variables' gradients, in the store's order) as
     name -> array of the given shape; every value of the block is someone's."""

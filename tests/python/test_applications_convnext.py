@@ -25,7 +25,8 @@ import torchvision
 from torchvision.models import convnext as tv_convnext
 
 import strata
-from applications_common import copy_into_strata, gradient_scales, strata_gradients, torch_gradients, worst_gradient
+from applications_common import (assert_logits_match, assert_training_step_matches, copy_into_strata, torch_gradients,
+                                 torch_training_step)
 
 MEAN = np.array([0.485, 0.456, 0.406])
 SD = np.array([0.229, 0.224, 0.225])
@@ -134,34 +135,12 @@ def convnext(request):
     del net, model
 
 
-def torch_logits(net, t, dtype):
-    net.to(dtype)
-    return net(t.to(dtype))
-
-
 def test_convnext_forward_matches_torchvision(convnext):
     """Inference logits to 1e-4 of the largest; torch's own float32 must be within a quarter of
     that, or the weights, not Strata, would be to blame."""
     variant, net, model, _, shape = convnext
     x, t = images(shape)
-    with torch.no_grad():
-        want32 = torch_logits(net, t, torch.float32).double().numpy()
-        want = torch_logits(net, t, torch.float64).numpy()
-    scale = np.abs(want).max()
-    assert np.abs(want32 - want).max() / scale <= 1e-4 / 4, "ill-conditioned weights: torch's own float32 is off"
-    assert np.abs(want[0] - want[1]).max() > 100 * 1e-4 * scale  # the images give different logits
-    got = model.predict(x, verbose=0)
-    err = np.abs(got - want).max() / scale
-    assert err <= 1e-4, f"ConvNeXt {variant}: max |strata - torch| = {err:.2e} x max |torch|"
-
-
-def torch_step(net, model, t, dtype, names):
-    net.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(torch_logits(net, t, dtype), torch.from_numpy(LABELS))
-    loss.backward()
-    grads = torch_gradients(net.named_parameters(), names, model, keras_weight)
-    net.zero_grad(set_to_none=True)
-    return loss.item(), grads
+    assert_logits_match(net, model, x, t, f"ConvNeXt {variant}")
 
 
 def test_convnext_training_step_matches_torchvision(convnext):
@@ -170,18 +149,12 @@ def test_convnext_training_step_matches_torchvision(convnext):
     variable's largest, against torch in float64; torch's own float32 must be within half that."""
     variant, net, model, names, shape = convnext
     x, t = images(shape)
-    loss64, want = torch_step(net, model, t, torch.float64, names)
-    loss32, want32 = torch_step(net, model, t, torch.float32, names)
-    net.double()
-    scales = gradient_scales(want)
-    own, own_name = worst_gradient(want32, want, scales)
-    assert own <= 1e-4 / 2, f"ill-conditioned: torch's own float32 gradient of {own_name} is {own:.2e} off"
-    got_loss = model.compute_gradients(x, LABELS)
-    assert abs(got_loss - loss64) <= 1e-4 * abs(loss64), (variant, got_loss, loss64)
-    got = strata_gradients(model, {n: w.shape for n, w in model.weights})
-    assert set(got) == set(want)
-    err, name = worst_gradient(got, want, scales)
-    assert err <= 1e-4, f"ConvNeXt {variant}: gradient of {name}: {err:.2e} x its largest"
+
+    def step(dtype):
+        return torch_training_step(net, t, dtype, LABELS,
+                                   lambda n: torch_gradients(n.named_parameters(), names, model, keras_weight))
+
+    assert_training_step_matches(net, model, x, LABELS, step, f"ConvNeXt {variant}")
     if variant == "tiny":
         # The comparison can fail: one block's layer scale negated (a build that ignored
         # LayerScale's weight, or read it reversed) moves the logits far past the tolerance.
@@ -191,7 +164,7 @@ def test_convnext_training_step_matches_torchvision(convnext):
         views[key][...] = -saved
         try:
             with torch.no_grad():
-                want_logits = torch_logits(net, t, torch.float64).numpy()
+                want_logits = net(t).numpy()  # the step left it in float64
             wrong = np.abs(model.predict(x, verbose=0) - want_logits).max() / np.abs(want_logits).max()
             assert wrong > 100 * 1e-4, wrong
         finally:

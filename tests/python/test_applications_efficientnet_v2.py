@@ -29,9 +29,8 @@ import torchvision
 from torchvision.models.efficientnet import EfficientNet, FusedMBConvConfig, MBConvConfig
 
 import strata
-from applications_common import (calibrate_batch_norms, copy_into_strata, gradient_scales, keras_correct_pad,
-                                 randomize_batch_norm, strata_gradients, torch_gradients, use_strata_dropout_masks,
-                                 worst_gradient)
+from applications_common import (assert_logits_match, assert_training_step_matches, copy_into_strata,
+                                 keras_batch_norm_net, torch_gradients, torch_training_step, use_strata_dropout_masks)
 
 INPUT = (67, 64, 3)
 CLASSES = 10
@@ -105,15 +104,7 @@ def efficientnet_v2(request):
     torch.manual_seed(10)
     net = (torch_b_model(variant) if variant.startswith("b") else
            torchvision.models.efficientnet_v2_s(num_classes=CLASSES)).double().eval()
-    g = torch.Generator().manual_seed(10)
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
-            keras_correct_pad(mod)
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            randomize_batch_norm(mod, 1e-3, g)
-        elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
-            mod.bias.data.normal_(0.0, 0.3, generator=g)
-    calibrate_batch_norms(net, images(variant, 4)[1], g)
+    keras_batch_norm_net(net, images(variant, 4)[1], 10)
     net.float().double()
     with strata.distribute.MirroredStrategy(replicas=1).scope():
         model = getattr(strata.keras.applications, f"EfficientNetV2{variant.upper()}")(
@@ -129,29 +120,7 @@ def efficientnet_v2(request):
 def test_efficientnet_v2_forward_matches_torchvision(efficientnet_v2):
     variant, net, model = efficientnet_v2
     x, t = images(variant, 2)
-    net.double().eval()
-    with torch.no_grad():
-        want = net(t).numpy()
-        want32 = net.float()(t.float()).double().numpy()
-    net.double()
-    scale = np.abs(want).max()
-    assert np.abs(want32 - want).max() / scale <= 1e-4 / 4, "ill-conditioned weights: torch's own float32 is off"
-    assert np.abs(want[0] - want[1]).max() > 100 * 1e-4 * scale  # the images give different logits
-    err = np.abs(model.predict(x, verbose=0) - want).max() / scale
-    assert err <= 1e-4, f"EfficientNetV2{variant.upper()}: max |strata - torch| = {err:.2e} x max |torch|"
-
-
-def torch_step(net, model, t, dtype):
-    net.to(dtype).train()
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.momentum = 0.0  # the moving statistics stay the forward test's
-    net.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(net(t.to(dtype)), torch.from_numpy(LABELS))
-    loss.backward()
-    grads = torch_gradients(net.named_parameters(), name_map(net), model)
-    net.zero_grad(set_to_none=True)
-    return loss.item(), grads
+    assert_logits_match(net, model, x, t, f"EfficientNetV2{variant.upper()}")
 
 
 @pytest.mark.parametrize("efficientnet_v2", ["b0", "s"], indirect=True)
@@ -162,19 +131,13 @@ def test_efficientnet_v2_training_step_matches_torchvision(efficientnet_v2):
     x, t = images(variant, 4)
     assert model._cc.global_step == 0
     use_strata_dropout_masks(net, len(x))
-    loss64, want = torch_step(net, model, t, torch.float64)
-    loss32, want32 = torch_step(net, model, t, torch.float32)
-    net.double().eval()
-    scales = gradient_scales(want)
-    own, own_name = worst_gradient(want32, want, scales)
-    assert abs(loss32 - loss64) <= LOSS_TOLERANCE / 2 * abs(loss64)
-    assert own <= GRAD_TOLERANCE / 2, f"ill-conditioned: torch's own float32 gradient of {own_name} is {own:.2e} off"
-    got_loss = model.compute_gradients(x, LABELS)
-    assert abs(got_loss - loss64) <= LOSS_TOLERANCE * abs(loss64), (variant, got_loss, loss64)
-    got = strata_gradients(model, {n: w.shape for n, w in model.weights})
-    assert set(got) == set(want)
-    err, name = worst_gradient(got, want, scales)
-    assert err <= GRAD_TOLERANCE, f"EfficientNetV2{variant.upper()}: gradient of {name}: {err:.2e} x its largest"
+
+    def step(dtype):
+        return torch_training_step(net, t, dtype, LABELS,
+                                   lambda n: torch_gradients(n.named_parameters(), name_map(n), model))
+
+    assert_training_step_matches(net, model, x, LABELS, step, f"EfficientNetV2{variant.upper()}", LOSS_TOLERANCE,
+                                 GRAD_TOLERANCE, torch_loss_check=True)
 
 
 def test_efficientnet_v2_keras_arguments_and_files():

@@ -26,9 +26,8 @@ import torch
 import torchvision
 
 import strata
-from applications_common import (calibrate_batch_norms, copy_into_strata, gradient_scales, keras_correct_pad,
-                                 keras_weight, randomize_batch_norm, strata_gradients, torch_gradients,
-                                 worst_gradient)
+from applications_common import (assert_logits_match, assert_training_step_matches, copy_into_strata,
+                                 keras_batch_norm_net, keras_weight, torch_gradients, torch_training_step)
 
 INPUT = (67, 64, 3)
 CLASSES = 10
@@ -79,15 +78,7 @@ def mobilenet_v3(request):
     variant = request.param
     torch.manual_seed(9)
     net = getattr(torchvision.models, f"mobilenet_v3_{variant}")(num_classes=CLASSES, dropout=0.0).double().eval()
-    g = torch.Generator().manual_seed(9)
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
-            keras_correct_pad(mod)
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            randomize_batch_norm(mod, 1e-3, g)
-        elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
-            mod.bias.data.normal_(0.0, 0.3, generator=g)
-    calibrate_batch_norms(net, images(4)[1], g)
+    keras_batch_norm_net(net, images(4)[1], 9)
     net.float().double()  # float32 values: Strata's copy is exact
     with strata.distribute.MirroredStrategy(replicas=1).scope():
         model = getattr(strata.keras.applications, f"MobileNetV3{variant.title()}")(
@@ -102,48 +93,20 @@ def mobilenet_v3(request):
 def test_mobilenet_v3_forward_matches_torchvision(mobilenet_v3):
     variant, net, model = mobilenet_v3
     x, t = images(2)
-    net.double().eval()
-    with torch.no_grad():
-        want = net(t).numpy()
-        want32 = net.float()(t.float()).double().numpy()
-    net.double()
-    scale = np.abs(want).max()
-    assert np.abs(want32 - want).max() / scale <= 1e-4 / 4, "ill-conditioned weights: torch's own float32 is off"
-    assert np.abs(want[0] - want[1]).max() > 100 * 1e-4 * scale  # the images give different logits
-    err = np.abs(model.predict(x, verbose=0) - want).max() / scale
-    assert err <= 1e-4, f"MobileNetV3 {variant}: max |strata - torch| = {err:.2e} x max |torch|"
-
-
-def torch_step(net, model, t, dtype):
-    net.to(dtype).train()
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.momentum = 0.0  # the moving statistics stay the forward test's
-    net.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(net(t.to(dtype)), torch.from_numpy(LABELS))
-    loss.backward()
-    grads = torch_gradients(net.named_parameters(), name_map(net), model, v3_keras_weight)
-    net.zero_grad(set_to_none=True)
-    return loss.item(), grads
+    assert_logits_match(net, model, x, t, f"MobileNetV3 {variant}")
 
 
 def test_mobilenet_v3_training_step_matches_torchvision(mobilenet_v3):
     """One training-mode step on four images: batch norm on their mean and biased variance."""
     variant, net, model = mobilenet_v3
     x, t = images(4)
-    loss64, want = torch_step(net, model, t, torch.float64)
-    loss32, want32 = torch_step(net, model, t, torch.float32)
-    net.double().eval()
-    scales = gradient_scales(want)
-    own, own_name = worst_gradient(want32, want, scales)
-    assert abs(loss32 - loss64) <= LOSS_TOLERANCE / 2 * abs(loss64)
-    assert own <= GRAD_TOLERANCE / 2, f"ill-conditioned: torch's own float32 gradient of {own_name} is {own:.2e} off"
-    got_loss = model.compute_gradients(x, LABELS)
-    assert abs(got_loss - loss64) <= LOSS_TOLERANCE * abs(loss64), (variant, got_loss, loss64)
-    got = strata_gradients(model, {n: w.shape for n, w in model.weights})
-    assert set(got) == set(want)
-    err, name = worst_gradient(got, want, scales)
-    assert err <= GRAD_TOLERANCE, f"MobileNetV3 {variant}: gradient of {name}: {err:.2e} x its largest"
+
+    def step(dtype):
+        return torch_training_step(net, t, dtype, LABELS,
+                                   lambda n: torch_gradients(n.named_parameters(), name_map(n), model, v3_keras_weight))
+
+    assert_training_step_matches(net, model, x, LABELS, step, f"MobileNetV3 {variant}", LOSS_TOLERANCE, GRAD_TOLERANCE,
+                                 torch_loss_check=True)
     # The check can fail: torchvision's own padding (k // 2 on every side of the stride-2
     # convolutions, which the fixture patched to Keras's) moves the logits far from Strata's.
     if variant == "small":

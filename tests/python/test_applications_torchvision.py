@@ -24,8 +24,8 @@ import torch
 import torchvision
 
 import strata
-from applications_common import (calibrate_batch_norms, copy_into_strata, gradient_scales, keras_correct_pad,
-                                 randomize_batch_norm, strata_gradients, torch_gradients, use_strata_dropout_masks,
+from applications_common import (copy_into_strata, gradient_scales, keras_batch_norm_net, randomize_batch_norm,
+                                 strata_gradients, torch_gradients, torch_training_step, use_strata_dropout_masks,
                                  worst_gradient)
 
 EPS = 1.001e-5
@@ -216,18 +216,7 @@ def randomized_torch_efficientnet(variant, torch_x, seed=7):
     is 5.3e-4 of them off its float64. With these, torch's float32 is within 1.3e-5 for B1 to B7."""
     torch.manual_seed(seed)
     net = getattr(torchvision.models, f"efficientnet_{variant}")(num_classes=10).double().eval()
-    g = torch.Generator().manual_seed(seed)
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.Conv2d) and mod.stride[0] == 2:
-            keras_correct_pad(mod)
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            randomize_batch_norm(mod, 1e-3, g)
-        elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)) and mod.bias is not None:
-            mod.bias.data.normal_(0.0, 0.3, generator=g)
-
-    calibrate_batch_norms(net, torch_x, g)
-    return net
-
+    return keras_batch_norm_net(net, torch_x, seed)
 
 EFFICIENTNET_INPUT = (67, 64, 3)  # odd and even sides
 
@@ -290,16 +279,9 @@ def test_efficientnet_forward_matches_torchvision(efficientnet):
 
 def efficientnet_training_step(net, torch_x, y, dtype, model):
     """torch's loss and gradients (Keras's names and layout) of one training-mode step of `net`,
-    converted in place to dtype: batch norm on the batch's mean and biased variance, momentum 0
-    (the moving statistics stay the forward test's)."""
-    net.to(dtype).train()
-    for mod in net.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.momentum = 0.0
-    net.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(net(torch_x.to(dtype)), torch.from_numpy(y))
-    loss.backward()
-    return loss.item(), torch_gradients(list(net.named_parameters()), efficientnet_name_map(net), model)
+    converted in place to dtype (applications_common.torch_training_step)."""
+    return torch_training_step(net, torch_x, dtype, y,
+                               lambda n: torch_gradients(list(n.named_parameters()), efficientnet_name_map(n), model))
 
 
 LOSS_TOLERANCE = 1e-4

@@ -23,7 +23,8 @@ import torch
 from torchvision.models.vision_transformer import VisionTransformer
 
 import strata
-from applications_common import copy_into_strata, gradient_scales, strata_gradients, torch_gradients, worst_gradient
+from applications_common import (assert_logits_match, assert_training_step_matches, copy_into_strata, torch_gradients,
+                                 torch_training_step)
 
 CLASSES = 10
 LABELS = np.array([3, 7], np.int64)
@@ -148,47 +149,27 @@ def images(side):
 def test_vit_forward_matches_torchvision(vit):
     variant, net, model, side = vit
     x, t = images(side)
-    net.double().eval()
-    with torch.no_grad():
-        want = net(t).numpy()
-        want32 = net.float()(t.float()).double().numpy()
-    net.double()
-    scale = np.abs(want).max()
-    assert np.abs(want32 - want).max() / scale <= 1e-4 / 4, "ill-conditioned weights: torch's own float32 is off"
-    assert np.abs(want[0] - want[1]).max() > 100 * 1e-4 * scale
-    err = np.abs(model.predict(x, verbose=0) - want).max() / scale
-    assert err <= 1e-4, f"ViT {variant}: max |strata - torch| = {err:.2e} x max |torch|"
+    assert_logits_match(net, model, x, t, f"ViT {variant}")
 
 
-def torch_step(net, model, t, dtype, hidden, heads):
-    net.to(dtype).train()
-    net.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(net(t.to(dtype)), torch.from_numpy(LABELS))
-    loss.backward()
+def vit_gradients(net, model, hidden, heads):
+    """torch's gradients under Keras's names, the in-projection split into query, key and value."""
     names = name_map(12)
     plain, split = split_in_projection(net.named_parameters())
     grads = torch_gradients(plain, names, model, vit_keras_weight(hidden, heads))
     grads.update(attention_weights(split, names, hidden, heads, grad=True))
-    net.zero_grad(set_to_none=True)
-    return loss.item(), grads
+    return grads
 
 
 def test_vit_training_step_matches_torchvision(vit):
     variant, net, model, side = vit
     hidden, heads, _, _ = VARIANTS[variant]
     x, t = images(side)
-    loss64, want = torch_step(net, model, t, torch.float64, hidden, heads)
-    loss32, want32 = torch_step(net, model, t, torch.float32, hidden, heads)
-    net.double().eval()
-    scales = gradient_scales(want)
-    own, own_name = worst_gradient(want32, want, scales)
-    assert own <= 1e-4 / 2, f"ill-conditioned: torch's own float32 gradient of {own_name} is {own:.2e} off"
-    got_loss = model.compute_gradients(x, LABELS)
-    assert abs(got_loss - loss64) <= 1e-4 * abs(loss64), (variant, got_loss, loss64)
-    got = strata_gradients(model, {n: w.shape for n, w in model.weights})
-    assert set(got) == set(want)
-    err, name = worst_gradient(got, want, scales)
-    assert err <= 1e-4, f"ViT {variant}: gradient of {name}: {err:.2e} x its largest"
+
+    def step(dtype):
+        return torch_training_step(net, t, dtype, LABELS, lambda n: vit_gradients(n, model, hidden, heads))
+
+    assert_training_step_matches(net, model, x, LABELS, step, f"ViT {variant}")
 
 
 def test_vit_keras_arguments():

@@ -268,6 +268,17 @@ inline std::vector<OpCase> AllOpCases() {
                  },
                  1e-6, 1e-5, 2LL * 2 * 4 * 4 * 5 * 3});
   }
+  // 24 channels fill one and a half of oneDNN's 16-channel blocks (MobileNetV3's 184, 72, 88,
+  // ...): the activations' gradients run on the padded blocked buffer as one flat vector.
+  for (Activation a : {Activation::kHardSwish, Activation::kGelu, Activation::kSwish, Activation::kRelu}) {
+    c.push_back({std::string("conv_partial_block_") + graph::ActivationName(a), {{2, 3, 3, 8}, {1, 1, 8, 24}},
+                 [a](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                   STRATA_ASSIGN_OR_RETURN(Value y, g.Conv2D(x[0], x[1], {}, "conv"));
+                   STRATA_ASSIGN_OR_RETURN(y, g.Scale(y, 4.0f));  // both sides of the kinks; no fusion
+                   return g.Act(a, y);
+                 },
+                 1e-6, 1e-5, 2LL * 2 * 3 * 3 * 24 * 8});
+  }
   // EfficientNet's squeeze-and-excitation and drop-connect (broadcast_kernels.h): on a 1x1
   // convolution's 32 channels the cpu backend keeps oneDNN's channel-blocked layout (nChw16c,
   // nChw8c under AVX2) through the broadcast multiply, the global pool's gradient and the sum

@@ -104,6 +104,15 @@ TEST_P(OpCaseTest, CpuMatchesReference) {
   fetches.push_back(cg.y);
   auto program = backend::Compile(cg.g, {.fetches = fetches});
   ASSERT_TRUE(program.ok()) << c.name << ": " << program.status().ToString();
+  // oneDNN's reference implementations ("ref:...") run 10-30x slower than its jit ones: a shape
+  // or layout that sends a kernel there is a bug to route around (a channel block left part
+  // empty sent hardswish's gradient there: a fifth of MobileNetV3's training step).
+  // Two cases' toy shapes have no jit kernel in oneDNN 2.6 (a max pool's gradient over 5
+  // channels, a sum over the outer and inner axes but not the middle one); no application's
+  // training step plans either (every one scanned in f32 and bf16, STRATA_TRACE=1).
+  const bool toy_shape = c.name == "global_max_pool" || c.name == "reduce_sum_axes";
+  for (const backend::KernelInfo& k : (*program)->kernels())
+    if (!toy_shape) EXPECT_NE(k.impl.rfind("ref", 0), 0u) << c.name << ": " << k.name << " runs oneDNN's " << k.impl;
   auto leaves = Feed(cg, c, 43);
   for (auto& [node, vals] : leaves) {
     const graph::Node& n = cg.g.node(node);

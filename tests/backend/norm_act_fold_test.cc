@@ -1,10 +1,11 @@
-// Batch norm + ReLU6 as one kernel each way (backend/cpu/norm_act_kernels.h) and ZeroPadding2D
+// Batch norm + ReLU6 or hard swish as one kernel each way (backend/cpu/norm_act_kernels.h) and ZeroPadding2D
 // folded into the next 'valid' convolution's padding (graph/fusion.h):
 //   - the kernels against an f64 reference, in the plain and both blocked layouts, with padded
 //     channels (written zero; NaN in the padding of dy ignored) and runs longer than one f32 run;
-//   - a MobileNetV2 inverted-residual block at stride 2 (and a ResNet-style padded stem): the
-//     fused and folded step computes what the unfused one does, outputs and every gradient,
-//     and the fusion happened (no concat or slice kernel is left, the ReLU6 kernels are gone).
+//   - a MobileNetV2 inverted-residual block at stride 2 (and a ResNet-style padded stem, and
+//     MobileNetV3's block with hard swish): the fused and folded step computes what the unfused
+//     one does, outputs and every gradient, and the fusion happened (no concat or slice kernel
+//     is left, the activation's own kernels are gone).
 // The "avx2:" copies run the AVX2 code path over oneDNN's nChw8c layout.
 #include <gtest/gtest.h>
 
@@ -31,13 +32,22 @@ int64_t Index(const ChannelLayout& l, int64_t o, int64_t r, int64_t c) {
 }
 
 TEST(NormActKernels, MatchAnF64ReferenceInPlainAndBlockedLayouts) {
-  const float eps = 1e-3f, cap = 6.0f;
+  const float eps = 1e-3f;
+  // relu6(z) and hard_swish(z) = z relu6(z + 3) / 6, and their derivatives, in f64.
+  auto act = [](cpu::NormActivation a, double z) {
+    return a == cpu::NormActivation::kRelu6 ? std::min(std::max(z, 0.0), 6.0) : z * std::min(std::max(z + 3, 0.0), 6.0) / 6;
+  };
+  auto derivative = [](cpu::NormActivation a, double z) {
+    return a == cpu::NormActivation::kRelu6 ? (z > 0 && z < 6 ? 1.0 : 0.0) : z < -3 ? 0.0 : z > 3 ? 1.0 : (2 * z + 3) / 6;
+  };
   // plain [37, 20]; nChw16c and nChw8c with 20 channels (12 and 4 padded lanes); one block of
   // 300 rows (two f32 runs).
+  for (const cpu::NormActivation a : {cpu::NormActivation::kRelu6, cpu::NormActivation::kHardSwish})
   for (const ChannelLayout& l : {ChannelLayout{1, 1, 37, 20, 20}, ChannelLayout{2, 2, 9, 16, 20},
                                  ChannelLayout{3, 3, 7, 8, 20}, ChannelLayout{2, 1, 300, 16, 16}}) {
-    SCOPED_TRACE("layout {" + std::to_string(l.outer) + ", " + std::to_string(l.blocks) + ", " +
-                 std::to_string(l.inner) + ", " + std::to_string(l.width) + ", " + std::to_string(l.channels) + "}");
+    SCOPED_TRACE(std::string(a == cpu::NormActivation::kRelu6 ? "relu6" : "hard_swish") + ", layout {" +
+                 std::to_string(l.outer) + ", " + std::to_string(l.blocks) + ", " + std::to_string(l.inner) + ", " +
+                 std::to_string(l.width) + ", " + std::to_string(l.channels) + "}");
     const int64_t C = l.channels, size = l.outer * l.blocks * l.inner * l.width;
     std::mt19937_64 rng(11);
     std::normal_distribution<float> normal(0.3f, 1.5f);
@@ -55,10 +65,10 @@ TEST(NormActKernels, MatchAnF64ReferenceInPlainAndBlockedLayouts) {
         }
     cpu::NormActScratch scratch(l);
     std::vector<float> y(size, -1.0f), dx(size, -1.0f), mean(C), var(C), dgamma(C), dbeta(C);
-    cpu::BatchNormClipForward(x.data(), gamma.data(), beta.data(), l, eps, cap, scratch, y.data(), mean.data(),
-                              var.data());
-    cpu::BatchNormClipBackward(x.data(), dy.data(), gamma.data(), beta.data(), mean.data(), var.data(), l, eps, cap,
-                               scratch, dx.data(), dgamma.data(), dbeta.data());
+    cpu::BatchNormActForward(a, x.data(), gamma.data(), beta.data(), l, eps, scratch, y.data(), mean.data(),
+                             var.data());
+    cpu::BatchNormActBackward(a, x.data(), dy.data(), gamma.data(), beta.data(), mean.data(), var.data(), l, eps,
+                              scratch, dx.data(), dgamma.data(), dbeta.data());
     const double M = static_cast<double>(l.count());
     for (int64_t c = 0; c < C; ++c) {
       double s = 0, q = 0;
@@ -76,8 +86,8 @@ TEST(NormActKernels, MatchAnF64ReferenceInPlainAndBlockedLayouts) {
         for (int64_t r = 0; r < l.inner; ++r) {
           const int64_t e = Index(l, o, r, c);
           const double xhat = (x[e] - mu) * istd, z = gamma[c] * xhat + beta[c];
-          EXPECT_NEAR(y[e], std::min(std::max(z, 0.0), 6.0), 1e-4) << "y, channel " << c;
-          const double d = z > 0 && z < cap ? dy[e] : 0.0;
+          EXPECT_NEAR(y[e], act(a, z), 1e-4) << "y, channel " << c;
+          const double d = derivative(a, z) * dy[e];
           dz[o * l.inner + r] = d;
           sdz += d;
           sdzx += d * xhat;
@@ -117,7 +127,8 @@ Value In(Step& s, const std::string& name, Shape shape) {
   return v;
 }
 
-Result<Value> BnRelu6(Step& s, Value x, const std::string& name, bool relu6) {
+// Batch norm, then `act` unless it is linear.
+Result<Value> BnAct(Step& s, Value x, const std::string& name, Activation act) {
   const int64_t C = x.shape()[-1];
   STRATA_ASSIGN_OR_RETURN(Value mm, s.g.Variable(name + "/moving_mean", {C}, {.trainable = false},
                                                  graph::VariableRole::kState));
@@ -125,8 +136,8 @@ Result<Value> BnRelu6(Step& s, Value x, const std::string& name, bool relu6) {
                                                  graph::VariableRole::kState));
   STRATA_ASSIGN_OR_RETURN(Value y, s.g.BatchNorm(x, In(s, name + "/gamma", {C}), In(s, name + "/beta", {C}), mm, mv,
                                                  {.momentum = 0.999f, .epsilon = 1e-3f}, name));
-  if (!relu6) return y;
-  return s.g.Act(Activation::kRelu6, y, name + "_relu");
+  if (act == Activation::kLinear) return y;
+  return s.g.Act(act, y, name + "_act");
 }
 
 Status Finish(Step& s) {
@@ -138,19 +149,19 @@ Status Finish(Step& s) {
 }
 
 // Keras's _inverted_res_block at stride 2: expand 1x1, BN, ReLU6, ZeroPadding2D(correct_pad),
-// depthwise 3x3 / 2 'valid', BN, ReLU6, project 1x1, BN.
-Status InvertedResidual(Step& s, int64_t size, int64_t in_channels, int64_t expanded) {
+// depthwise 3x3 / 2 'valid', BN, ReLU6, project 1x1, BN. MobileNetV3's has hard swish for ReLU6.
+Status InvertedResidual(Step& s, int64_t size, int64_t in_channels, int64_t expanded, Activation act) {
   Value x = In(s, "x", {2, size, size, in_channels});
   STRATA_ASSIGN_OR_RETURN(Value e, s.g.Conv2D(x, In(s, "expand/kernel", {1, 1, in_channels, expanded}), {}, "expand"));
-  STRATA_ASSIGN_OR_RETURN(e, BnRelu6(s, e, "expand_BN", true));
+  STRATA_ASSIGN_OR_RETURN(e, BnAct(s, e, "expand_BN", act));
   const int before = size % 2 == 1 ? 1 : 0;  // correct_pad: ((1, 1), (1, 1)) odd, ((0, 1), (0, 1)) even
   STRATA_ASSIGN_OR_RETURN(Value pad, s.g.ZeroPad2D(e, before, 1, before, 1, "pad"));
   STRATA_ASSIGN_OR_RETURN(Value d, s.g.Conv2D(pad, In(s, "depthwise/kernel", {3, 3, 1, expanded}),
                                               {.stride_h = 2, .stride_w = 2, .groups = static_cast<int>(expanded)},
                                               "depthwise"));
-  STRATA_ASSIGN_OR_RETURN(d, BnRelu6(s, d, "depthwise_BN", true));
+  STRATA_ASSIGN_OR_RETURN(d, BnAct(s, d, "depthwise_BN", act));
   STRATA_ASSIGN_OR_RETURN(Value p, s.g.Conv2D(d, In(s, "project/kernel", {1, 1, expanded, in_channels}), {}, "project"));
-  STRATA_ASSIGN_OR_RETURN(s.out, BnRelu6(s, p, "project_BN", false));
+  STRATA_ASSIGN_OR_RETURN(s.out, BnAct(s, p, "project_BN", Activation::kLinear));
   return Finish(s);
 }
 
@@ -161,7 +172,7 @@ Status PaddedStem(Step& s) {
   STRATA_ASSIGN_OR_RETURN(Value pad, s.g.ZeroPad2D(x, 3, 3, 3, 3, "conv1_pad"));
   STRATA_ASSIGN_OR_RETURN(Value c, s.g.Conv2D(pad, In(s, "conv1/kernel", {7, 7, 3, 16}),
                                               {.stride_h = 2, .stride_w = 2}, "conv1"));
-  STRATA_ASSIGN_OR_RETURN(s.out, BnRelu6(s, c, "bn_conv1", true));
+  STRATA_ASSIGN_OR_RETURN(s.out, BnAct(s, c, "bn_conv1", Activation::kRelu6));
   return Finish(s);
 }
 
@@ -172,7 +183,8 @@ int Count(const Program& p, const std::string& op) {
 }
 
 // Runs `s` compiled with and without fusion on the same inputs; every fetch must agree.
-void ExpectFusedEqualsUnfused(Step& s, int relu6_layers, int pads, bool data_gradient) {
+void ExpectFusedEqualsUnfused(Step& s, int act_layers, int pads, bool data_gradient,
+                              const std::string& act = "relu6", const std::string& eltwise = "Relu6") {
   std::vector<Value> fetches = s.grads;
   fetches.push_back(s.out);
   fetches.push_back(s.loss);
@@ -202,18 +214,18 @@ void ExpectFusedEqualsUnfused(Step& s, int relu6_layers, int pads, bool data_gra
     for (int64_t e = 0; e < b.num_elements(); ++e)
       ASSERT_NEAR(a.data<float>()[e], b.data<float>()[e], 2e-4 * scale) << s.g.Describe(f) << " element " << e;
   }
-  // Fused: the pads and their gradients' slices are gone, batch norm and ReLU6 are one kernel.
+  // Fused: the pads and their gradients' slices are gone, batch norm and the activation are one kernel.
   EXPECT_EQ(Count(**fused, "concat"), 0);
   EXPECT_EQ(Count(**fused, "slice"), 0);
-  EXPECT_EQ(Count(**fused, "bn_relu6_fwd"), relu6_layers);
-  EXPECT_EQ(Count(**fused, "bn_relu6_bwd"), relu6_layers);
-  EXPECT_EQ(Count(**fused, "eltwise_Relu6"), 0);
-  EXPECT_EQ(Count(**fused, "eltwise_bwd_Relu6"), 0);
+  EXPECT_EQ(Count(**fused, "bn_" + act + "_fwd"), act_layers);
+  EXPECT_EQ(Count(**fused, "bn_" + act + "_bwd"), act_layers);
+  EXPECT_EQ(Count(**fused, "eltwise_" + eltwise), 0);
+  EXPECT_EQ(Count(**fused, "eltwise_bwd_" + eltwise), 0);
   // Unfused: ZeroPad2D's two concats (rows, then columns), a slice per concat backward.
   EXPECT_EQ(Count(**plain, "concat"), 2 * pads);
   EXPECT_EQ(Count(**plain, "slice"), data_gradient ? 2 * pads : 0);
-  EXPECT_EQ(Count(**plain, "eltwise_Relu6"), relu6_layers);
-  EXPECT_EQ(Count(**plain, "bn_relu6_fwd"), 0);
+  EXPECT_EQ(Count(**plain, "eltwise_" + eltwise), act_layers);
+  EXPECT_EQ(Count(**plain, "bn_" + act + "_fwd"), 0);
 }
 
 TEST(NormActFold, InvertedResidualBlockFusedAndFoldedEqualsUnfused) {
@@ -222,8 +234,18 @@ TEST(NormActFold, InvertedResidualBlockFusedAndFoldedEqualsUnfused) {
   for (const auto& [size, in, expanded] : {std::tuple{9, 8, 48}, std::tuple{8, 4, 24}}) {
     SCOPED_TRACE("size " + std::to_string(size) + ", " + std::to_string(expanded) + " channels");
     Step s;
-    ASSERT_TRUE(InvertedResidual(s, size, in, expanded).ok());
+    ASSERT_TRUE(InvertedResidual(s, size, in, expanded, Activation::kRelu6).ok());
     ExpectFusedEqualsUnfused(s, 2, 1, true);
+  }
+}
+
+// MobileNetV3's block: batch norm + hard swish, with 24 channels a partly filled block.
+TEST(NormActFold, HardSwishBlockFusedEqualsUnfused) {
+  for (const auto& [size, in, expanded] : {std::tuple{9, 8, 48}, std::tuple{8, 4, 24}}) {
+    SCOPED_TRACE("size " + std::to_string(size) + ", " + std::to_string(expanded) + " channels");
+    Step s;
+    ASSERT_TRUE(InvertedResidual(s, size, in, expanded, Activation::kHardSwish).ok());
+    ExpectFusedEqualsUnfused(s, 2, 1, true, "hard_swish", "HardSwish");
   }
 }
 

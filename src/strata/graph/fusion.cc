@@ -13,6 +13,27 @@ int SoleConsumer(const Graph& g, const Schedule& s, int i, int k) {
   return s.order[c[0]];
 }
 
+// The hard swish that is the sole reader of training batch norm `bn`'s output but for its own
+// gradient, which reads that output too (hard swish differentiates at its input), or -1. The
+// fused kernels never write that output, so the gradient must fold into the batch norm's
+// gradient (whose kernel recomputes it): it feeds that gradient's dy and nothing else.
+int HardSwishAfterBatchNorm(const Graph& g, const Schedule& s, int bn) {
+  int act = -1, act_grad = -1;
+  for (int pos : s.consumers[bn][0]) {
+    const int c = s.order[pos];
+    const Node& cn = g.node(c);
+    if (cn.kind == OpKind::kActivation && cn.attrs.activation == Activation::kHardSwish && act < 0) act = c;
+    else if (cn.kind == OpKind::kActivationGrad && cn.attrs.activation == Activation::kHardSwish && act_grad < 0) act_grad = c;
+    else return -1;
+  }
+  if (act < 0 || act_grad < 0 || g.node(act_grad).attrs.forward_node != act) return -1;
+  const int bn_grad = SoleConsumer(g, s, act_grad, 0);
+  if (bn_grad < 0) return -1;
+  const Node& bg = g.node(bn_grad);
+  return bg.kind == OpKind::kBatchNormGrad && bg.attrs.forward_node == bn && bg.inputs[4] == g.output(act_grad) ? act
+                                                                                                              : -1;
+}
+
 int PositionOf(const Schedule& s, int node) {
   auto it = std::find(s.order.begin(), s.order.end(), node);
   return it == s.order.end() ? -1 : static_cast<int>(it - s.order.begin());
@@ -137,7 +158,7 @@ void FoldZeroPad(const Graph& g, const Schedule& s, int i, const std::vector<Val
 }  // namespace
 
 FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o, const std::vector<Value>& fetches) {
-  const bool bn_relu6 = o.bn_relu6;
+  const bool bn_act = o.bn_act;
   const int n = g.num_nodes();
   FusionPlan f;
   f.absorbed_by.assign(n, -1);
@@ -200,11 +221,13 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
       }
     } else if ((nd.kind == OpKind::kBatchNorm && !nd.attrs.bn.synchronized) ||  // synchronized: strata's own kernel
                nd.kind == OpKind::kBatchNormInference) {  // a pre-activation network's (DenseNet's) inference
-      int a = SoleConsumer(g, s, i, 0);
       const bool training = nd.kind == OpKind::kBatchNorm;
+      int a = SoleConsumer(g, s, i, 0);
+      if (a < 0 && training && bn_act) a = HardSwishAfterBatchNorm(g, s, i);
       const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation &&
                            (g.node(a).attrs.activation == Activation::kRelu ||
-                            (training && bn_relu6 && g.node(a).attrs.activation == Activation::kRelu6));
+                            (training && bn_act && (g.node(a).attrs.activation == Activation::kRelu6 ||
+                                                    g.node(a).attrs.activation == Activation::kHardSwish)));
       if (fusable) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;
@@ -214,7 +237,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
   for (int i : s.order) {
     const Node& nd = g.node(i);
     if (nd.kind == OpKind::kBatchNormGrad) {
-      // dy of the batch norm is ActivationGrad(relu|relu6)(y, dy_y) of the fused activation.
+      // dy of the batch norm is ActivationGrad(relu|relu6|hard_swish)(y or x, dy_y) of the fused activation.
       const int fwd = nd.attrs.forward_node;
       const Value dz = nd.inputs[4];
       const Node& src = g.node(dz.node);

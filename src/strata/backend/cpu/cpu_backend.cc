@@ -55,7 +55,7 @@ class CpuProgram : public Program {
     p.fusion = graph::PlanFusion(
         g, p.schedule,
         {.enabled = o.fuse,
-         .bn_relu6 = o.fuse_bn_relu6 && o.threads == 1 && o.precision == Precision::kF32,
+         .bn_act = o.fuse_bn_relu6 && o.threads == 1 && o.precision == Precision::kF32,
          .zero_pad = o.fold_zero_pad,
          .residual = o.fuse_residual},
         o.fetches);

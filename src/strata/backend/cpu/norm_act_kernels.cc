@@ -111,25 +111,45 @@ inline __attribute__((always_inline)) void ForEach(const Walk& wk, const Fn& fn)
 }
 
 // The forward's per-channel affine form, shared by both passes of both directions so that the
-// backward's pre-activation is the forward's to the bit: z = fma(x - mean, scale, shift).
+// backward's pre-activation is the forward's to the bit: z = fma(x - mean, scale, shift). The
+// padding's z is pad_z, where the activation and its derivative are 0: dy's padding is never
+// read into a sum or dx (it may hold anything, NaN included).
 inline void AffineOf(const float* gamma, const float* beta, const float* mean, const float* var, int64_t channels,
-                     int64_t padded, float epsilon, float* fmean, float* scale, float* shift) {
+                     int64_t padded, float epsilon, float pad_z, float* fmean, float* scale, float* shift) {
   for (int64_t c = 0; c < padded; ++c) {
     if (c < channels) {
       fmean[c] = mean[c];
       scale[c] = gamma[c] * (1.0f / std::sqrt(var[c] + epsilon));
       shift[c] = beta[c];
-    } else {  // padding: z = 0, so y = 0 and dz = 0
-      fmean[c] = scale[c] = shift[c] = 0.0f;
+    } else {  // padding: z = pad_z, so y = 0 and dz = 0
+      fmean[c] = scale[c] = 0.0f;
+      shift[c] = pad_z;
     }
   }
 }
 
-template <int kW>
+// The activation and its derivative's factor, at the pre-activation z. Hard swish's kinks take
+// oneDNN's (and the reference backend's) sides, so fused and unfused steps agree to the bit.
+template <NormActivation kAct>
+inline __attribute__((always_inline)) float Activate(float z) {
+  if constexpr (kAct == NormActivation::kRelu6) return std::min(std::max(z, 0.0f), 6.0f);
+  return z * std::min(std::max(z + 3.0f, 0.0f), 6.0f) * (1.0f / 6);
+}
+template <NormActivation kAct>
+inline __attribute__((always_inline)) float Derive(float z, float dy) {
+  if constexpr (kAct == NormActivation::kRelu6) return (z > 0.0f) & (z < 6.0f) ? dy : 0.0f;
+  return z < -3.0f ? 0.0f : z > 3.0f ? dy : dy * std::fmaf(z, 1.0f / 3, 0.5f);
+}
+
+// A pre-activation where the activation and its derivative are 0 (hard swish's -0 included).
+template <NormActivation kAct>
+constexpr float kPadZ = kAct == NormActivation::kRelu6 ? 0.0f : -4.0f;
+
+template <int kW, NormActivation kAct>
 inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x, const float* gamma,
                                                        const float* beta, const ChannelLayout& l, const Walk& wk,
-                                                       float epsilon, float cap, NormActScratch& s,
-                                                       float* __restrict y, float* mean, float* var) {
+                                                       float epsilon, NormActScratch& s, float* __restrict y,
+                                                       float* mean, float* var) {
   const int64_t CP = l.padded_channels(), C = l.channels;
   ChannelSums<kW>(wk, CP, s, [x](int64_t, int64_t e, float& u, float& v) __attribute__((always_inline)) {
     u = x[e];
@@ -144,31 +164,31 @@ inline __attribute__((always_inline)) void ForwardBody(const float* __restrict x
   float* fm = s.f.data() + kMean * CP;
   float* fa = s.f.data() + kScale * CP;
   float* fb = s.f.data() + kShift * CP;
-  AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
+  AffineOf(gamma, beta, mean, var, C, CP, epsilon, kPadZ<kAct>, fm, fa, fb);
   ForEach<kW>(wk, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
     const float z = std::fmaf(x[e] - fm[c], fa[c], fb[c]);
-    y[e] = std::min(std::max(z, 0.0f), cap);
+    y[e] = Activate<kAct>(z);
   });
 }
 
-template <int kW>
+template <int kW, NormActivation kAct>
 inline __attribute__((always_inline)) void BackwardBody(const float* __restrict x, const float* __restrict dy,
                                                         const float* gamma, const float* beta, const float* mean,
                                                         const float* var, const ChannelLayout& l, const Walk& wk,
-                                                        float epsilon, float cap, NormActScratch& s,
-                                                        float* __restrict dx, float* dgamma, float* dbeta) {
+                                                        float epsilon, NormActScratch& s, float* __restrict dx,
+                                                        float* dgamma, float* dbeta) {
   const int64_t CP = l.padded_channels(), C = l.channels;
   float* fm = s.f.data() + kMean * CP;
   float* fa = s.f.data() + kScale * CP;
   float* fb = s.f.data() + kShift * CP;
   float* k2 = s.f.data() + kMeanDz * CP;
   float* k3 = s.f.data() + kMeanDzXc * CP;
-  AffineOf(gamma, beta, mean, var, C, CP, epsilon, fm, fa, fb);
+  AffineOf(gamma, beta, mean, var, C, CP, epsilon, kPadZ<kAct>, fm, fa, fb);
   // Sums of dz and dz * (x - mean).
   ChannelSums<kW>(wk, CP, s, [=](int64_t c, int64_t e, float& u, float& v) __attribute__((always_inline)) {
     const float xc = x[e] - fm[c];
     const float z = std::fmaf(xc, fa[c], fb[c]);
-    const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
+    const float dz = Derive<kAct>(z, dy[e]);
     u = dz;
     v = dz * xc;
   });
@@ -188,28 +208,30 @@ inline __attribute__((always_inline)) void BackwardBody(const float* __restrict 
   ForEach<kW>(wk, [=](int64_t c, int64_t e) __attribute__((always_inline)) {
     const float xc = x[e] - fm[c];
     const float z = std::fmaf(xc, fa[c], fb[c]);
-    const float dz = (z > 0.0f) & (z < cap) ? dy[e] : 0.0f;
+    const float dz = Derive<kAct>(z, dy[e]);
     dx[e] = fa[c] * (dz - k2[c] - xc * k3[c]);
   });
 }
 
-#define STRATA_NORM_ACT_DISPATCH(SUFFIX, ATTR)                                                            \
-  ATTR void Forward##SUFFIX(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,        \
-                            float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var) {     \
-    const Walk wk = WalkOf(l);                                                                           \
-    if (wk.width == 16) return ForwardBody<16>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);            \
-    if (wk.width == 8) return ForwardBody<8>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);              \
-    ForwardBody<0>(x, gamma, beta, l, wk, epsilon, cap, s, y, mean, var);                                        \
-  }                                                                                                              \
-  ATTR void Backward##SUFFIX(const float* x, const float* dy, const float* gamma, const float* beta,              \
-                             const float* mean, const float* var, const ChannelLayout& l, float epsilon,         \
-                             float cap, NormActScratch& s, float* dx, float* dgamma, float* dbeta) {             \
-    const Walk wk = WalkOf(l);                                                                           \
-    if (wk.width == 16)                                                                                          \
-      return BackwardBody<16>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);         \
-    if (wk.width == 8)                                                                                           \
-      return BackwardBody<8>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);          \
-    BackwardBody<0>(x, dy, gamma, beta, mean, var, l, wk, epsilon, cap, s, dx, dgamma, dbeta);                   \
+#define STRATA_NORM_ACT_DISPATCH(SUFFIX, ATTR)                                                             \
+  template <NormActivation kAct>                                                                           \
+  ATTR void Forward##SUFFIX(const float* x, const float* gamma, const float* beta, const ChannelLayout& l, \
+                            float epsilon, NormActScratch& s, float* y, float* mean, float* var) {         \
+    const Walk wk = WalkOf(l);                                                                             \
+    if (wk.width == 16) return ForwardBody<16, kAct>(x, gamma, beta, l, wk, epsilon, s, y, mean, var);     \
+    if (wk.width == 8) return ForwardBody<8, kAct>(x, gamma, beta, l, wk, epsilon, s, y, mean, var);       \
+    ForwardBody<0, kAct>(x, gamma, beta, l, wk, epsilon, s, y, mean, var);                                 \
+  }                                                                                                        \
+  template <NormActivation kAct>                                                                           \
+  ATTR void Backward##SUFFIX(const float* x, const float* dy, const float* gamma, const float* beta,        \
+                             const float* mean, const float* var, const ChannelLayout& l, float epsilon,   \
+                             NormActScratch& s, float* dx, float* dgamma, float* dbeta) {                  \
+    const Walk wk = WalkOf(l);                                                                             \
+    if (wk.width == 16)                                                                                    \
+      return BackwardBody<16, kAct>(x, dy, gamma, beta, mean, var, l, wk, epsilon, s, dx, dgamma, dbeta);  \
+    if (wk.width == 8)                                                                                     \
+      return BackwardBody<8, kAct>(x, dy, gamma, beta, mean, var, l, wk, epsilon, s, dx, dgamma, dbeta);   \
+    BackwardBody<0, kAct>(x, dy, gamma, beta, mean, var, l, wk, epsilon, s, dx, dgamma, dbeta);            \
   }
 
 STRATA_NORM_ACT_DISPATCH(Avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma,prefer-vector-width=512"), optimize("tree-vectorize"))))
@@ -218,23 +240,39 @@ STRATA_NORM_ACT_DISPATCH(Scalar, )
 
 bool UseAvx512() { return HostIsa().avx512f && HostIsa().avx512vl && HostIsa().avx512bw; }
 
+template <NormActivation kAct>
+void Forward(const float* x, const float* gamma, const float* beta, const ChannelLayout& l, float epsilon,
+             NormActScratch& s, float* y, float* mean, float* var) {
+  if (UseAvx512()) return ForwardAvx512<kAct>(x, gamma, beta, l, epsilon, s, y, mean, var);
+  if (HostIsa().avx2) return ForwardAvx2<kAct>(x, gamma, beta, l, epsilon, s, y, mean, var);
+  ForwardScalar<kAct>(x, gamma, beta, l, epsilon, s, y, mean, var);
+}
+
+template <NormActivation kAct>
+void Backward(const float* x, const float* dy, const float* gamma, const float* beta, const float* mean,
+              const float* var, const ChannelLayout& l, float epsilon, NormActScratch& s, float* dx, float* dgamma,
+              float* dbeta) {
+  if (UseAvx512()) return BackwardAvx512<kAct>(x, dy, gamma, beta, mean, var, l, epsilon, s, dx, dgamma, dbeta);
+  if (HostIsa().avx2) return BackwardAvx2<kAct>(x, dy, gamma, beta, mean, var, l, epsilon, s, dx, dgamma, dbeta);
+  BackwardScalar<kAct>(x, dy, gamma, beta, mean, var, l, epsilon, s, dx, dgamma, dbeta);
+}
+
 }  // namespace
 
 std::string NormActIsa() { return UseAvx512() ? "avx512" : HostIsa().avx2 ? "avx2" : "scalar"; }
 
-void BatchNormClipForward(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,
-                          float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var) {
-  if (UseAvx512()) return ForwardAvx512(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
-  if (HostIsa().avx2) return ForwardAvx2(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
-  ForwardScalar(x, gamma, beta, l, epsilon, cap, s, y, mean, var);
+void BatchNormActForward(NormActivation act, const float* x, const float* gamma, const float* beta,
+                         const ChannelLayout& l, float epsilon, NormActScratch& s, float* y, float* mean, float* var) {
+  if (act == NormActivation::kRelu6) return Forward<NormActivation::kRelu6>(x, gamma, beta, l, epsilon, s, y, mean, var);
+  Forward<NormActivation::kHardSwish>(x, gamma, beta, l, epsilon, s, y, mean, var);
 }
 
-void BatchNormClipBackward(const float* x, const float* dy, const float* gamma, const float* beta,
-                           const float* mean, const float* var, const ChannelLayout& l, float epsilon, float cap,
-                           NormActScratch& s, float* dx, float* dgamma, float* dbeta) {
-  if (UseAvx512()) return BackwardAvx512(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
-  if (HostIsa().avx2) return BackwardAvx2(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
-  BackwardScalar(x, dy, gamma, beta, mean, var, l, epsilon, cap, s, dx, dgamma, dbeta);
+void BatchNormActBackward(NormActivation act, const float* x, const float* dy, const float* gamma, const float* beta,
+                          const float* mean, const float* var, const ChannelLayout& l, float epsilon,
+                          NormActScratch& s, float* dx, float* dgamma, float* dbeta) {
+  if (act == NormActivation::kRelu6)
+    return Backward<NormActivation::kRelu6>(x, dy, gamma, beta, mean, var, l, epsilon, s, dx, dgamma, dbeta);
+  Backward<NormActivation::kHardSwish>(x, dy, gamma, beta, mean, var, l, epsilon, s, dx, dgamma, dbeta);
 }
 
 }  // namespace strata::backend::cpu

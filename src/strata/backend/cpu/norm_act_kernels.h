@@ -1,11 +1,11 @@
-// Training batch norm fused with a clipped ReLU (ReLU6: MobileNetV2, EfficientNet-lite, ...),
-// forward and backward, in Strata's own kernels: oneDNN 2.6 fuses only a plain ReLU into its
-// batch norm (fuse_norm_relu), so BN -> ReLU6 ran as two primitives each way, and the ReLU6
-// backward was a full extra read and write of every expanded activation.
+// Training batch norm fused with ReLU6 (MobileNetV2, EfficientNet-lite, ...) or hard swish
+// (MobileNetV3), forward and backward, in Strata's own kernels: oneDNN 2.6 fuses only a plain
+// ReLU into its batch norm (fuse_norm_relu), so BN -> ReLU6 ran as two primitives each way, and
+// the activation's backward was a full extra read and write of every expanded activation.
 //
 // The backward does not read the activation's output: it recomputes the pre-activation
 // z = (x - mean) * a + beta (a = gamma / sqrt(var + eps)) from x with the very float operations
-// of the forward, so its mask 0 < z < cap is bit-identical to 0 < y < cap, and one pass reads
+// of the forward, so its derivative is the forward's to the bit, and one pass reads
 // x and dy for the sums, a second reads them again and writes dx. Unfused: the ReLU6 backward
 // read y and dy and wrote dz, then the batch-norm backward read x and dz twice and wrote dx
 // (8 tensor passes against 5).
@@ -41,18 +41,21 @@ struct NormActScratch {
   std::vector<float> f;
 };
 
-// y = min(max((x - mean) * gamma / sqrt(var + eps) + beta, 0), cap) with the batch's mean and
-// (biased) variance, which are written to mean, var [channels]. x, y in layout l; gamma, beta
-// [channels].
-void BatchNormClipForward(const float* x, const float* gamma, const float* beta, const ChannelLayout& l,
-                          float epsilon, float cap, NormActScratch& s, float* y, float* mean, float* var);
+// The activation after the batch norm: relu6(z) = min(max(z, 0), 6); hard_swish(z) =
+// z * relu6(z + 3) / 6 (oneDNN's: derivative 0 below -3, 1 above 3, (2z + 3) / 6 between).
+enum class NormActivation { kRelu6, kHardSwish };
 
-// The gradient of the forward above: dz = dy where 0 < z < cap else 0, then batch norm's
-// backward (dbeta = sum dz, dgamma = sum dz * x_hat, dx = gamma / sigma * (dz - mean(dz) -
-// x_hat * mean(dz * x_hat))). mean, var: the forward's outputs. dx in layout l.
-void BatchNormClipBackward(const float* x, const float* dy, const float* gamma, const float* beta,
-                           const float* mean, const float* var, const ChannelLayout& l, float epsilon, float cap,
-                           NormActScratch& s, float* dx, float* dgamma, float* dbeta);
+// y = act((x - mean) * gamma / sqrt(var + eps) + beta) with the batch's mean and (biased)
+// variance, which are written to mean, var [channels]. x, y in layout l; gamma, beta [channels].
+void BatchNormActForward(NormActivation act, const float* x, const float* gamma, const float* beta,
+                         const ChannelLayout& l, float epsilon, NormActScratch& s, float* y, float* mean, float* var);
+
+// The gradient of the forward above: dz = dy * act'(z), then batch norm's backward (dbeta =
+// sum dz, dgamma = sum dz * x_hat, dx = gamma / sigma * (dz - mean(dz) - x_hat * mean(dz *
+// x_hat))). mean, var: the forward's outputs. dx in layout l.
+void BatchNormActBackward(NormActivation act, const float* x, const float* dy, const float* gamma, const float* beta,
+                          const float* mean, const float* var, const ChannelLayout& l, float epsilon,
+                          NormActScratch& s, float* dx, float* dgamma, float* dbeta);
 
 // "avx512", "avx2" or "scalar": the code path the kernels above take on this host.
 std::string NormActIsa();

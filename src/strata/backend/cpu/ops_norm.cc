@@ -1,7 +1,9 @@
 // Batch norm forward, inference and backward as oneDNN primitives (the moving statistics
-// after the forward primitive), and synchronized batch norm and batch norm + ReLU6 (both
-// directions) as Strata's own kernels.
+// after the forward primitive), and synchronized batch norm and batch norm + ReLU6 or hard
+// swish (both directions) as Strata's own kernels.
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -57,7 +59,7 @@ Status PlanSyncBatchNormGrad(Planner& p, int i) {
       });
 }
 
-// Batch norm + ReLU6 (graph/fusion.h, norm_act_kernels.h): Strata's own kernels over the
+// Batch norm + ReLU6 or hard swish (graph/fusion.h, norm_act_kernels.h): Strata's own kernels over the
 // layout the batch norm's input already has, plain or oneDNN's nChw16c / nChw8c (f32); any
 // other layout is read plain.
 std::pair<md, ChannelLayout> NormActLayout(Planner& p, Value x) {
@@ -72,11 +74,17 @@ std::pair<md, ChannelLayout> NormActLayout(Planner& p, Value x) {
   return {PlainDesc(s, dt::f32), ChannelLayout{1, 1, s.num_elements() / C, C, C}};
 }
 
-constexpr float kRelu6Cap = 6.0f;
+// The fused kernels' activation, and its name in kernel names ("bn_relu6_fwd", "bn_hard_swish_bwd").
+std::optional<NormActivation> NormActivationOf(Activation a) {
+  if (a == Activation::kRelu6) return NormActivation::kRelu6;
+  if (a == Activation::kHardSwish) return NormActivation::kHardSwish;
+  return std::nullopt;
+}
+const char* NormActName(NormActivation a) { return a == NormActivation::kRelu6 ? "relu6" : "hard_swish"; }
 
-// Forward: inputs x, gamma, beta, moving mean, moving variance; outputs the ReLU6 node's y and
-// the batch norm's batch mean and variance [C].
-Status PlanBatchNormRelu6(Planner& p, int i, int act_node) {
+// Forward: inputs x, gamma, beta, moving mean, moving variance; outputs the activation node's y
+// and the batch norm's batch mean and variance [C].
+Status PlanBatchNormAct(Planner& p, int i, int act_node, NormActivation act) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const Value x = n.inputs[0];
@@ -86,8 +94,8 @@ Status PlanBatchNormRelu6(Planner& p, int i, int act_node) {
   const float unbias = M > 1 ? static_cast<float>(M) / static_cast<float>(M - 1) : 1.0f;
   const md cdesc = PlainDesc(Shape{C}, dt::f32);
   Kernel k;
-  k.info = Info(p, i, "bn_relu6_fwd", "strata:" + NormActIsa());
-  k.info.name = n.name + " (BatchNorm+Relu6)";
+  k.info = Info(p, i, std::string("bn_") + NormActName(act) + "_fwd", "strata:" + NormActIsa());
+  k.info.name = n.name + " (BatchNorm+" + graph::ActivationName(g.node(act_node).attrs.activation) + ")";
   k.info.other_flops += g.OtherFlops(act_node);
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, xd));
   k.bufs.push_back(xb);
@@ -100,8 +108,8 @@ Status PlanBatchNormRelu6(Planner& p, int i, int act_node) {
   k.bufs.push_back(p.Define(g.output(i, 2), cdesc));
   auto scratch = std::make_shared<NormActScratch>(layout);
   k.fn = [=, layout = layout](Kernel& kk, uint64_t) {
-    BatchNormClipForward(Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), layout, eps, kRelu6Cap, *scratch,
-                         Ptr<float>(kk, 5), Ptr<float>(kk, 6), Ptr<float>(kk, 7));
+    BatchNormActForward(act, Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), layout, eps, *scratch,
+                        Ptr<float>(kk, 5), Ptr<float>(kk, 6), Ptr<float>(kk, 7));
     UpdateMovingStatistics(Ptr<float>(kk, 6), Ptr<float>(kk, 7), C, mom, unbias, Ptr<float>(kk, 3), Ptr<float>(kk, 4));
     return Status::OK();
   };
@@ -110,8 +118,8 @@ Status PlanBatchNormRelu6(Planner& p, int i, int act_node) {
 }
 
 // Backward: inputs x, gamma, batch mean, batch variance (of node i) and the forward's beta, and
-// dy of the ReLU6's output (the absorbed ActivationGrad's); outputs dx, dgamma, dbeta.
-Status PlanBatchNormRelu6Grad(Planner& p, int i, int act_grad) {
+// dy of the activation's output (the absorbed ActivationGrad's); outputs dx, dgamma, dbeta.
+Status PlanBatchNormActGrad(Planner& p, int i, int act_grad, NormActivation act) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const Value x = n.inputs[0];
@@ -119,8 +127,8 @@ Status PlanBatchNormRelu6Grad(Planner& p, int i, int act_grad) {
   const float eps = n.attrs.bn.epsilon;
   const md cdesc = PlainDesc(Shape{layout.channels}, dt::f32);
   Kernel k;
-  k.info = Info(p, i, "bn_relu6_bwd", "strata:" + NormActIsa());
-  k.info.name = n.name + " (Relu6Grad+BatchNormGrad)";
+  k.info = Info(p, i, std::string("bn_") + NormActName(act) + "_bwd", "strata:" + NormActIsa());
+  k.info.name = n.name + " (" + graph::ActivationName(g.node(act_grad).attrs.activation) + "Grad+BatchNormGrad)";
   k.info.other_flops += g.OtherFlops(act_grad);
   STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, xd));
   STRATA_ASSIGN_OR_RETURN(int db, p.Use(g.node(act_grad).inputs[1], xd));
@@ -135,9 +143,9 @@ Status PlanBatchNormRelu6Grad(Planner& p, int i, int act_grad) {
   k.bufs.push_back(p.Define(g.output(i, 2), cdesc));
   auto scratch = std::make_shared<NormActScratch>(layout);
   k.fn = [=, layout = layout](Kernel& kk, uint64_t) {
-    BatchNormClipBackward(Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), Ptr<float>(kk, 3),
-                          Ptr<float>(kk, 4), Ptr<float>(kk, 5), layout, eps, kRelu6Cap, *scratch, Ptr<float>(kk, 6),
-                          Ptr<float>(kk, 7), Ptr<float>(kk, 8));
+    BatchNormActBackward(act, Ptr<float>(kk, 0), Ptr<float>(kk, 1), Ptr<float>(kk, 2), Ptr<float>(kk, 3),
+                         Ptr<float>(kk, 4), Ptr<float>(kk, 5), layout, eps, *scratch, Ptr<float>(kk, 6),
+                         Ptr<float>(kk, 7), Ptr<float>(kk, 8));
     return Status::OK();
   };
   p.Append(std::move(k));
@@ -153,8 +161,8 @@ Status PlanBatchNorm(Planner& p, int i) {
   if (training && n.attrs.bn.synchronized) return PlanSyncBatchNorm(p, i);
   const Value x = n.inputs[0];
   const int act_node = p.fusion.activation[i];
-  if (training && act_node >= 0 && g.node(act_node).attrs.activation == Activation::kRelu6)
-    return PlanBatchNormRelu6(p, i, act_node);
+  if (training && act_node >= 0)
+    if (const auto act = NormActivationOf(g.node(act_node).attrs.activation)) return PlanBatchNormAct(p, i, act_node, *act);
   const Value out = act_node >= 0 ? g.output(act_node) : g.output(i);
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   if (act_node >= 0) flags |= dnnl::normalization_flags::fuse_norm_relu;
@@ -210,8 +218,8 @@ Status PlanBatchNormGrad(Planner& p, int i) {  // inputs x, gamma, mean, var, dy
   if (n.attrs.bn.synchronized) return PlanSyncBatchNormGrad(p, i);
   const int fwd = n.attrs.forward_node;
   const int act_grad = p.fusion.act_grad[i];
-  if (act_grad >= 0 && g.node(act_grad).attrs.activation == Activation::kRelu6)
-    return PlanBatchNormRelu6Grad(p, i, act_grad);
+  if (act_grad >= 0)
+    if (const auto act = NormActivationOf(g.node(act_grad).attrs.activation)) return PlanBatchNormActGrad(p, i, act_grad, *act);
   const Value x = n.inputs[0];
   const Value dy = act_grad >= 0 ? g.node(act_grad).inputs[1] : n.inputs[4];
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;

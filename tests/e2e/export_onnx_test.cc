@@ -28,6 +28,7 @@
 #include "strata/graph/graph.h"
 #include "strata/image/png.h"
 #include "strata/data/dataset.h"
+#include "strata/keras/applications/applications.h"
 #include "strata/keras/layers.h"
 #include "strata/keras/model.h"
 #include "strata/keras/onnx_export.h"
@@ -263,6 +264,35 @@ TEST_F(ExportOnnx, MobileNetV2ApplicationMatchesPredictInOnnxRuntime) {
   ExportAndCompare("mobilenet_v2", 32, kClasses, 0, /*must_vary=*/false);
 }
 
+// The Vision Transformer (ViTS16 at 32 px: 2 x 2 patches and the class token, fresh weights,
+// logits out): its class token and position embedding given to every image of the file's
+// symbolic batch (Expand to [N, ...]), its attention's batch merged with the tokens and split
+// again. onnxruntime's logits match predict()'s to 1e-4 and vary across the images.
+TEST_F(ExportOnnx, VisionTransformerMatchesPredictInOnnxRuntime) {
+  ASSERT_EQ(install_.exit_code, 0) << "npm ci of onnxruntime-node failed (needs node/npm and the npm registry)";
+  auto model = keras::applications::ViTS16({.input_shape = {32, 32, 3}, .classes = 5, .classifier_activation = "linear"});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE((*model)->compile({.loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());
+  constexpr int kN = 4;
+  Tensor images(DType::kF32, Shape{kN, 32, 32, 3});
+  float* px = images.data<float>();
+  // 251: prime, so that no two images (3,072 values each) repeat each other.
+  for (int64_t i = 0; i < images.num_elements(); ++i) px[i] = static_cast<float>((i * 7919) % 251) / 250.0f;
+  std::ofstream(Path("vit.f32"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(px), static_cast<std::streamsize>(images.num_elements() * 4));
+  data::Element e;
+  e.tensors.push_back(images);
+  auto out = (*model)->predict(data::Dataset::from_tensor_slices(std::move(e)).batch(kN));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(keras::SaveOnnx(**model, Path("vit.onnx")).ok());
+  const auto ort_logits = OnnxLogits(Path("vit.onnx"), Path("vit-logits.onnx"), Path("vit.f32"), kN, 32, 32);
+  ASSERT_FALSE(ort_logits.empty());
+  std::vector<std::vector<double>> ours(kN, std::vector<double>(5));
+  for (int i = 0; i < kN; ++i)
+    for (int k = 0; k < 5; ++k) ours[static_cast<size_t>(i)][static_cast<size_t>(k)] = out->data<float>()[i * 5 + k];
+  ExpectSameVaryingLogits(ort_logits, ours, 1e-4, "vit_s16");
+}
+
 TEST(ExportOnnxFlags, FormatAndRequiredFlagsAreUsageErrors) {
   auto r = RunCommand(Strata() + " export --model reference-cnn --out /tmp/x.onnx --format tflite", true);
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -313,7 +343,14 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   auto conv = keras::Call(L::Conv2D(6, 1, {.activation = "relu6"}), sum);
   auto flat = keras::Call(L::Flatten(), conv);  // 54
   auto gmax = keras::Call(L::GlobalMaxPooling2D(), sum);  // 12
-  auto head = keras::Call(L::Concatenate(), {flat, gmax});
+  // Attention, as in a ViT block: the 9 positions as tokens, self-attention with 2 heads of 3
+  // (in the file: the batch merged with the tokens for the projections, split again for the
+  // heads), a Dense on the tokens, flattened.
+  auto tokens = keras::Call(L::Reshape({9, 12}), sum);
+  auto att = keras::Call(L::MultiHeadAttention({.num_heads = 2, .key_dim = 3}), {tokens, tokens});
+  att = keras::Call(L::Dense(4, {.activation = "gelu"}), att);
+  auto att_flat = keras::Call(L::Flatten(), att);  // 36
+  auto head = keras::Call(L::Concatenate(), {flat, gmax, att_flat});
   head = keras::Call(L::Dense(16, {.activation = "gelu_approximate"}), head);
   head = keras::Call(L::LayerNormalization(), head);
   head = keras::Call(L::BatchNormalization(), head);
@@ -341,7 +378,7 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   ASSERT_EQ(check.exit_code, 0) << check.output;
   for (const char* op : {" Pad ", " Conv ", " Erf ", " Sigmoid ", " BatchNormalization ", " Clip ", " Tanh ", " Concat ",
                          " GlobalAveragePool ", " GlobalMaxPool ", " AveragePool ", " MaxPool ", " MatMul ", " Softmax",
-                         " Slice "})
+                         " Slice ", " Transpose", " Reshape "})
     EXPECT_NE(check.output.find(op), std::string::npos) << op << " missing: " << check.output;
   const auto j = RunOnnx(Path("every.onnx"), Path("every.f32"), kN, 8, 8);
   ASSERT_FALSE(j.is_discarded());

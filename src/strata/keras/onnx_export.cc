@@ -12,6 +12,7 @@
 // uniform constants of batch 1 broadcast over it.
 #include "strata/keras/onnx_export.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -238,6 +239,14 @@ Value Exporter::Through(Value v) const {
   }
 }
 
+std::string Exporter::BatchedShape(const std::string& name, const std::vector<int64_t>& rest) {
+  if (batch_.empty()) {
+    const std::string shape = Op("Shape", {"input"}, "input_shape");
+    batch_ = Op("Slice", {shape, Int64Init("batch/start", {0}), Int64Init("batch/end", {1})}, "batch");
+  }
+  return Op("Concat", {batch_, Int64Init(name + "/rest", rest)}, name, {AttrInt("axis", 0)});
+}
+
 bool Exporter::IsLeaf(Value v) const {
   const OpKind k = NodeThrough(v).kind;
   return k == OpKind::kVariable || k == OpKind::kConstant;
@@ -330,6 +339,11 @@ Status Exporter::Run(Value input, Value output, bool add_softmax) {
     if (!needed[i]) continue;
     for (Value v : g_.node(i).inputs) needed[v.node] = true;
   }
+  batched_.assign(static_cast<size_t>(g_.num_nodes()), false);
+  batched_[static_cast<size_t>(input.node)] = true;
+  built_batch_ = std::max<int64_t>(is.rank() > 0 ? is[0] : 1, 1);
+  for (int i = 0; i < g_.num_nodes(); ++i)
+    for (Value v : g_.node(i).inputs) batched_[static_cast<size_t>(i)] = batched_[static_cast<size_t>(i)] || Batched(v);
   for (int i = 0; i < g_.num_nodes(); ++i) {
     if (!needed[i] || i == input.node) continue;
     STRATA_RETURN_IF_ERROR(Translate(i));

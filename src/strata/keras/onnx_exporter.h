@@ -72,6 +72,13 @@ class Exporter {
   // Input k of node n, a [C] vector along the last axis of its output (a bias, a scale): as it
   // is, or [C, 1, 1] against a rank-4 output's NCHW.
   Result<std::string> ChannelVector(const graph::Node& n, int k);
+  // Whether v is computed from the graph input, so carries its symbolic batch (N) in its first
+  // axis, or from weights and constants alone.
+  bool Batched(graph::Value v) const { return batched_[static_cast<size_t>(v.node)]; }
+  // The graph input's batch as the graph was built (the file's N stands for any).
+  int64_t built_batch() const { return built_batch_; }
+  // An int64 ONNX shape [N, rest...]: the input's batch (Shape, Slice; made once), then `rest`.
+  std::string BatchedShape(const std::string& name, const std::vector<int64_t>& rest);
   // Names `name` the ONNX tensor of node `n`'s (first) output.
   void Set(const graph::Node& n, std::string name);
   // A rank-4 NCHW tensor back to NHWC, or NHWC to NCHW.
@@ -85,6 +92,9 @@ class Exporter {
   const graph::Graph& g_;
   const backend::VariableStore& store_;
   std::vector<std::vector<std::string>> names_;  // per node, per output: its ONNX tensor
+  std::vector<bool> batched_;                    // per node: computed from the graph input
+  int64_t built_batch_ = 1;
+  std::string batch_;                            // [N] (int64), once BatchedShape made it
   std::set<std::string> used_;
   std::string nodes_, initializers_, io_;
 };

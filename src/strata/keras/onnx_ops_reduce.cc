@@ -1,6 +1,7 @@
 // ONNX translation of the reduce family: ReduceSum, ReduceMean, and Broadcast (their gradient's
-// op, which inference graphs use too: Unsqueeze + Expand). None may touch the batch, which
-// stays symbolic.
+// op, which inference graphs use too: Unsqueeze + Expand). The reductions may not touch the
+// batch, which stays symbolic.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -35,11 +36,12 @@ Status Reduce(Exporter& e, const Node& n) {
   return Status::OK();
 }
 
+// Along the batch (a weight given to every image: ViT's class token and position embedding),
+// Expand takes the input's own batch (Exporter::BatchedShape).
 Status Broadcast(Exporter& e, const Node& n) {
   const Shape& out = n.out_shapes[0];
   std::vector<int64_t> axes(n.attrs.axes.begin(), n.attrs.axes.end());
-  for (int64_t a : axes)
-    if (a == 0) return e.Unsupported(n, "it broadcasts along the batch");
+  const bool along_batch = std::find(axes.begin(), axes.end(), 0) != axes.end();
   STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
   if (n.inputs[0].shape().rank() == 4) x = e.ToNhwc(x, n.name);
   std::string y = e.Op("Unsqueeze", {x, e.Int64Init(n.name + "/axes", axes)}, n.name + "/unsqueeze");
@@ -49,7 +51,9 @@ Status Broadcast(Exporter& e, const Node& n) {
     dims = ToNchwDims(out);
   }
   dims[0] = 1;  // the batch: whatever the input has
-  e.Set(n, e.Op("Expand", {y, e.Int64Init(n.name + "/shape", dims)}, n.name));
+  const std::string shape = along_batch ? e.BatchedShape(n.name + "/shape", std::vector<int64_t>(dims.begin() + 1, dims.end()))
+                                        : e.Int64Init(n.name + "/shape", dims);
+  e.Set(n, e.Op("Expand", {y, shape}, n.name));
   return Status::OK();
 }
 

@@ -13,7 +13,7 @@ S: x / 128 - 1). Weights are copied by a name map (features.<i>.<j> -> block<i><
 
 Every weight is randomized and the batch norms' statistics calibrated (applications_common).
 Strata in float32 against torch in float64: the logits to 1e-4 of the largest (B0 to B3 and S at
-67 x 64 px); one training step (B0 and S) with its loss to 1e-4 and every gradient to 1e-3 of its
+67 x 64 px); one training step (B0 to B3 and S) with its loss to 1e-4 and every gradient to 1e-3 of its
 variable's largest, Keras's drop-connect and top dropout on (they take no rate to stop them),
 torch given Strata's own masks (applications_common.use_strata_dropout_masks); torch's own
 float32 held to a quarter and a half of the tolerances. M and L are S's code at other depths and
@@ -66,6 +66,17 @@ def torch_b_model(variant):
                         last_channel=round_filters(1280, width))
 
 
+def keras_drop_rates(net):
+    """Keras's drop-connect rates: 0.2 x the block's index over the whole model / the table's
+    *unscaled* block count (21 for B), where torchvision divides by the scaled count (B1-B3: 23,
+    25, 30 blocks); the same for B0 and S."""
+    b, blocks = 0, sum(repeats for _, repeats, *_ in B_BLOCKS)
+    for i in range(1, len(net.features) - 1):
+        for block in net.features[i]:
+            block.stochastic_depth.p = 0.2 * b / blocks
+            b += 1
+
+
 def name_map(net):
     """torchvision module path -> Keras layer name."""
     last = len(net.features) - 1
@@ -104,6 +115,8 @@ def efficientnet_v2(request):
     torch.manual_seed(10)
     net = (torch_b_model(variant) if variant.startswith("b") else
            torchvision.models.efficientnet_v2_s(num_classes=CLASSES)).double().eval()
+    if variant.startswith("b"):
+        keras_drop_rates(net)
     keras_batch_norm_net(net, images(variant, 4)[1], 10)
     net.float().double()
     with strata.distribute.MirroredStrategy(replicas=1).scope():
@@ -123,10 +136,10 @@ def test_efficientnet_v2_forward_matches_torchvision(efficientnet_v2):
     assert_logits_match(net, model, x, t, f"EfficientNetV2{variant.upper()}")
 
 
-@pytest.mark.parametrize("efficientnet_v2", ["b0", "s"], indirect=True)
+@pytest.mark.parametrize("efficientnet_v2", ["b0", "b1", "b2", "b3", "s"], indirect=True)
 def test_efficientnet_v2_training_step_matches_torchvision(efficientnet_v2):
     """One training step on four images, with Strata's drop-connect and top-dropout masks given
-    to torch (B0 and S: depth 1, so torchvision's drop rates are Keras's)."""
+    to torch (at Keras's rates: keras_drop_rates)."""
     variant, net, model = efficientnet_v2
     x, t = images(variant, 4)
     assert model._cc.global_step == 0

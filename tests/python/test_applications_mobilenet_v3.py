@@ -18,7 +18,8 @@ Every weight is randomized, the batch norms' statistics calibrated (applications
 Strata in float32 is compared with torch in float64 as EfficientNet's check is: the logits to
 1e-4 of the largest, one training step's loss to 1e-4 and every gradient to 1e-3 of its
 variable's largest (batch norm on four images' statistics), torch's own float32 held to a
-quarter and a half of those. At 67 x 64 px (odd and even sides; both models, about 10 s).
+quarter and a half of those. At 67 x 64 px (odd and even sides; both models and Small's
+minimalistic form, built from torchvision's block table, about 12 s).
 """
 import numpy as np
 import pytest
@@ -70,19 +71,36 @@ def images(n):
     return x, torch.from_numpy(x.astype(np.float64) / 127.5 - 1).permute(0, 3, 1, 2).contiguous()
 
 
-@pytest.fixture(scope="module", params=["small", "large"])
+def torchvision_net(variant, minimalistic):
+    """torchvision's MobileNetV3; minimalistic: built from its own block table as Keras's
+    minimalistic models are (torchvision has none): every kernel 3x3, ReLU for hard swish in the
+    blocks, the stem, the last convolution and the classifier, no squeeze-and-excite."""
+    if not minimalistic:
+        return getattr(torchvision.models, f"mobilenet_v3_{variant}")(num_classes=CLASSES, dropout=0.0)
+    from torchvision.models import mobilenetv3
+    settings, last_channel = mobilenetv3._mobilenet_v3_conf(f"mobilenet_v3_{variant}")
+    for c in settings:
+        c.kernel, c.use_se, c.use_hs = 3, False, False
+    net = mobilenetv3.MobileNetV3(settings, last_channel, num_classes=CLASSES, dropout=0.0)
+    net.features[0][2] = net.features[-1][2] = net.classifier[1] = torch.nn.ReLU()
+    return net
+
+
+@pytest.fixture(scope="module", params=["small", "large", "small minimalistic"])
 def mobilenet_v3(request):
     """(variant, torchvision's net in float64 patched to Keras's padding, every weight randomized
     and rounded to float32 values, Strata's model with those weights: one replica, SGD, the cross-
     entropy from logits)."""
     variant = request.param
+    size, minimalistic = variant.split()[0], variant.endswith("minimalistic")
     torch.manual_seed(9)
-    net = getattr(torchvision.models, f"mobilenet_v3_{variant}")(num_classes=CLASSES, dropout=0.0).double().eval()
+    net = torchvision_net(size, minimalistic).double().eval()
     keras_batch_norm_net(net, images(4)[1], 9)
     net.float().double()  # float32 values: Strata's copy is exact
     with strata.distribute.MirroredStrategy(replicas=1).scope():
-        model = getattr(strata.keras.applications, f"MobileNetV3{variant.title()}")(
-            weights=None, input_shape=INPUT, classes=CLASSES, classifier_activation=None, dropout_rate=0.0)
+        model = getattr(strata.keras.applications, f"MobileNetV3{size.title()}")(
+            weights=None, input_shape=INPUT, classes=CLASSES, classifier_activation=None, dropout_rate=0.0,
+            minimalistic=minimalistic)
         model.compile(optimizer="sgd", loss=strata.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       seed=1)
     tensors = list(net.named_parameters()) + list(net.named_buffers())

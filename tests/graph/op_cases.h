@@ -153,6 +153,17 @@ inline std::vector<OpCase> AllOpCases() {
                  1e-6, 1e-6});
   }
   c.push_back({"softmax", {{3, 6}}, [](Graph& g, const std::vector<Value>& x) { return g.Softmax(x[0]); }});
+  // Attention's: [batch 2, heads 3, queries 4, keys 19] (a 16-lane block and a remainder) under a
+  // [2, 4, 19] mask of ones and zeros. (A row masked everywhere comes out uniform in f32, as
+  // Keras's, x drowned in -1e9; the f64 reference keeps x there, so the case has no such row.)
+  c.push_back({"masked_softmax_heads", {{2, 3, 4, 19}},
+               [](Graph& g, const std::vector<Value>& x) -> Result<Value> {
+                 std::vector<float> mask(2 * 4 * 19);
+                 for (size_t e = 0; e < mask.size(); ++e) mask[e] = (e * 7) % 5 < 3 ? 1.0f : 0.0f;
+                 STRATA_ASSIGN_OR_RETURN(Value m, g.ConstantValues(std::move(mask), Shape{2, 4, 19}, "mask"));
+                 return g.MaskedSoftmax(x[0], m);
+               },
+               1e-6, 1e-5});
   c.push_back({"max_pool_valid", {{2, 6, 6, 3}},
                [](Graph& g, const std::vector<Value>& x) { return g.MaxPool(x[0], {}); }});
   c.push_back({"max_pool_same_3x3_stride2", {{1, 5, 5, 2}},

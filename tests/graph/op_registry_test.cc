@@ -144,6 +144,7 @@ const HandCount kHandCounts[] = {
     {"ActivationGrad", "activation_Relu", 0, 3 * 4 * 5},
     {"Scale", "activation_Relu", 0, 3 * 4 * 5},
     {"Softmax", "softmax", 0, 4 * 3 * 6},  // max, exp, sum, divide per element
+    {"MaskedSoftmax", "masked_softmax_heads", 0, 7 * 2 * 3 * 4 * 19},  // and 1 - m, times -1e9, plus x
     {"SoftmaxGrad", "softmax", 0, 3 * 6},
     // max_pool_valid: [2, 6, 6, 3] in 2x2 windows: 54 outputs of 4 taps; the gradient one per input.
     {"MaxPool", "max_pool_valid", 0, 54 * 4},

@@ -38,7 +38,7 @@ enum class OpKind : uint8_t {
   // Leaves.
   kInput, kVariable, kConstant,
   // Forward compute.
-  kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kLayerNorm, kActivation, kSoftmax,
+  kConv2D, kMatMul, kBiasAdd, kBatchNorm, kBatchNormInference, kLayerNorm, kActivation, kSoftmax, kMaskedSoftmax,
   kMaxPool, kAvgPool, kAdd, kSub, kMultiply, kScale, kConcat, kSlice, kReshape, kDropout,
   kCast, kReduceSum, kReduceMean, kBroadcast, kIdentity, kTranspose, kGather,
   kSoftmaxCrossEntropy, kMeanSquaredError,
@@ -189,6 +189,10 @@ class Graph {
   Result<Value> Act(Activation a, Value x, const std::string& name = "");
   Result<Value> Relu(Value x, const std::string& name = "") { return Act(Activation::kRelu, x, name); }
   Result<Value> Softmax(Value x, const std::string& name = "");  // over the last axis
+  // Keras's masked softmax (attention's): softmax(x + (1 - mask) * -1e9) over the last axis, x
+  // [B, ..., T, S], mask [B, T, S] (1 keeps, 0 drops; float) shared by the axes between (the
+  // heads). The mask takes no gradient.
+  Result<Value> MaskedSoftmax(Value x, Value mask, const std::string& name = "");
   Result<Value> MaxPool(Value x, PoolOptions o, const std::string& name = "");
   Result<Value> AvgPool(Value x, PoolOptions o, const std::string& name = "");  // padding excluded
   Result<Value> GlobalAvgPool(Value x, const std::string& name = "");  // [N,H,W,C] -> [N,C]

@@ -5,8 +5,9 @@
 // key_dim], value [d, heads, value_dim], the output [heads, value_dim, out]. Here they keep those
 // shapes (and names: "<layer>/query/kernel", ...) and are read as matrices ([d, heads x key_dim])
 // by a reshape, so the projections are Dense products; the attention itself is a batched
-// product of the heads [B, H, T, K] x [B, H, S, K]^T, a softmax over the keys (masked positions
-// pushed to -1e9 first, as Keras's masked softmax), dropout on the probabilities in training,
+// product of the heads [B, H, T, K] x [B, H, S, K]^T, a softmax over the keys (with a mask: the
+// graph's MaskedSoftmax, Keras's masked softmax, masked positions pushed to -1e9 first), dropout
+// on the probabilities in training,
 // and a batched product with the values.
 #include <cmath>
 #include <utility>
@@ -22,9 +23,6 @@ namespace layers {
 namespace {
 
 using graph::Value;
-
-// Keras's _large_negative_number for float32: what a masked-out score becomes.
-constexpr float kMaskedScore = -1e9f;
 
 class MultiHeadAttentionLayer final : public Layer {
  public:
@@ -82,23 +80,20 @@ class MultiHeadAttentionLayer final : public Layer {
     STRATA_ASSIGN_OR_RETURN(q, g.Scale(q, static_cast<float>(1.0 / std::sqrt(static_cast<double>(kd))),
                                        name() + "/scaled_query"));
     STRATA_ASSIGN_OR_RETURN(Value scores, g.MatMul(q, k, false, true, name() + "/scores"));  // [B, H, T, S]
+    Value probs;
     if (in.size() == 4) {
-      const Value mask = in[3];
+      Value mask = in[3];
       if (mask.shape() != Shape{batch, t, s})
         return InvalidArgument(Label() + ": attention_mask must be [batch, query tokens, key tokens] = " +
                                Shape{batch, t, s}.ToString() + ", got " + mask.shape().ToString());
-      // (1 - mask) * -1e9 = mask * 1e9 - 1e9, broadcast over the heads.
-      Value m = mask;
-      if (mask.dtype() != scores.dtype()) { STRATA_ASSIGN_OR_RETURN(m, g.Cast(mask, scores.dtype(), name() + "/mask_cast")); }
-      STRATA_ASSIGN_OR_RETURN(Value up, g.Scale(m, -kMaskedScore, name() + "/mask_scaled"));
-      Value big = g.Constant(-kMaskedScore, Shape{batch, t, s}, name() + "/mask_offset");
-      if (scores.dtype() != DType::kF32) { STRATA_ASSIGN_OR_RETURN(big, g.Cast(big, scores.dtype(), name() + "/mask_offset_cast")); }
-      STRATA_ASSIGN_OR_RETURN(Value adder, g.Sub(up, big, name() + "/mask_adder"));
-      STRATA_ASSIGN_OR_RETURN(adder, g.Reshape(adder, Shape{batch, 1, t, s}, name() + "/mask_row"));
-      STRATA_ASSIGN_OR_RETURN(adder, g.BroadcastTo(adder, scores.shape(), name() + "/mask_heads"));
-      STRATA_ASSIGN_OR_RETURN(scores, g.Add(scores, adder, name() + "/masked_scores"));
+      if (mask.dtype() != DType::kF32 && mask.dtype() != DType::kBF16) {
+        STRATA_ASSIGN_OR_RETURN(mask, g.Cast(mask, DType::kF32, name() + "/mask_cast"));
+      }
+      // Keras's masked softmax: scores + (1 - mask) * -1e9, one mask for every head.
+      STRATA_ASSIGN_OR_RETURN(probs, g.MaskedSoftmax(scores, mask, name() + "/softmax"));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(probs, g.Softmax(scores, name() + "/softmax"));
     }
-    STRATA_ASSIGN_OR_RETURN(Value probs, g.Softmax(scores, name() + "/softmax"));
     if (ctx.training && o_.dropout > 0) {
       STRATA_ASSIGN_OR_RETURN(probs, g.Dropout(probs, o_.dropout, DropoutSeed(ctx, name(), 0), name() + "/dropout"));
     }

@@ -1,7 +1,8 @@
 // ONNX translation of the activation family: Activation (each graph::Activation as the ONNX ops
-// that compute it the way Strata does) and Softmax.
+// that compute it the way Strata does), Softmax and MaskedSoftmax.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "strata/keras/onnx_exporter.h"
 
@@ -59,10 +60,28 @@ Status Softmax(Exporter& e, const Node& n) {
   return Status::OK();
 }
 
+// Keras's masked softmax: Softmax(x + (1 - mask) * -1e9) over the last axis, the mask [N, T, S]
+// unsqueezed over the axes between (the heads); a rank-4 x in its own axis order around it.
+Status MaskedSoftmax(Exporter& e, const Node& n) {
+  const int rank = n.out_shapes[0].rank();
+  STRATA_ASSIGN_OR_RETURN(std::string x, e.Operand(n.inputs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::string m, e.Operand(n.inputs[1]));
+  if (rank == 4) x = e.ToNhwc(x, n.name + "/x");
+  std::vector<int64_t> heads;
+  for (int a = 1; a < rank - 2; ++a) heads.push_back(a);
+  if (!heads.empty()) m = e.Op("Unsqueeze", {m, e.Int64Init(n.name + "/heads", heads)}, n.name + "/mask_rows");
+  const std::string dropped = e.Op("Sub", {e.Scalar(n.name + "/one", 1), m}, n.name + "/dropped");
+  const std::string adder = e.Op("Mul", {dropped, e.Scalar(n.name + "/large_negative", -1e9f)}, n.name + "/adder");
+  const std::string y = e.Op("Softmax", {e.Op("Add", {x, adder}, n.name + "/masked")}, n.name + (rank == 4 ? "/rows" : ""),
+                             {AttrInt("axis", -1)});
+  e.Set(n, rank == 4 ? e.ToNchw(y, n.name) : y);
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterActivationOnnx(OnnxTable& t) {
-  t.SetAll({{OpKind::kActivation, ActivationOp}, {OpKind::kSoftmax, Softmax}});
+  t.SetAll({{OpKind::kActivation, ActivationOp}, {OpKind::kSoftmax, Softmax}, {OpKind::kMaskedSoftmax, MaskedSoftmax}});
 }
 
 }  // namespace strata::keras::onnx

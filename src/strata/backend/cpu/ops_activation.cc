@@ -1,10 +1,12 @@
 // The activation family on the cpu backend: activations, their gradients and softmax as
-// oneDNN eltwise and softmax primitives; the hard sigmoid, which oneDNN 2.6 lacks, as Strata's
-// own loops (it gates squeeze-and-excite: [N, 1, 1, C], a few thousand elements).
+// oneDNN eltwise and softmax primitives; the hard sigmoid and the masked softmax, which oneDNN
+// 2.6 lacks, as Strata's own loops (the hard sigmoid gates squeeze-and-excite: [N, 1, 1, C], a
+// few thousand elements; the masked softmax: softmax_kernels.h).
 #include <algorithm>
 #include <string>
 
 #include "strata/backend/cpu/ops_internal.h"
+#include "strata/backend/cpu/softmax_kernels.h"
 
 namespace strata::backend::cpu::ops {
 
@@ -105,11 +107,28 @@ Status PlanSoftmax(Planner& p, int i, bool backward) {
       {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}});
 }
 
+// Keras's masked softmax as Strata's own row kernel (softmax_kernels.h), row-major f32.
+Status PlanMaskedSoftmax(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Shape& xs = n.inputs[0].shape();
+  const int64_t B = xs[0], T = xs[-2], S = xs[-1], G = xs.num_elements() / (B * T * S);
+  const KernelIsa isa = BestKernelIsa();
+  return PlanHand(
+      p, i, "masked_softmax", {{n.inputs[0], dt::f32}, {n.inputs[1], dt::f32}}, {g.output(i)},
+      [=](Kernel& k, uint64_t) {
+        MaskedSoftmax(Ptr<float>(k, 0), Ptr<float>(k, 1), B, G, T, S, Ptr<float>(k, 2), isa);
+        return Status::OK();
+      },
+      KernelImplName(isa));
+}
+
 void RegisterActivationPlans(PlanTable& t) {
   Register(t, OpKind::kActivation, PlanActivation, kTakesBF16);
   Register(t, OpKind::kActivationGrad, PlanActivationGrad, kTakesBF16);
   Register(t, OpKind::kSoftmax, [](Planner& p, int i) { return PlanSoftmax(p, i, false); });
   Register(t, OpKind::kSoftmaxGrad, [](Planner& p, int i) { return PlanSoftmax(p, i, true); });
+  Register(t, OpKind::kMaskedSoftmax, PlanMaskedSoftmax);
 }
 
 }  // namespace strata::backend::cpu::ops

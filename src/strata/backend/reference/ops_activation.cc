@@ -1,7 +1,8 @@
-// Reference kernels of the activation family: Activation and Softmax and their gradients.
+// Reference kernels of the activation family: Activation, Softmax and MaskedSoftmax and their gradients.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "strata/backend/reference/ops.h"
 
@@ -86,6 +87,23 @@ Status Softmax(const KernelContext& c) {
   return Status::OK();
 }
 
+// x [B, G..., T, S], mask [B, T, S]: row (b, g, t) of x takes row (b, t) of the mask.
+Status MaskedSoftmax(const KernelContext& c) {
+  const Vec &x = c.in(0), &m = c.in(1);
+  Vec& y = c.out(0);
+  const Shape& xs = c.in_shape(0);
+  const int64_t S = xs[-1], T = xs[-2], B = xs[0], G = xs.num_elements() / (B * T * S);
+  std::vector<double> z(static_cast<size_t>(S));
+  for (int64_t r = 0; r < B * G * T; ++r) {
+    const double* mrow = &m[static_cast<size_t>((r / (G * T) * T + r % T) * S)];
+    double mx = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t k = 0; k < S; ++k) mx = std::max(mx, z[k] = x[r * S + k] + (1 - mrow[k]) * -1e9);
+    for (int64_t k = 0; k < S; ++k) s += (y[r * S + k] = std::exp(z[k] - mx));
+    for (int64_t k = 0; k < S; ++k) y[r * S + k] /= s;
+  }
+  return Status::OK();
+}
+
 Status SoftmaxGrad(const KernelContext& c) {  // inputs y, dy
   const Vec &y = c.in(0), &dy = c.in(1);
   Vec& dx = c.out(0);
@@ -103,7 +121,7 @@ Status SoftmaxGrad(const KernelContext& c) {  // inputs y, dy
 
 void RegisterActivationOps(KernelTable& t) {
   t.SetAll({{OpKind::kActivation, ActivationOp}, {OpKind::kActivationGrad, ActivationGrad}, {OpKind::kSoftmax, Softmax},
-            {OpKind::kSoftmaxGrad, SoftmaxGrad}});
+            {OpKind::kMaskedSoftmax, MaskedSoftmax}, {OpKind::kSoftmaxGrad, SoftmaxGrad}});
 }
 
 }  // namespace strata::backend::reference

@@ -37,6 +37,18 @@ Result<Value> Graph::Softmax(Value x, const std::string& name_in) {
   return Finish(std::move(n));
 }
 
+Result<Value> Graph::MaskedSoftmax(Value x, Value mask, const std::string& name_in) {
+  STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kMaskedSoftmax, name_in, {x, mask}, kFloatInput));
+  const Shape &xs = x.shape(), &ms = mask.shape();
+  if (xs.rank() < 3 || ms.rank() != 3 || ms[0] != xs[0] || ms[1] != xs[-2] || ms[2] != xs[-1])
+    return InvalidArgument(op.label + "the mask must be [batch, rows, columns] = [" + std::to_string(xs.rank() ? xs[0] : 0) +
+                           ", " + std::to_string(xs.rank() >= 2 ? xs[-2] : 0) + ", " +
+                           std::to_string(xs.rank() >= 1 ? xs[-1] : 0) + "] of x " + xs.ToString() + ", got " +
+                           ms.ToString());
+  Node n{OpKind::kMaskedSoftmax, op.name, {x, mask}, {xs}, {x.dtype()}, {}, false};
+  return Finish(std::move(n));
+}
+
 Result<Value> Graph::ClippedRelu(Value x, float max_value, float slope, const std::string& name_in) {
   STRATA_ASSIGN_OR_RETURN(const NewOp op, Begin(OpKind::kActivation, name_in, {x}, kFloatInput));
   if (!(slope >= 0)) return InvalidArgument(op.label + "negative_slope must be >= 0");
@@ -94,8 +106,18 @@ Status SoftmaxGradient(GradientContext& c) {
                                 {x.dtype()}, c.BackwardAttrs()));
 }
 
+// The mask takes none: Keras's is a boolean cast to float.
+Status MaskedSoftmaxGradient(GradientContext& c) {
+  if (!c.need(0)) return Status::OK();
+  const Value x = c.in(0);
+  return c.Accumulate(x, c.Emit(OpKind::kSoftmaxGrad, c.gname, {c.g.output(c.node, 0), c.dy()}, {x.shape()},
+                                {x.dtype()}, c.BackwardAttrs()));
+}
+
 // Per element of a row: subtract the maximum, exponentiate, sum, divide.
 int64_t SoftmaxFlops(const Node& n) { return 4 * n.inputs[0].shape().num_elements(); }
+// And the mask's 1 - m, times -1e9, plus x.
+int64_t MaskedSoftmaxFlops(const Node& n) { return 7 * n.inputs[0].shape().num_elements(); }
 
 }  // namespace
 
@@ -106,6 +128,8 @@ void RegisterActivationOps(OpTable& t) {
                .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
   Register(t, {.kind = OpKind::kSoftmax, .name = "Softmax", .family = "activation", .gradient = SoftmaxGradient,
                .matrix_flops = NoFlops, .other_flops = SoftmaxFlops});
+  Register(t, {.kind = OpKind::kMaskedSoftmax, .name = "MaskedSoftmax", .family = "activation",
+               .gradient = MaskedSoftmaxGradient, .matrix_flops = NoFlops, .other_flops = MaskedSoftmaxFlops});
   Register(t, {.kind = OpKind::kSoftmaxGrad, .name = "SoftmaxGrad", .family = "activation",
                .no_gradient = kSecondOrder, .matrix_flops = NoFlops, .other_flops = PerOutputElement});
 }

@@ -31,8 +31,6 @@ struct T {
   int64_t h = 0, w = 0, c = 0;
 };
 
-int64_t Half(int64_t n) { return (n + 1) / 2; }  // stride 2 with correct_pad or "same"
-
 class Builder {
  public:
   T Relu(const T& x, const std::string& name = "") {

@@ -1,0 +1,114 @@
+#include "strata/backend/cpu/softmax_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "strata/core/isa_region.h"
+
+namespace strata::backend::cpu {
+namespace {
+
+// Keras's _large_negative_number for float32: what a masked-out score has added.
+constexpr float kMaskedScore = -1e9f;
+
+// One body per kernel, compiled for a generic, an AVX2 and an AVX-512 target; each loop is free
+// of calls and cross-iteration dependencies but its reductions, so the compiler vectorises it.
+#define STRATA_SOFTMAX_BODIES                                                                                 \
+  static inline __attribute__((always_inline)) float Exp(float x) {                                          \
+    x = std::max(x, -80.0f);                                                                                 \
+    const float t = x * 1.44269504088896341f;                                                                \
+    /* n = round(t) by the 1.5 x 2^23 trick: the sum's low mantissa bits hold n */                            \
+    const float shifted = t + 12582912.0f;                                                                   \
+    int32_t bits;                                                                                            \
+    std::memcpy(&bits, &shifted, 4);                                                                         \
+    const float n = shifted - 12582912.0f;                                                                   \
+    const int32_t ni = bits - 0x4b400000;                                                                    \
+    const float g = (t - n) * 0.693147180559945f; /* |g| <= ln 2 / 2 */                                       \
+    float p = 1.0f / 5040;                                                                                   \
+    p = p * g + 1.0f / 720;                                                                                  \
+    p = p * g + 1.0f / 120;                                                                                  \
+    p = p * g + 1.0f / 24;                                                                                   \
+    p = p * g + 1.0f / 6;                                                                                    \
+    p = p * g + 0.5f;                                                                                        \
+    p = p * g + 1.0f;                                                                                        \
+    p = p * g + 1.0f;                                                                                        \
+    int32_t pb;                                                                                              \
+    std::memcpy(&pb, &p, 4);                                                                                 \
+    pb += ni * (1 << 23);                                                                                    \
+    float r;                                                                                                 \
+    std::memcpy(&r, &pb, 4);                                                                                 \
+    return r;                                                                                                \
+  }                                                                                                          \
+  /* The maximum and the sum in 16 lanes of partials (a float reduction vectorises only so). */             \
+  static inline __attribute__((always_inline)) void Row(const float* __restrict x, const float* __restrict m, \
+                                                         int64_t S, float* __restrict y) {                    \
+    constexpr int L = 16;                                                                                    \
+    float pm[L], ps[L];                                                                                      \
+    for (int j = 0; j < L; ++j) pm[j] = -3.4e38f, ps[j] = 0.0f;                                              \
+    int64_t k = 0;                                                                                           \
+    for (; k + L <= S; k += L)                                                                               \
+      for (int j = 0; j < L; ++j) {                                                                          \
+        const float z = x[k + j] + (1.0f - m[k + j]) * kMaskedScore;                                         \
+        y[k + j] = z;                                                                                        \
+        pm[j] = pm[j] > z ? pm[j] : z;                                                                       \
+      }                                                                                                      \
+    for (; k < S; ++k) {                                                                                     \
+      y[k] = x[k] + (1.0f - m[k]) * kMaskedScore;                                                            \
+      pm[0] = pm[0] > y[k] ? pm[0] : y[k];                                                                   \
+    }                                                                                                        \
+    float mx = pm[0];                                                                                        \
+    for (int j = 1; j < L; ++j) mx = mx > pm[j] ? mx : pm[j];                                                \
+    for (k = 0; k + L <= S; k += L)                                                                          \
+      for (int j = 0; j < L; ++j) {                                                                          \
+        y[k + j] = Exp(y[k + j] - mx);                                                                       \
+        ps[j] += y[k + j];                                                                                   \
+      }                                                                                                      \
+    for (; k < S; ++k) {                                                                                     \
+      y[k] = Exp(y[k] - mx);                                                                                 \
+      ps[0] += y[k];                                                                                         \
+    }                                                                                                        \
+    float sum = 0;                                                                                           \
+    for (int j = 0; j < L; ++j) sum += ps[j];                                                                \
+    const float inv = 1.0f / sum;                                                                            \
+    for (k = 0; k < S; ++k) y[k] *= inv;                                                                     \
+  }                                                                                                          \
+  __attribute__((noinline)) void Masked(const float* x, const float* mask, int64_t B, int64_t G, int64_t T,  \
+                                        int64_t S, float* y) {                                               \
+    for (int64_t b = 0; b < B; ++b)                                                                          \
+      for (int64_t g = 0; g < G; ++g)                                                                        \
+        for (int64_t t = 0; t < T; ++t) {                                                                    \
+          const int64_t row = (b * G + g) * T + t;                                                           \
+          Row(x + row * S, mask + (b * T + t) * S, S, y + row * S);                                          \
+        }                                                                                                    \
+  }
+
+namespace generic {
+STRATA_SOFTMAX_BODIES
+}  // namespace generic
+
+namespace avx2 {
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx2,fma")
+STRATA_SOFTMAX_BODIES
+STRATA_ISA_REGION_END
+}  // namespace avx2
+
+namespace avx512 {
+STRATA_ISA_VECTORIZED_REGION_BEGIN("avx512f,avx512vl,avx512dq,avx2,fma")
+STRATA_SOFTMAX_BODIES
+STRATA_ISA_REGION_END
+}  // namespace avx512
+
+#undef STRATA_SOFTMAX_BODIES
+
+}  // namespace
+
+void MaskedSoftmax(const float* x, const float* mask, int64_t B, int64_t G, int64_t T, int64_t S, float* y,
+                   KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512: return avx512::Masked(x, mask, B, G, T, S, y);
+    case KernelIsa::kAvx2: return avx2::Masked(x, mask, B, G, T, S, y);
+    case KernelIsa::kScalar: return generic::Masked(x, mask, B, G, T, S, y);
+  }
+}
+
+}  // namespace strata::backend::cpu

@@ -1,0 +1,21 @@
+// Keras's masked softmax (attention's) as one pass of Strata's own per row: oneDNN 2.6 has no
+// masked softmax, and as a binary add of the mask's -1e9 then its softmax it wrote and read every
+// score once more. A row of scores (a query's, one head's: a few hundred) stays in L1 through its
+// three sweeps (masked maximum, exponentials and their sum, scaling). The exponential is Strata's
+// own polynomial, so the loops vectorise: 2^(x log2 e) as an integer power of two times a degree-7
+// polynomial of the remainder, within 2 ulp of expf over the range a softmax uses (exp of a
+// non-positive number; below -80 it is taken as exp(-80), 1.8e-35, next to the row's maximum's 1).
+#pragma once
+
+#include <cstdint>
+
+#include "strata/backend/cpu/kernel_isa.h"
+
+namespace strata::backend::cpu {
+
+// x, y [B, G, T, S] row-major (G: the axes between the batch and the last two, the heads), mask
+// [B, T, S]: y = softmax(x + (1 - mask) * -1e9) over S, row (b, g, t) taking mask row (b, t).
+void MaskedSoftmax(const float* x, const float* mask, int64_t B, int64_t G, int64_t T, int64_t S, float* y,
+                   KernelIsa isa = BestKernelIsa());
+
+}  // namespace strata::backend::cpu

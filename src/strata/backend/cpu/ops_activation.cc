@@ -1,7 +1,8 @@
 // The activation family on the cpu backend: activations, their gradients and softmax as
-// oneDNN eltwise and softmax primitives; the hard sigmoid and the masked softmax, which oneDNN
-// 2.6 lacks, as Strata's own loops (the hard sigmoid gates squeeze-and-excite: [N, 1, 1, C], a
-// few thousand elements; the masked softmax: softmax_kernels.h).
+// oneDNN eltwise and softmax primitives; the hard sigmoid, the masked softmax and the softmax's
+// gradient as Strata's own loops (oneDNN 2.6 lacks the first two, and has the third only for
+// AVX-512; the hard sigmoid gates squeeze-and-excite: [N, 1, 1, C], a few thousand elements; the
+// softmaxes: softmax_kernels.h).
 #include <algorithm>
 #include <string>
 
@@ -83,7 +84,7 @@ Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
       {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, run}, {DNNL_ARG_DIFF_DST, db, run}, {DNNL_ARG_DIFF_SRC, xb, run}});
 }
 
-Status PlanSoftmax(Planner& p, int i, bool backward) {
+Status PlanSoftmax(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
   const Value x = n.inputs[0];
@@ -91,20 +92,27 @@ Status PlanSoftmax(Planner& p, int i, bool backward) {
   const int axis = DnnlAxis(x.shape().rank(), x.shape().rank() - 1);
   dnnl::softmax_forward::primitive_desc fpd(dnnl::softmax_forward::desc(prop_kind::forward_training, data, axis),
                                             p.Attr(), p.engine());
-  if (!backward) {
-    STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
-    const int yb = p.Define(g.output(i), data);
-    return AppendPrimitive<dnnl::softmax_forward>(p, Info(p, i, "softmax", fpd.impl_info_str()), fpd,
-                                                  {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}});
-  }
-  // inputs y, dy
-  dnnl::softmax_backward::primitive_desc pd(dnnl::softmax_backward::desc(data, data, axis), p.Attr(), p.engine(), fpd);
-  STRATA_ASSIGN_OR_RETURN(int yb, p.Use(x, data));
-  STRATA_ASSIGN_OR_RETURN(int db, p.Use(n.inputs[1], data));
-  const int xb = p.Define(g.output(i), data);
-  return AppendPrimitive<dnnl::softmax_backward>(
-      p, Info(p, i, "softmax_bwd", pd.impl_info_str()), pd,
-      {{DNNL_ARG_DST, yb, data}, {DNNL_ARG_DIFF_DST, db, data}, {DNNL_ARG_DIFF_SRC, xb, data}});
+  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
+  const int yb = p.Define(g.output(i), data);
+  return AppendPrimitive<dnnl::softmax_forward>(p, Info(p, i, "softmax", fpd.impl_info_str()), fpd,
+                                                {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}});
+}
+
+// Inputs y, dy: Strata's own row kernel (softmax_kernels.h); oneDNN 2.6 has a jit softmax
+// backward only for AVX-512 (its reference kernel on AVX2 machines).
+Status PlanSoftmaxGrad(Planner& p, int i) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  const Shape& ys = n.inputs[0].shape();
+  const int64_t S = ys[-1], rows = ys.num_elements() / S;
+  const KernelIsa isa = BestKernelIsa();
+  return PlanHand(
+      p, i, "softmax_bwd", {{n.inputs[0], dt::f32}, {n.inputs[1], dt::f32}}, {g.output(i)},
+      [=](Kernel& k, uint64_t) {
+        SoftmaxBackward(Ptr<float>(k, 0), Ptr<float>(k, 1), rows, S, Ptr<float>(k, 2), isa);
+        return Status::OK();
+      },
+      KernelImplName(isa));
 }
 
 // Keras's masked softmax as Strata's own row kernel (softmax_kernels.h), row-major f32.
@@ -126,8 +134,8 @@ Status PlanMaskedSoftmax(Planner& p, int i) {
 void RegisterActivationPlans(PlanTable& t) {
   Register(t, OpKind::kActivation, PlanActivation, kTakesBF16);
   Register(t, OpKind::kActivationGrad, PlanActivationGrad, kTakesBF16);
-  Register(t, OpKind::kSoftmax, [](Planner& p, int i) { return PlanSoftmax(p, i, false); });
-  Register(t, OpKind::kSoftmaxGrad, [](Planner& p, int i) { return PlanSoftmax(p, i, true); });
+  Register(t, OpKind::kSoftmax, PlanSoftmax);
+  Register(t, OpKind::kSoftmaxGrad, PlanSoftmaxGrad);
   Register(t, OpKind::kMaskedSoftmax, PlanMaskedSoftmax);
 }
 

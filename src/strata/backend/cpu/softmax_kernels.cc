@@ -72,6 +72,24 @@ constexpr float kMaskedScore = -1e9f;
     const float inv = 1.0f / sum;                                                                            \
     for (k = 0; k < S; ++k) y[k] *= inv;                                                                     \
   }                                                                                                          \
+  __attribute__((noinline)) void Backward(const float* __restrict y, const float* __restrict dy, int64_t rows, \
+                                          int64_t S, float* __restrict dx) {                                  \
+    constexpr int L = 16;                                                                                    \
+    for (int64_t r = 0; r < rows; ++r) {                                                                     \
+      const float* yr = y + r * S;                                                                           \
+      const float* dr = dy + r * S;                                                                          \
+      float* xr = dx + r * S;                                                                                \
+      float pd[L];                                                                                           \
+      for (int j = 0; j < L; ++j) pd[j] = 0.0f;                                                              \
+      int64_t k = 0;                                                                                         \
+      for (; k + L <= S; k += L)                                                                             \
+        for (int j = 0; j < L; ++j) pd[j] += yr[k + j] * dr[k + j];                                          \
+      for (; k < S; ++k) pd[0] += yr[k] * dr[k];                                                             \
+      float dot = 0;                                                                                         \
+      for (int j = 0; j < L; ++j) dot += pd[j];                                                              \
+      for (k = 0; k < S; ++k) xr[k] = yr[k] * (dr[k] - dot);                                                 \
+    }                                                                                                        \
+  }                                                                                                          \
   __attribute__((noinline)) void Masked(const float* x, const float* mask, int64_t B, int64_t G, int64_t T,  \
                                         int64_t S, float* y) {                                               \
     for (int64_t b = 0; b < B; ++b)                                                                          \
@@ -108,6 +126,14 @@ void MaskedSoftmax(const float* x, const float* mask, int64_t B, int64_t G, int6
     case KernelIsa::kAvx512: return avx512::Masked(x, mask, B, G, T, S, y);
     case KernelIsa::kAvx2: return avx2::Masked(x, mask, B, G, T, S, y);
     case KernelIsa::kScalar: return generic::Masked(x, mask, B, G, T, S, y);
+  }
+}
+
+void SoftmaxBackward(const float* y, const float* dy, int64_t rows, int64_t S, float* dx, KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512: return avx512::Backward(y, dy, rows, S, dx);
+    case KernelIsa::kAvx2: return avx2::Backward(y, dy, rows, S, dx);
+    case KernelIsa::kScalar: return generic::Backward(y, dy, rows, S, dx);
   }
 }
 

@@ -1,4 +1,5 @@
-// Keras's masked softmax (attention's) as one pass of Strata's own per row: oneDNN 2.6 has no
+// Keras's masked softmax (attention's), and every softmax's gradient, as Strata's own row kernels.
+// The masked softmax is one pass per row: oneDNN 2.6 has no
 // masked softmax, and as a binary add of the mask's -1e9 then its softmax it wrote and read every
 // score once more. A row of scores (a query's, one head's: a few hundred) stays in L1 through its
 // three sweeps (masked maximum, exponentials and their sum, scaling). The exponential is Strata's
@@ -17,5 +18,11 @@ namespace strata::backend::cpu {
 // [B, T, S]: y = softmax(x + (1 - mask) * -1e9) over S, row (b, g, t) taking mask row (b, t).
 void MaskedSoftmax(const float* x, const float* mask, int64_t B, int64_t G, int64_t T, int64_t S, float* y,
                    KernelIsa isa = BestKernelIsa());
+
+// The gradient of a softmax over the last axis from its output: dx = y * (dy - sum(y * dy)) per
+// row of S, for `rows` rows, row-major. oneDNN 2.6 has this only for AVX-512 (its reference kernel
+// elsewhere: Zen 3 would run every attention's backward there).
+void SoftmaxBackward(const float* y, const float* dy, int64_t rows, int64_t S, float* dx,
+                     KernelIsa isa = BestKernelIsa());
 
 }  // namespace strata::backend::cpu

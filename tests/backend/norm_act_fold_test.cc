@@ -1,9 +1,9 @@
-// Batch norm + ReLU6 or hard swish as one kernel each way (backend/cpu/norm_act_kernels.h) and ZeroPadding2D
+// Batch norm + ReLU6, hard swish or swish as one kernel each way (backend/cpu/norm_act_kernels.h) and ZeroPadding2D
 // folded into the next 'valid' convolution's padding (graph/fusion.h):
 //   - the kernels against an f64 reference, in the plain and both blocked layouts, with padded
 //     channels (written zero; NaN in the padding of dy ignored) and runs longer than one f32 run;
 //   - a MobileNetV2 inverted-residual block at stride 2 (and a ResNet-style padded stem, and
-//     MobileNetV3's block with hard swish): the fused and folded step computes what the unfused
+//     the block with hard swish and swish): the fused and folded step computes what the unfused
 //     one does, outputs and every gradient, and the fusion happened (no concat or slice kernel
 //     is left, the activation's own kernels are gone).
 // The "avx2:" copies run the AVX2 code path over oneDNN's nChw8c layout.
@@ -35,17 +35,22 @@ TEST(NormActKernels, MatchAnF64ReferenceInPlainAndBlockedLayouts) {
   const float eps = 1e-3f;
   // relu6(z) and hard_swish(z) = z relu6(z + 3) / 6, and their derivatives, in f64.
   auto act = [](cpu::NormActivation a, double z) {
+    if (a == cpu::NormActivation::kSwish) return z / (1 + std::exp(-z));
     return a == cpu::NormActivation::kRelu6 ? std::min(std::max(z, 0.0), 6.0) : z * std::min(std::max(z + 3, 0.0), 6.0) / 6;
   };
   auto derivative = [](cpu::NormActivation a, double z) {
+    if (a == cpu::NormActivation::kSwish) {
+      const double s = 1 / (1 + std::exp(-z));
+      return s * (1 + z * (1 - s));
+    }
     return a == cpu::NormActivation::kRelu6 ? (z > 0 && z < 6 ? 1.0 : 0.0) : z < -3 ? 0.0 : z > 3 ? 1.0 : (2 * z + 3) / 6;
   };
   // plain [37, 20]; nChw16c and nChw8c with 20 channels (12 and 4 padded lanes); one block of
   // 300 rows (two f32 runs).
-  for (const cpu::NormActivation a : {cpu::NormActivation::kRelu6, cpu::NormActivation::kHardSwish})
+  for (const cpu::NormActivation a : {cpu::NormActivation::kRelu6, cpu::NormActivation::kHardSwish, cpu::NormActivation::kSwish})
   for (const ChannelLayout& l : {ChannelLayout{1, 1, 37, 20, 20}, ChannelLayout{2, 2, 9, 16, 20},
                                  ChannelLayout{3, 3, 7, 8, 20}, ChannelLayout{2, 1, 300, 16, 16}}) {
-    SCOPED_TRACE(std::string(a == cpu::NormActivation::kRelu6 ? "relu6" : "hard_swish") + ", layout {" +
+    SCOPED_TRACE(std::string(a == cpu::NormActivation::kRelu6 ? "relu6" : a == cpu::NormActivation::kSwish ? "swish" : "hard_swish") + ", layout {" +
                  std::to_string(l.outer) + ", " + std::to_string(l.blocks) + ", " + std::to_string(l.inner) + ", " +
                  std::to_string(l.width) + ", " + std::to_string(l.channels) + "}");
     const int64_t C = l.channels, size = l.outer * l.blocks * l.inner * l.width;
@@ -239,14 +244,17 @@ TEST(NormActFold, InvertedResidualBlockFusedAndFoldedEqualsUnfused) {
   }
 }
 
-// MobileNetV3's block: batch norm + hard swish, with 24 channels a partly filled block.
-TEST(NormActFold, HardSwishBlockFusedEqualsUnfused) {
-  for (const auto& [size, in, expanded] : {std::tuple{9, 8, 48}, std::tuple{8, 4, 24}}) {
-    SCOPED_TRACE("size " + std::to_string(size) + ", " + std::to_string(expanded) + " channels");
-    Step s;
-    ASSERT_TRUE(InvertedResidual(s, size, in, expanded, Activation::kHardSwish).ok());
-    ExpectFusedEqualsUnfused(s, 2, 1, true, "hard_swish", "HardSwish");
-  }
+// MobileNetV3's block (batch norm + hard swish) and EfficientNet's (batch norm + swish), with 24
+// channels a partly filled block.
+TEST(NormActFold, HardSwishAndSwishBlocksFusedEqualUnfused) {
+  for (const auto& [act, kernel, eltwise] : {std::tuple{Activation::kHardSwish, "hard_swish", "HardSwish"},
+                                             std::tuple{Activation::kSwish, "swish", "Swish"}})
+    for (const auto& [size, in, expanded] : {std::tuple{9, 8, 48}, std::tuple{8, 4, 24}}) {
+      SCOPED_TRACE(std::string(kernel) + ", size " + std::to_string(size) + ", " + std::to_string(expanded) + " channels");
+      Step s;
+      ASSERT_TRUE(InvertedResidual(s, size, in, expanded, act).ok());
+      ExpectFusedEqualsUnfused(s, 2, 1, true, kernel, eltwise);
+    }
 }
 
 TEST(NormActFold, PaddedStemWithoutDataGradientIsFolded) {

@@ -13,17 +13,20 @@ int SoleConsumer(const Graph& g, const Schedule& s, int i, int k) {
   return s.order[c[0]];
 }
 
-// The hard swish that is the sole reader of training batch norm `bn`'s output but for its own
-// gradient, which reads that output too (hard swish differentiates at its input), or -1. The
+// Activations the fused batch-norm kernels take whose gradient reads their input.
+bool DifferentiatesAtInput(Activation a) { return a == Activation::kHardSwish || a == Activation::kSwish; }
+
+// The hard swish or swish that is the sole reader of training batch norm `bn`'s output but for
+// its own gradient, which reads that output too (both differentiate at their input), or -1. The
 // fused kernels never write that output, so the gradient must fold into the batch norm's
 // gradient (whose kernel recomputes it): it feeds that gradient's dy and nothing else.
-int HardSwishAfterBatchNorm(const Graph& g, const Schedule& s, int bn) {
+int ActivationAfterBatchNorm(const Graph& g, const Schedule& s, int bn) {
   int act = -1, act_grad = -1;
   for (int pos : s.consumers[bn][0]) {
     const int c = s.order[pos];
     const Node& cn = g.node(c);
-    if (cn.kind == OpKind::kActivation && cn.attrs.activation == Activation::kHardSwish && act < 0) act = c;
-    else if (cn.kind == OpKind::kActivationGrad && cn.attrs.activation == Activation::kHardSwish && act_grad < 0) act_grad = c;
+    if (cn.kind == OpKind::kActivation && DifferentiatesAtInput(cn.attrs.activation) && act < 0) act = c;
+    else if (cn.kind == OpKind::kActivationGrad && DifferentiatesAtInput(cn.attrs.activation) && act_grad < 0) act_grad = c;
     else return -1;
   }
   if (act < 0 || act_grad < 0 || g.node(act_grad).attrs.forward_node != act) return -1;
@@ -223,11 +226,11 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
                nd.kind == OpKind::kBatchNormInference) {  // a pre-activation network's (DenseNet's) inference
       const bool training = nd.kind == OpKind::kBatchNorm;
       int a = SoleConsumer(g, s, i, 0);
-      if (a < 0 && training && bn_act) a = HardSwishAfterBatchNorm(g, s, i);
+      if (a < 0 && training && bn_act) a = ActivationAfterBatchNorm(g, s, i);
       const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation &&
                            (g.node(a).attrs.activation == Activation::kRelu ||
                             (training && bn_act && (g.node(a).attrs.activation == Activation::kRelu6 ||
-                                                    g.node(a).attrs.activation == Activation::kHardSwish)));
+                                                    DifferentiatesAtInput(g.node(a).attrs.activation))));
       if (fusable) {
         f.activation[i] = a;
         f.absorbed_by[a] = i;
@@ -237,7 +240,7 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
   for (int i : s.order) {
     const Node& nd = g.node(i);
     if (nd.kind == OpKind::kBatchNormGrad) {
-      // dy of the batch norm is ActivationGrad(relu|relu6|hard_swish)(y or x, dy_y) of the fused activation.
+      // dy of the batch norm is ActivationGrad(relu|relu6|hard_swish|swish)(y or x, dy_y) of the fused activation.
       const int fwd = nd.attrs.forward_node;
       const Value dz = nd.inputs[4];
       const Node& src = g.node(dz.node);

@@ -9,7 +9,7 @@
 //   Add -> Activation                        one kernel (a residual sum after a batch norm)
 //   BatchNorm(Inference) -> Relu             one kernel (oneDNN fuse_norm_relu); and backward:
 //   ActivationGrad(relu) -> BatchNormGrad    one kernel, using the forward's workspace
-//   BatchNorm -> Relu6 | HardSwish           one kernel each way where the backend has one
+//   BatchNorm -> Relu6 | HardSwish | Swish   one kernel each way where the backend has one
 //                                            (`bn_act`: the cpu backend's own, one thread, f32)
 //   Conv2DBackpropFilter + BiasAddGrad       one kernel (the bias gradient falls out of the
 //                                            weight gradient's reduction)
@@ -53,7 +53,7 @@ struct FusionPlan {
 
 struct FusionOptions {
   bool enabled = true;    // any fusion at all
-  bool bn_act = false;  // the backend has batch norm + ReLU6 and + hard swish kernels (both ways) for this program
+  bool bn_act = false;  // the backend has batch norm + ReLU6, hard swish and swish kernels (both ways) for this program
   bool zero_pad = true;   // fold ZeroPadding2D into the next 'valid' convolution
   bool residual = true;   // Conv2D -> [BiasAdd] -> Add -> [Activation], and Add -> Activation
 };

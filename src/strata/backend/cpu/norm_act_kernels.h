@@ -1,5 +1,5 @@
-// Training batch norm fused with ReLU6 (MobileNetV2, EfficientNet-lite, ...) or hard swish
-// (MobileNetV3), forward and backward, in Strata's own kernels: oneDNN 2.6 fuses only a plain
+// Training batch norm fused with ReLU6 (MobileNetV2, EfficientNet-lite, ...), hard swish
+// (MobileNetV3) or swish (EfficientNet V1 and V2), forward and backward, in Strata's own kernels: oneDNN 2.6 fuses only a plain
 // ReLU into its batch norm (fuse_norm_relu), so BN -> ReLU6 ran as two primitives each way, and
 // the activation's backward was a full extra read and write of every expanded activation.
 //
@@ -42,8 +42,9 @@ struct NormActScratch {
 };
 
 // The activation after the batch norm: relu6(z) = min(max(z, 0), 6); hard_swish(z) =
-// z * relu6(z + 3) / 6 (oneDNN's: derivative 0 below -3, 1 above 3, (2z + 3) / 6 between).
-enum class NormActivation { kRelu6, kHardSwish };
+// z * relu6(z + 3) / 6 (oneDNN's: derivative 0 below -3, 1 above 3, (2z + 3) / 6 between);
+// swish(z) = z * sigmoid(z) (EfficientNet's; the exponential is fast_exp.h's, within 2 ulp).
+enum class NormActivation { kRelu6, kHardSwish, kSwish };
 
 // y = act((x - mean) * gamma / sqrt(var + eps) + beta) with the batch's mean and (biased)
 // variance, which are written to mean, var [channels]. x, y in layout l; gamma, beta [channels].

@@ -1,6 +1,6 @@
 // Batch norm forward, inference and backward as oneDNN primitives (the moving statistics
-// after the forward primitive), and synchronized batch norm and batch norm + ReLU6 or hard
-// swish (both directions) as Strata's own kernels.
+// after the forward primitive), and synchronized batch norm and batch norm + ReLU6, hard swish
+// or swish (both directions) as Strata's own kernels.
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,13 +74,16 @@ std::pair<md, ChannelLayout> NormActLayout(Planner& p, Value x) {
   return {PlainDesc(s, dt::f32), ChannelLayout{1, 1, s.num_elements() / C, C, C}};
 }
 
-// The fused kernels' activation, and its name in kernel names ("bn_relu6_fwd", "bn_hard_swish_bwd").
+// The fused kernels' activation, and its name in kernel names ("bn_relu6_fwd", "bn_swish_bwd").
 std::optional<NormActivation> NormActivationOf(Activation a) {
   if (a == Activation::kRelu6) return NormActivation::kRelu6;
   if (a == Activation::kHardSwish) return NormActivation::kHardSwish;
+  if (a == Activation::kSwish) return NormActivation::kSwish;
   return std::nullopt;
 }
-const char* NormActName(NormActivation a) { return a == NormActivation::kRelu6 ? "relu6" : "hard_swish"; }
+const char* NormActName(NormActivation a) {
+  return a == NormActivation::kRelu6 ? "relu6" : a == NormActivation::kHardSwish ? "hard_swish" : "swish";
+}
 
 // Forward: inputs x, gamma, beta, moving mean, moving variance; outputs the activation node's y
 // and the batch norm's batch mean and variance [C].

@@ -1,8 +1,8 @@
 #include "strata/backend/cpu/softmax_kernels.h"
 
 #include <algorithm>
-#include <cstring>
 
+#include "strata/backend/cpu/fast_exp.h"
 #include "strata/core/isa_region.h"
 
 namespace strata::backend::cpu {
@@ -14,31 +14,6 @@ constexpr float kMaskedScore = -1e9f;
 // One body per kernel, compiled for a generic, an AVX2 and an AVX-512 target; each loop is free
 // of calls and cross-iteration dependencies but its reductions, so the compiler vectorises it.
 #define STRATA_SOFTMAX_BODIES                                                                                 \
-  static inline __attribute__((always_inline)) float Exp(float x) {                                          \
-    x = std::max(x, -80.0f);                                                                                 \
-    const float t = x * 1.44269504088896341f;                                                                \
-    /* n = round(t) by the 1.5 x 2^23 trick: the sum's low mantissa bits hold n */                            \
-    const float shifted = t + 12582912.0f;                                                                   \
-    int32_t bits;                                                                                            \
-    std::memcpy(&bits, &shifted, 4);                                                                         \
-    const float n = shifted - 12582912.0f;                                                                   \
-    const int32_t ni = bits - 0x4b400000;                                                                    \
-    const float g = (t - n) * 0.693147180559945f; /* |g| <= ln 2 / 2 */                                       \
-    float p = 1.0f / 5040;                                                                                   \
-    p = p * g + 1.0f / 720;                                                                                  \
-    p = p * g + 1.0f / 120;                                                                                  \
-    p = p * g + 1.0f / 24;                                                                                   \
-    p = p * g + 1.0f / 6;                                                                                    \
-    p = p * g + 0.5f;                                                                                        \
-    p = p * g + 1.0f;                                                                                        \
-    p = p * g + 1.0f;                                                                                        \
-    int32_t pb;                                                                                              \
-    std::memcpy(&pb, &p, 4);                                                                                 \
-    pb += ni * (1 << 23);                                                                                    \
-    float r;                                                                                                 \
-    std::memcpy(&r, &pb, 4);                                                                                 \
-    return r;                                                                                                \
-  }                                                                                                          \
   /* The maximum and the sum in 16 lanes of partials (a float reduction vectorises only so). */             \
   static inline __attribute__((always_inline)) void Row(const float* __restrict x, const float* __restrict m, \
                                                          int64_t S, float* __restrict y) {                    \
@@ -60,11 +35,11 @@ constexpr float kMaskedScore = -1e9f;
     for (int j = 1; j < L; ++j) mx = mx > pm[j] ? mx : pm[j];                                                \
     for (k = 0; k + L <= S; k += L)                                                                          \
       for (int j = 0; j < L; ++j) {                                                                          \
-        y[k + j] = Exp(y[k + j] - mx);                                                                       \
+        y[k + j] = FastExp(y[k + j] - mx);                                                                       \
         ps[j] += y[k + j];                                                                                   \
       }                                                                                                      \
     for (; k < S; ++k) {                                                                                     \
-      y[k] = Exp(y[k] - mx);                                                                                 \
+      y[k] = FastExp(y[k] - mx);                                                                                 \
       ps[0] += y[k];                                                                                         \
     }                                                                                                        \
     float sum = 0;                                                                                           \

@@ -3,9 +3,7 @@
 // masked softmax, and as a binary add of the mask's -1e9 then its softmax it wrote and read every
 // score once more. A row of scores (a query's, one head's: a few hundred) stays in L1 through its
 // three sweeps (masked maximum, exponentials and their sum, scaling). The exponential is Strata's
-// own polynomial, so the loops vectorise: 2^(x log2 e) as an integer power of two times a degree-7
-// polynomial of the remainder, within 2 ulp of expf over the range a softmax uses (exp of a
-// non-positive number; below -80 it is taken as exp(-80), 1.8e-35, next to the row's maximum's 1).
+// own polynomial (fast_exp.h), so the loops vectorise.
 #pragma once
 
 #include <cstdint>

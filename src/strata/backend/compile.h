@@ -103,7 +103,7 @@ struct CompileOptions {
   std::string backend = "cpu";        // "cpu" (oneDNN); the narrow Backend interface allows more
   bool trace = false;                 // also enabled by STRATA_TRACE=1: one line per kernel run
   bool fuse = true;                   // conv/matmul+bias+act, bn+relu (off: for tests)
-  // With fuse: batch norm + ReLU6 or hard swish as one kernel each way (one-thread f32 programs; env
+  // With fuse: batch norm + ReLU6, hard swish or swish as one kernel each way (one-thread f32 programs; env
   // STRATA_FUSE_BN_RELU6=0 turns it off), and ZeroPadding2D folded into the padding of the
   // 'valid' convolution after it (STRATA_FOLD_ZERO_PAD=0 turns it off), and a convolution's
   // residual sum (with the activation after it) inside the convolution, Add + activation as one

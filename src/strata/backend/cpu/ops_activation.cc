@@ -1,8 +1,8 @@
-// The activation family on the cpu backend: activations, their gradients and softmax as
-// oneDNN eltwise and softmax primitives; the hard sigmoid, the masked softmax and the softmax's
-// gradient as Strata's own loops (oneDNN 2.6 lacks the first two, and has the third only for
-// AVX-512; the hard sigmoid gates squeeze-and-excite: [N, 1, 1, C], a few thousand elements; the
-// softmaxes: softmax_kernels.h).
+// The activation family on the cpu backend: activations and their gradients as oneDNN eltwise
+// primitives; the hard sigmoid (which oneDNN 2.6 lacks; it gates squeeze-and-excite: [N, 1, 1,
+// C], a few thousand elements) and the softmaxes, masked or not, and their gradient as Strata's
+// own loops (softmax_kernels.h: oneDNN 2.6 has no masked softmax and a jit softmax backward only
+// for AVX-512; the plain softmax shares the masked one's row kernel).
 #include <algorithm>
 #include <string>
 
@@ -84,18 +84,20 @@ Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
       {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, run}, {DNNL_ARG_DIFF_DST, db, run}, {DNNL_ARG_DIFF_SRC, xb, run}});
 }
 
+// Strata's own row kernel (softmax_kernels.h), as the masked softmax and the gradient.
 Status PlanSoftmax(Planner& p, int i) {
   const graph::Graph& g = p.graph();
   const Node& n = g.node(i);
-  const Value x = n.inputs[0];
-  const md data = PlainDesc(x.shape(), dt::f32);
-  const int axis = DnnlAxis(x.shape().rank(), x.shape().rank() - 1);
-  dnnl::softmax_forward::primitive_desc fpd(dnnl::softmax_forward::desc(prop_kind::forward_training, data, axis),
-                                            p.Attr(), p.engine());
-  STRATA_ASSIGN_OR_RETURN(int xb, p.Use(x, data));
-  const int yb = p.Define(g.output(i), data);
-  return AppendPrimitive<dnnl::softmax_forward>(p, Info(p, i, "softmax", fpd.impl_info_str()), fpd,
-                                                {{DNNL_ARG_SRC, xb, data}, {DNNL_ARG_DST, yb, data}});
+  const Shape& xs = n.inputs[0].shape();
+  const int64_t S = xs[-1], rows = xs.num_elements() / S;
+  const KernelIsa isa = BestKernelIsa();
+  return PlanHand(
+      p, i, "softmax", {{n.inputs[0], dt::f32}}, {g.output(i)},
+      [=](Kernel& k, uint64_t) {
+        Softmax(Ptr<float>(k, 0), rows, S, Ptr<float>(k, 1), isa);
+        return Status::OK();
+      },
+      KernelImplName(isa));
 }
 
 // Inputs y, dy: Strata's own row kernel (softmax_kernels.h); oneDNN 2.6 has a jit softmax

@@ -15,6 +15,8 @@ constexpr float kMaskedScore = -1e9f;
 // of calls and cross-iteration dependencies but its reductions, so the compiler vectorises it.
 #define STRATA_SOFTMAX_BODIES                                                                                 \
   /* The maximum and the sum in 16 lanes of partials (a float reduction vectorises only so). */             \
+  /* m null: no mask (a plain softmax). */                                                                  \
+  template <bool kMasked>                                                                                    \
   static inline __attribute__((always_inline)) void Row(const float* __restrict x, const float* __restrict m, \
                                                          int64_t S, float* __restrict y) {                    \
     constexpr int L = 16;                                                                                    \
@@ -23,12 +25,12 @@ constexpr float kMaskedScore = -1e9f;
     int64_t k = 0;                                                                                           \
     for (; k + L <= S; k += L)                                                                               \
       for (int j = 0; j < L; ++j) {                                                                          \
-        const float z = x[k + j] + (1.0f - m[k + j]) * kMaskedScore;                                         \
+        const float z = kMasked ? x[k + j] + (1.0f - m[k + j]) * kMaskedScore : x[k + j];                     \
         y[k + j] = z;                                                                                        \
         pm[j] = pm[j] > z ? pm[j] : z;                                                                       \
       }                                                                                                      \
     for (; k < S; ++k) {                                                                                     \
-      y[k] = x[k] + (1.0f - m[k]) * kMaskedScore;                                                            \
+      y[k] = kMasked ? x[k] + (1.0f - m[k]) * kMaskedScore : x[k];                                           \
       pm[0] = pm[0] > y[k] ? pm[0] : y[k];                                                                   \
     }                                                                                                        \
     float mx = pm[0];                                                                                        \
@@ -46,6 +48,9 @@ constexpr float kMaskedScore = -1e9f;
     for (int j = 0; j < L; ++j) sum += ps[j];                                                                \
     const float inv = 1.0f / sum;                                                                            \
     for (k = 0; k < S; ++k) y[k] *= inv;                                                                     \
+  }                                                                                                          \
+  __attribute__((noinline)) void Plain(const float* x, int64_t rows, int64_t S, float* y) {                  \
+    for (int64_t r = 0; r < rows; ++r) Row<false>(x + r * S, nullptr, S, y + r * S);                         \
   }                                                                                                          \
   __attribute__((noinline)) void Backward(const float* __restrict y, const float* __restrict dy, int64_t rows, \
                                           int64_t S, float* __restrict dx) {                                  \
@@ -71,7 +76,7 @@ constexpr float kMaskedScore = -1e9f;
       for (int64_t g = 0; g < G; ++g)                                                                        \
         for (int64_t t = 0; t < T; ++t) {                                                                    \
           const int64_t row = (b * G + g) * T + t;                                                           \
-          Row(x + row * S, mask + (b * T + t) * S, S, y + row * S);                                          \
+          Row<true>(x + row * S, mask + (b * T + t) * S, S, y + row * S);                                    \
         }                                                                                                    \
   }
 
@@ -101,6 +106,14 @@ void MaskedSoftmax(const float* x, const float* mask, int64_t B, int64_t G, int6
     case KernelIsa::kAvx512: return avx512::Masked(x, mask, B, G, T, S, y);
     case KernelIsa::kAvx2: return avx2::Masked(x, mask, B, G, T, S, y);
     case KernelIsa::kScalar: return generic::Masked(x, mask, B, G, T, S, y);
+  }
+}
+
+void Softmax(const float* x, int64_t rows, int64_t S, float* y, KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512: return avx512::Plain(x, rows, S, y);
+    case KernelIsa::kAvx2: return avx2::Plain(x, rows, S, y);
+    case KernelIsa::kScalar: return generic::Plain(x, rows, S, y);
   }
 }
 

@@ -227,7 +227,8 @@ FusionPlan PlanFusion(const Graph& g, const Schedule& s, const FusionOptions& o,
       const bool training = nd.kind == OpKind::kBatchNorm;
       int a = SoleConsumer(g, s, i, 0);
       if (a < 0 && training && bn_act) a = ActivationAfterBatchNorm(g, s, i);
-      const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation &&
+      // The batch norm's own output is never written by the fused kernels: not when it is fetched.
+      const bool fusable = a >= 0 && g.node(a).kind == OpKind::kActivation && !is_fetch_or_grad(i, 0) &&
                            (g.node(a).attrs.activation == Activation::kRelu ||
                             (training && bn_act && (g.node(a).attrs.activation == Activation::kRelu6 ||
                                                     DifferentiatesAtInput(g.node(a).attrs.activation))));

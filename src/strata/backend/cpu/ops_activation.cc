@@ -5,6 +5,8 @@
 // for AVX-512; the plain softmax shares the masked one's row kernel).
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "strata/backend/cpu/ops_internal.h"
 #include "strata/backend/cpu/softmax_kernels.h"
@@ -84,53 +86,49 @@ Status PlanActivationGrad(Planner& p, int i) {  // inputs (y or x), dy
       {{a.uses_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, vb, run}, {DNNL_ARG_DIFF_DST, db, run}, {DNNL_ARG_DIFF_SRC, xb, run}});
 }
 
-// Strata's own row kernel (softmax_kernels.h), as the masked softmax and the gradient.
+// The softmaxes: Strata's own row kernels (softmax_kernels.h) over the f32 row-major inputs of
+// node i, `run(inputs..., output)` with the widest body this host allows.
+template <class Run>
+Status PlanSoftmaxRows(Planner& p, int i, const std::string& op, Run run) {
+  const graph::Graph& g = p.graph();
+  const Node& n = g.node(i);
+  std::vector<std::pair<Value, dt>> ins;
+  for (const Value& v : n.inputs) ins.push_back({v, dt::f32});
+  const KernelIsa isa = BestKernelIsa();
+  return PlanHand(
+      p, i, op, ins, {g.output(i)},
+      [=](Kernel& k, uint64_t) {
+        run(k, isa);
+        return Status::OK();
+      },
+      KernelImplName(isa));
+}
+
 Status PlanSoftmax(Planner& p, int i) {
-  const graph::Graph& g = p.graph();
-  const Node& n = g.node(i);
-  const Shape& xs = n.inputs[0].shape();
+  const Shape& xs = p.graph().node(i).inputs[0].shape();
   const int64_t S = xs[-1], rows = xs.num_elements() / S;
-  const KernelIsa isa = BestKernelIsa();
-  return PlanHand(
-      p, i, "softmax", {{n.inputs[0], dt::f32}}, {g.output(i)},
-      [=](Kernel& k, uint64_t) {
-        Softmax(Ptr<float>(k, 0), rows, S, Ptr<float>(k, 1), isa);
-        return Status::OK();
-      },
-      KernelImplName(isa));
+  return PlanSoftmaxRows(p, i, "softmax", [=](Kernel& k, KernelIsa isa) {
+    Softmax(Ptr<float>(k, 0), rows, S, Ptr<float>(k, 1), isa);
+  });
 }
 
-// Inputs y, dy: Strata's own row kernel (softmax_kernels.h); oneDNN 2.6 has a jit softmax
-// backward only for AVX-512 (its reference kernel on AVX2 machines).
+// Inputs y, dy (oneDNN 2.6 has a jit softmax backward only for AVX-512: its reference kernel on
+// AVX2 machines).
 Status PlanSoftmaxGrad(Planner& p, int i) {
-  const graph::Graph& g = p.graph();
-  const Node& n = g.node(i);
-  const Shape& ys = n.inputs[0].shape();
+  const Shape& ys = p.graph().node(i).inputs[0].shape();
   const int64_t S = ys[-1], rows = ys.num_elements() / S;
-  const KernelIsa isa = BestKernelIsa();
-  return PlanHand(
-      p, i, "softmax_bwd", {{n.inputs[0], dt::f32}, {n.inputs[1], dt::f32}}, {g.output(i)},
-      [=](Kernel& k, uint64_t) {
-        SoftmaxBackward(Ptr<float>(k, 0), Ptr<float>(k, 1), rows, S, Ptr<float>(k, 2), isa);
-        return Status::OK();
-      },
-      KernelImplName(isa));
+  return PlanSoftmaxRows(p, i, "softmax_bwd", [=](Kernel& k, KernelIsa isa) {
+    SoftmaxBackward(Ptr<float>(k, 0), Ptr<float>(k, 1), rows, S, Ptr<float>(k, 2), isa);
+  });
 }
 
-// Keras's masked softmax as Strata's own row kernel (softmax_kernels.h), row-major f32.
+// Inputs x [B, G..., T, S], mask [B, T, S].
 Status PlanMaskedSoftmax(Planner& p, int i) {
-  const graph::Graph& g = p.graph();
-  const Node& n = g.node(i);
-  const Shape& xs = n.inputs[0].shape();
+  const Shape& xs = p.graph().node(i).inputs[0].shape();
   const int64_t B = xs[0], T = xs[-2], S = xs[-1], G = xs.num_elements() / (B * T * S);
-  const KernelIsa isa = BestKernelIsa();
-  return PlanHand(
-      p, i, "masked_softmax", {{n.inputs[0], dt::f32}, {n.inputs[1], dt::f32}}, {g.output(i)},
-      [=](Kernel& k, uint64_t) {
-        MaskedSoftmax(Ptr<float>(k, 0), Ptr<float>(k, 1), B, G, T, S, Ptr<float>(k, 2), isa);
-        return Status::OK();
-      },
-      KernelImplName(isa));
+  return PlanSoftmaxRows(p, i, "masked_softmax", [=](Kernel& k, KernelIsa isa) {
+    MaskedSoftmax(Ptr<float>(k, 0), Ptr<float>(k, 1), B, G, T, S, Ptr<float>(k, 2), isa);
+  });
 }
 
 void RegisterActivationPlans(PlanTable& t) {

@@ -79,6 +79,14 @@ void ExpectSameVaryingLogits(const std::vector<std::vector<double>>& ort, const 
   }
 }
 
+// A [n, k] f32 tensor as rows of doubles.
+std::vector<std::vector<double>> Rows(const Tensor& t, int n, int k) {
+  std::vector<std::vector<double>> rows(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(k)));
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < k; ++c) rows[static_cast<size_t>(i)][static_cast<size_t>(c)] = t.data<float>()[i * k + c];
+  return rows;
+}
+
 std::vector<std::vector<double>> Rows(const nlohmann::json& rows) {
   std::vector<std::vector<double>> r;
   for (const auto& row : rows) r.push_back(row.get<std::vector<double>>());
@@ -103,6 +111,22 @@ class ExportOnnx : public ::testing::Test {
     delete dir_;
   }
   static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
+
+  // n images [n, side, side, 3] with element e = ((e * 7919) % modulus) / (modulus - 1), written
+  // raw to `f32` (run_onnx.js's input) and given to `model`'s predict() in batches of `batch`:
+  // its outputs.
+  static Result<Tensor> PredictTestImages(keras::Model& model, int n, int side, int modulus, int batch,
+                                          const std::string& f32) {
+    Tensor images(DType::kF32, Shape{n, side, side, 3});
+    float* px = images.data<float>();
+    for (int64_t i = 0; i < images.num_elements(); ++i)
+      px[i] = static_cast<float>((i * 7919) % modulus) / static_cast<float>(modulus - 1);
+    std::ofstream(f32, std::ios::binary)
+        .write(reinterpret_cast<const char*>(px), static_cast<std::streamsize>(images.num_elements() * 4));
+    data::Element e;
+    e.tensors.push_back(images);
+    return model.predict(data::Dataset::from_tensor_slices(std::move(e)).batch(batch));
+  }
 
   // kImages RGB images of side `size` with every pixel value in use, as PNG records (`image`,
   // `id`) in images.tfrec, and their pixels / 255 as float32 [N, S, S, 3] in images.f32.
@@ -274,23 +298,13 @@ TEST_F(ExportOnnx, VisionTransformerMatchesPredictInOnnxRuntime) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   ASSERT_TRUE((*model)->compile({.loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());
   constexpr int kN = 4;
-  Tensor images(DType::kF32, Shape{kN, 32, 32, 3});
-  float* px = images.data<float>();
   // 251: prime, so that no two images (3,072 values each) repeat each other.
-  for (int64_t i = 0; i < images.num_elements(); ++i) px[i] = static_cast<float>((i * 7919) % 251) / 250.0f;
-  std::ofstream(Path("vit.f32"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(px), static_cast<std::streamsize>(images.num_elements() * 4));
-  data::Element e;
-  e.tensors.push_back(images);
-  auto out = (*model)->predict(data::Dataset::from_tensor_slices(std::move(e)).batch(kN));
+  auto out = PredictTestImages(**model, kN, 32, 251, kN, Path("vit.f32"));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_TRUE(keras::SaveOnnx(**model, Path("vit.onnx")).ok());
   const auto ort_logits = OnnxLogits(Path("vit.onnx"), Path("vit-logits.onnx"), Path("vit.f32"), kN, 32, 32);
   ASSERT_FALSE(ort_logits.empty());
-  std::vector<std::vector<double>> ours(kN, std::vector<double>(5));
-  for (int i = 0; i < kN; ++i)
-    for (int k = 0; k < 5; ++k) ours[static_cast<size_t>(i)][static_cast<size_t>(k)] = out->data<float>()[i * 5 + k];
-  ExpectSameVaryingLogits(ort_logits, ours, 1e-4, "vit_s16");
+  ExpectSameVaryingLogits(ort_logits, Rows(*out, kN, 5), 1e-4, "vit_s16");
 }
 
 TEST(ExportOnnxFlags, FormatAndRequiredFlagsAreUsageErrors) {
@@ -361,14 +375,7 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   ASSERT_TRUE((*model)->compile({.loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true})}).ok());
 
   constexpr int kN = 6;
-  Tensor images(DType::kF32, Shape{kN, 8, 8, 3});
-  float* px = images.data<float>();
-  for (int64_t i = 0; i < images.num_elements(); ++i) px[i] = static_cast<float>((i * 7919) % 256) / 255.0f;
-  std::ofstream(Path("every.f32"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(px), static_cast<std::streamsize>(images.num_elements() * 4));
-  data::Element e;
-  e.tensors.push_back(images);
-  auto out = (*model)->predict(data::Dataset::from_tensor_slices(std::move(e)).batch(4));
+  auto out = PredictTestImages(**model, kN, 8, 256, 4, Path("every.f32"));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_TRUE(keras::SaveOnnx(**model, Path("every.onnx")).ok());
 
@@ -386,10 +393,7 @@ TEST_F(ExportOnnx, EveryMappedLayerMatchesPredictInOnnxRuntime) {
   // Before the softmax: predict()'s outputs are the logits themselves here.
   const auto ort_logits = OnnxLogits(Path("every.onnx"), Path("every-logits.onnx"), Path("every.f32"), kN, 8, 8);
   ASSERT_FALSE(ort_logits.empty());
-  std::vector<std::vector<double>> ours(kN, std::vector<double>(5));
-  for (int i = 0; i < kN; ++i)
-    for (int k = 0; k < 5; ++k) ours[static_cast<size_t>(i)][static_cast<size_t>(k)] = logit[i * 5 + k];
-  ExpectSameVaryingLogits(ort_logits, ours, 1e-4, "every_layer");
+  ExpectSameVaryingLogits(ort_logits, Rows(*out, kN, 5), 1e-4, "every_layer");
   for (int i = 0; i < kN; ++i) {
     ASSERT_EQ(j["probabilities"][i].size(), 5u);
     double mx = -1e30, z = 0;

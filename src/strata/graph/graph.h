@@ -49,6 +49,9 @@ enum class OpKind : uint8_t {
 };
 const char* OpKindName(OpKind kind);  // "Conv2D"
 
+// What MaskedSoftmax adds to a score its mask drops (Keras's _large_negative_number for float32).
+inline constexpr float kMaskedScore = -1e9f;
+
 // kGelu: x Φ(x) with the normal CDF through erf (Keras's gelu, approximate=False);
 // kGeluTanh: its tanh approximation 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (approximate=True);
 // kHardSigmoid: relu6(x + 3) / 6 (MobileNetV3's, Keras 3's hard_sigmoid, torch's Hardsigmoid);

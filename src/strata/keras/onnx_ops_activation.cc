@@ -71,7 +71,7 @@ Status MaskedSoftmax(Exporter& e, const Node& n) {
   for (int a = 1; a < rank - 2; ++a) heads.push_back(a);
   if (!heads.empty()) m = e.Op("Unsqueeze", {m, e.Int64Init(n.name + "/heads", heads)}, n.name + "/mask_rows");
   const std::string dropped = e.Op("Sub", {e.Scalar(n.name + "/one", 1), m}, n.name + "/dropped");
-  const std::string adder = e.Op("Mul", {dropped, e.Scalar(n.name + "/large_negative", -1e9f)}, n.name + "/adder");
+  const std::string adder = e.Op("Mul", {dropped, e.Scalar(n.name + "/large_negative", graph::kMaskedScore)}, n.name + "/adder");
   const std::string y = e.Op("Softmax", {e.Op("Add", {x, adder}, n.name + "/masked")}, n.name + (rank == 4 ? "/rows" : ""),
                              {AttrInt("axis", -1)});
   e.Set(n, rank == 4 ? e.ToNchw(y, n.name) : y);

@@ -4,12 +4,12 @@
 
 #include "strata/backend/cpu/fast_exp.h"
 #include "strata/core/isa_region.h"
+#include "strata/graph/graph.h"
 
 namespace strata::backend::cpu {
 namespace {
 
-// Keras's _large_negative_number for float32: what a masked-out score has added.
-constexpr float kMaskedScore = -1e9f;
+using graph::kMaskedScore;
 
 // One body per kernel, compiled for a generic, an AVX2 and an AVX-512 target; each loop is free
 // of calls and cross-iteration dependencies but its reductions, so the compiler vectorises it.

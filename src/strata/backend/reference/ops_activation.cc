@@ -97,7 +97,7 @@ Status MaskedSoftmax(const KernelContext& c) {
   for (int64_t r = 0; r < B * G * T; ++r) {
     const double* mrow = &m[static_cast<size_t>((r / (G * T) * T + r % T) * S)];
     double mx = -std::numeric_limits<double>::infinity(), s = 0;
-    for (int64_t k = 0; k < S; ++k) mx = std::max(mx, z[k] = x[r * S + k] + (1 - mrow[k]) * -1e9);
+    for (int64_t k = 0; k < S; ++k) mx = std::max(mx, z[k] = x[r * S + k] + (1 - mrow[k]) * graph::kMaskedScore);
     for (int64_t k = 0; k < S; ++k) s += (y[r * S + k] = std::exp(z[k] - mx));
     for (int64_t k = 0; k < S; ++k) y[r * S + k] /= s;
   }

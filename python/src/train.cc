@@ -51,6 +51,7 @@ void BindFields(C& c, py::list& names) {
   STRATA_FIELD(weight_decay);
   STRATA_FIELD(label_smoothing);
   STRATA_FIELD(ema);
+  STRATA_FIELD(tta);
   STRATA_FIELD(metrics);
   STRATA_FIELD(precision);
   STRATA_FIELD(seed);
@@ -79,6 +80,7 @@ py::dict ReportDict(const train::TrainReport& r) {
   d["epoch"] = r.history.epoch;
   d["val_loss"] = r.val_loss;
   d["val_accuracy"] = r.val_accuracy;
+  d["val_accuracy_tta"] = r.val_accuracy_tta;
   d["val_f1_macro"] = r.val_f1_macro;
   d["model_path"] = r.model_path;
   d["replicas"] = r.replicas;

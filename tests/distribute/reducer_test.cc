@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "strata/core/clock.h"
 #include "strata/distribute/cross_replica_sum.h"
 #include "strata/distribute/reducer.h"
 
@@ -39,13 +40,16 @@ class TwoEqualWorkers final : public Collective {
   Status WaitAll() override {
     for (auto [d, n] : pending)
       for (int64_t i = 0; i < n; ++i) d[i] *= 2;
+    finished.assign(pending.size(), NowNanos());  // as a test after the last one's end would see it
     pending.clear();
     return Status::OK();
   }
+  const std::vector<int64_t>& finished_ns() const override { return finished; }
 
   bool overlap = false, fail_blocking = false;
   int blocking = 0;
   std::vector<std::pair<float*, int64_t>> started, pending;
+  std::vector<int64_t> finished;
 };
 
 class Replicas final : public Strategy {
@@ -173,6 +177,31 @@ TEST(Reducer, BucketedOverlapStartsBucketsAsTheyFinishAndGivesThePlainBits) {
   }
   EXPECT_EQ(covered, std::vector<int>(static_cast<size_t>(n), 1));
   EXPECT_EQ(b[0], want);
+  // The step's timeline (the trace's all-reduce track): per bucket, in start order, its bytes,
+  // then ready <= started <= finished, inside the step: the program's start, the backward
+  // pass's end and the reduction's end, in that order.
+  const StepTiming* t = reducer->last_step();
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->buckets.size(), hosts->started.size());
+  EXPECT_GT(t->start_ns, 0);
+  EXPECT_LE(t->start_ns, t->backward_end_ns);
+  EXPECT_LE(t->backward_end_ns, t->wait_end_ns);
+  for (size_t i = 0; i < t->buckets.size(); ++i) {
+    const StepTiming::Bucket& k = t->buckets[i];
+    EXPECT_EQ(k.bytes, st.buckets[i].bytes) << i;
+    EXPECT_LE(t->start_ns, k.ready_ns) << i;
+    EXPECT_LE(k.ready_ns, k.start_ns) << i;
+    EXPECT_LE(k.start_ns, k.finish_ns) << i;
+    EXPECT_LE(k.finish_ns, t->wait_end_ns) << i;
+    if (i > 0) EXPECT_LE(t->buckets[i - 1].start_ns, k.start_ns) << "started in bucket order";
+  }
+}
+
+TEST(Reducer, ThePlainReducerHasNoTimeline) {
+  Replicas s(2);
+  auto b = Blocks(2, 8);
+  auto reducer = MakeReducer(s, Options(b));
+  EXPECT_EQ(reducer->last_step(), nullptr);
 }
 
 TEST(Reducer, MeanOverReplicasDividesOnceAcrossWorkers) {

@@ -65,6 +65,17 @@ TEST(FlagsEvaluate, EveryFlagHasItsEffect) {
   EXPECT_NE(terse.output.find("worst 2 classes"), std::string::npos) << terse.output;
   EXPECT_EQ(terse.output.find("per-class F1"), std::string::npos) << terse.output;
 
+  // --tta flip: the accuracy with each image and its mirror image beside the plain one (its value
+  // against train's: FlagsTrain.TtaFlipReportsTheMirroredAccuracyBesideThePlainOne); an unknown
+  // name is a usage error.
+  auto tta = RunCommand(evaluate + "--model " + model + " --tta flip --json " + (dir / "tta.json").string(), true);
+  ASSERT_EQ(tta.exit_code, 0) << tta.output;
+  EXPECT_NE(tta.output.find("accuracy with --tta flip: "), std::string::npos) << tta.output;
+  EXPECT_EQ(json("tta.json")["accuracy"], by_ckpt["accuracy"]);
+  EXPECT_TRUE(json("tta.json")["accuracy_tta"]["accuracy"].is_number());
+  EXPECT_FALSE(by_ckpt.contains("accuracy_tta")) << "no --tta, no entry";
+  EXPECT_EQ(RunCommand(evaluate + "--model " + model + " --tta rotate").exit_code, 2);
+
   // --summary: the model's summary, no data read.
   auto summary = RunCommand(Strata() + " evaluate --model " + model + " --summary", true);
   ASSERT_EQ(summary.exit_code, 0) << summary.output;

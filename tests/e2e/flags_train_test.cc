@@ -188,6 +188,41 @@ TEST_F(FlagsTrain, EmaLeavesTrainingAloneAndEndsAtTheAverage) {
   EXPECT_TRUE(Has(r, "--ema must be")) << r.output;
 }
 
+// --tta flip: the final evaluation also reports the accuracy with each image's prediction the mean
+// of the model's outputs for it and its mirror image (train/tta.h; unit-tested against a model
+// written by hand in tests/train/tta_test.cc), as `strata evaluate --tta flip` gives for the saved
+// model; without it nothing is added. An unknown name is refused naming the flag.
+TEST_F(FlagsTrain, TtaFlipReportsTheMirroredAccuracyBesideThePlainOne) {
+  auto run = [&](const std::string& extra) {
+    auto r = Train("--image-size 28 --channels 1 --precision f32 --steps-per-epoch 3 --val " + kCifar +
+                   " --summary-json " + Path("s.json") + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::make_pair(r, ReadJson(Path("s.json")));
+  };
+  const auto [plain_run, plain] = run("");
+  EXPECT_FALSE(Has(plain_run, "--tta")) << plain_run.output;
+  EXPECT_EQ(plain["test_accuracy_tta"], 0);
+  const auto [tta_run, tta] = run("--tta flip");
+  EXPECT_TRUE(Has(tta_run, "test accuracy with --tta flip: ")) << tta_run.output;
+  EXPECT_EQ(tta["recipe"]["tta"], "flip");
+  EXPECT_EQ(tta["test_accuracy"], plain["test_accuracy"]) << "the plain accuracy stays Keras's";
+  const double trained = tta["test_accuracy_tta"].get<double>();
+  EXPECT_GT(trained, 0);
+  auto evaluated = RunCommand(Strata() + " evaluate --model " + Path("model.ckpt") + " --data " + kCifar +
+                                  " --tta flip --json " + Path("e.json"),
+                              true);
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_NE(evaluated.output.find("accuracy with --tta flip: "), std::string::npos) << evaluated.output;
+  const nlohmann::json e = ReadJson(Path("e.json"));
+  EXPECT_EQ(e["accuracy_tta"]["tta"], "flip");
+  // The same 128 images and weights; the engines' batches differ (one replica here, one per core
+  // there), which may move a near-tie by an image.
+  EXPECT_NEAR(e["accuracy_tta"]["accuracy"].get<double>(), trained, 1.0 / 128 + 1e-9);
+  auto bad = Train("--tta rotate");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(Has(bad, "--tta must be flip")) << bad.output;
+}
+
 // --replicas, --batch-per-replica, --lr, --lr-scaling, --schedule, --warmup-epochs, --epochs and
 // --steps-per-epoch: the printed global batch, learning rate and schedule, and the work done.
 TEST_F(FlagsTrain, BatchAndLearningRateFlagsSetTheScheduleAndTheWork) {

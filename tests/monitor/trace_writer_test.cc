@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "strata/core/clock.h"
 #include "strata/core/file.h"
 #include "strata/monitor/matmul_workload.h"
 #include "strata/monitor/monitor.h"
@@ -104,6 +105,65 @@ TEST(TraceWriterTest, FullRingDropsAndCountsInsteadOfAllocating) {
   int steps = 0;
   for (const auto& e : j["traceEvents"]) steps += e["ph"] == "X" && e["name"] == "step";
   EXPECT_EQ(steps, 16);
+}
+
+// The communication timeline: each bucket an async slice on pid 4 from its start to its finish
+// (microseconds since Start(), its bytes and ready time in args), the step's wait a complete
+// slice on thread 1, and a multi-worker trace's clock anchors in the strata_clock event (with
+// the offset a test gives this worker's clock). Without a trace the hooks do nothing.
+TEST(TraceWriterTest, AllReduceBucketsAndTheWaitHaveTheirOwnTrackAndTheClockItsAnchors) {
+  const std::string path = TempPath("allreduce.json");
+  const int64_t sync = NowNanos();
+  auto m = Monitor::Create({.interval_seconds = 10, .replicas = 1, .peak_gflops_per_core = 1, .trace_sample_seconds = 10,
+                            .worker = 1, .clock_sync_ns = sync, .clock_offset_ns = 5'000'000'000});
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE((*m)->EnableTrace(path).ok());
+  ASSERT_TRUE((*m)->Start().ok());
+  const int64_t t0 = NowNanos();
+  (*m)->AllReduceBucket(0, 4096, t0 + 1'000, t0 + 3'000, t0 + 10'000);
+  (*m)->AllReduceBucket(1, 1024, t0 + 2'000, t0 + 4'000, t0 + 8'000);  // in flight beside bucket 0
+  (*m)->AllReduceWait(t0 + 5'000, t0 + 10'500);
+  ASSERT_TRUE((*m)->Stop().ok());
+  json j = json::parse(*ReadFileToString(path));
+  std::map<int, json> begins, ends;
+  json wait, anchors;
+  std::map<int, std::string> threads;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 4) threads[e["tid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "strata_clock") anchors = e["args"];
+    if (e["ph"] == "b") begins[e["id"]] = e;
+    if (e["ph"] == "e") ends[e["id"]] = e;
+    if (e["ph"] == "X" && e["name"] == "all-reduce wait") wait = e;
+  }
+  EXPECT_EQ(threads[0], "buckets");
+  ASSERT_EQ(begins.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  const double origin = begins[0]["ts"].get<double>() - 3.0;  // t0 in the trace's microseconds
+  EXPECT_GE(origin, 0);
+  EXPECT_EQ(begins[0]["pid"], 4);
+  EXPECT_EQ(begins[0]["name"], "bucket 0");
+  EXPECT_EQ(begins[0]["args"]["bytes"], 4096);
+  EXPECT_NEAR(begins[0]["args"]["ready_ts"].get<double>(), origin + 1.0, 1e-6);
+  EXPECT_NEAR(begins[0]["args"]["queued_us"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(ends[0]["ts"].get<double>(), origin + 10.0, 1e-6);
+  EXPECT_NEAR(begins[1]["ts"].get<double>(), origin + 4.0, 1e-6);
+  EXPECT_NEAR(ends[1]["ts"].get<double>(), origin + 8.0, 1e-6);
+  EXPECT_EQ(begins[1]["args"]["bytes"], 1024);
+  EXPECT_EQ(wait["tid"], 1);
+  EXPECT_NEAR(wait["ts"].get<double>(), origin + 5.0, 1e-6);
+  EXPECT_NEAR(wait["dur"].get<double>(), 5.5, 1e-9);
+  EXPECT_EQ(anchors["worker"], 1);
+  EXPECT_EQ(anchors["clock_sync_ns"].get<int64_t>(), sync + 5'000'000'000);
+  // ts 0 is the monitor's start, after the sync, both read off this worker's shifted clock.
+  EXPECT_GE(anchors["trace_start_ns"].get<int64_t>(), anchors["clock_sync_ns"].get<int64_t>());
+  EXPECT_LE(anchors["trace_start_ns"].get<int64_t>(), t0 + 5'000'000'000);
+
+  auto quiet = Monitor::Create({.peak_gflops_per_core = 1});
+  ASSERT_TRUE(quiet.ok());
+  ASSERT_TRUE((*quiet)->Start().ok());
+  (*quiet)->AllReduceBucket(0, 1, 1, 2, 3);  // no trace: ignored
+  (*quiet)->AllReduceWait(1, 2);
+  ASSERT_TRUE((*quiet)->Stop().ok());
 }
 
 TEST(TraceWriterTest, BadPathFailsAtEnableNotAtTheEnd) {

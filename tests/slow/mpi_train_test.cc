@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -166,6 +168,84 @@ TEST(MpiTrain, AllReduceOverlapOnAndOffGiveTheSameBits) {
   EXPECT_NE(bad.output.find("STRATA_ALLREDUCE_WAIT=sleep: expected spin (the default) or yield"), std::string::npos)
       << bad.output;
   EXPECT_FALSE(fs::exists(dir + "/bad.ckpt"));
+}
+
+// The communication timeline: with --trace every worker writes its own trace (the chief t.json,
+// worker 1 t.worker1.json) holding its gradient buckets (started, finished, bytes, ready) on
+// the all-reduce track, and bench/merge_traces.py puts both on one time line by the clock
+// readings each took at a barrier's exit. Worker 1's clock is shifted by 1,000 s
+// (STRATA_TRACE_CLOCK_OFFSET_NS, as another host's clock would differ) and its trace made to
+// begin 2 s late: after the merge each bucket's all-reduce, which ends on both workers at nearly
+// the same instant (the last message), still ends at nearly the same ts in both workers' tracks.
+TEST(MpiTrain, EachWorkerTracesItsBucketsAndTheMergeAlignsTheWorkers) {
+  ASSERT_TRUE(fs::exists("/usr/bin/mpirun")) << "mpirun is not installed (scripts/deps.sh installs openmpi-bin)";
+  const std::string dir = ::testing::TempDir() + "/strata-mpi-timeline";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string cmd = Strata() + " train --epochs 1 --steps-per-epoch 4 --deterministic --batch-per-replica 16 "
+                                     "--validation-steps 1 --replicas 1 --trace " + dir + "/t.json --out " + dir + "/m.ckpt";
+  auto run = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=65536 " + kMpirunFlags + "-np 1 " + cmd +
+                            " : -np 1 env STRATA_TRACE_CLOCK_OFFSET_NS=1000000000000 " + cmd,
+                        true);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_TRUE(fs::exists(dir + "/t.json")) << run.output;
+  ASSERT_TRUE(fs::exists(dir + "/t.worker1.json")) << run.output;
+  // One machine's workers start their traces within milliseconds of each other, so their ts
+  // would nearly line up even unmerged. Worker 1's trace is made as if it had begun 2 s later
+  // (every ts 2 s less, its start reading 2 s more): only a merge that reads the anchors puts it
+  // back.
+  {
+    nlohmann::json late = nlohmann::json::parse(Slurp(dir + "/t.worker1.json"));
+    for (auto& e : late["traceEvents"]) {
+      if (e.contains("ts")) e["ts"] = e["ts"].get<double>() - 2e6;
+      if (e["ph"] == "M" && e["name"] == "strata_clock")
+        e["args"]["trace_start_ns"] = e["args"]["trace_start_ns"].get<int64_t>() + 2'000'000'000LL;
+    }
+    ASSERT_TRUE(WriteFileAtomic(dir + "/late.json", late.dump()).ok());
+  }
+  auto merged = RunCommand(std::string(STRATA_SOURCE_DIR) + "/bench/merge_traces.py " + dir + "/t.json " + dir +
+                               "/late.json -o " + dir + "/merged.json",
+                           true);
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  // Per worker: the anchors, and each bucket's finishing ts in order of appearance.
+  std::map<int, std::vector<double>> finishes;  // by worker, in the merged time line
+  std::map<int, std::vector<int64_t>> bytes;
+  const nlohmann::json m = nlohmann::json::parse(Slurp(dir + "/merged.json"));
+  for (const auto& e : m["traceEvents"]) {
+    const int worker = e.value("pid", 0) / 10;
+    if (e["ph"] == "e" && e.value("cat", "") == "allreduce") finishes[worker].push_back(e["ts"].get<double>());
+    if (e["ph"] == "b" && e.value("cat", "") == "allreduce") bytes[worker].push_back(e["args"]["bytes"].get<int64_t>());
+  }
+  ASSERT_EQ(finishes.size(), 2u) << merged.output;
+  ASSERT_FALSE(finishes[0].empty());
+  ASSERT_EQ(finishes[0].size(), finishes[1].size()) << "the same buckets, step by step";
+  EXPECT_EQ(bytes[0], bytes[1]);
+  int64_t step_bytes = 0;
+  for (int64_t b : bytes[0]) step_bytes += b;
+  EXPECT_EQ(step_bytes % 4, 0);
+  const auto anchors = [&](const std::string& path) {
+    const nlohmann::json trace = nlohmann::json::parse(Slurp(path));
+    for (const auto& e : trace["traceEvents"])
+      if (e["ph"] == "M" && e["name"] == "strata_clock") return nlohmann::json(e["args"]);
+    return nlohmann::json();
+  };
+  const nlohmann::json a0 = anchors(dir + "/t.json"), a1 = anchors(dir + "/t.worker1.json");
+  ASSERT_FALSE(a0.is_null());
+  ASSERT_FALSE(a1.is_null());
+  EXPECT_EQ(a1["worker"], 1);
+  // The two clocks' sync readings differ by the offset (the same machine's clock otherwise).
+  EXPECT_GT(a1["clock_sync_ns"].get<int64_t>() - a0["clock_sync_ns"].get<int64_t>(), 999'000'000'000LL);
+  // Aligned: the finish ts of each bucket on both workers within 0.5 s (the injected offset is
+  // 2,000 times that; a finish is stamped at the first test after it, both workers testing
+  // every kernel), and the median within 50 ms.
+  std::vector<double> gaps;
+  for (size_t i = 0; i < finishes[0].size(); ++i) gaps.push_back(std::abs(finishes[0][i] - finishes[1][i]));
+  std::sort(gaps.begin(), gaps.end());
+  std::printf("[ timeline ] %zu bucket finishes per worker; after the merge they differ by %.0f us (median), %.0f us (max)\n",
+              gaps.size(), gaps[gaps.size() / 2], gaps.back());
+  EXPECT_LT(gaps.back(), 0.5e6);
+  EXPECT_LT(gaps[gaps.size() / 2], 5e4);
+  fs::remove_all(dir);
 }
 
 // Gradients as bf16 on the wire (STRATA_ALLREDUCE_WIRE=bf16): half the bytes cross, the

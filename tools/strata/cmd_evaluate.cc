@@ -9,6 +9,7 @@
 #include "model_io.h"
 #include "strata/core/clock.h"
 #include "strata/core/file.h"
+#include "strata/train/tta.h"
 
 namespace strata::cli {
 namespace {
@@ -19,10 +20,10 @@ struct ClassScore {
 };
 
 int RunEvaluate(const std::vector<std::string>& args) {
-  std::string model_arg, weights, data_glob, json_out, image_key, label_key;
+  std::string model_arg, weights, data_glob, json_out, image_key, label_key, tta;
   int64_t batch = 64, worst = 10;
   bool summary = false, no_per_class = false;
-  FlagParser flags("evaluate", "--model CKPT|SPEC [--weights CKPT] --data GLOB [--batch N] [--worst N] [--json FILE]",
+  FlagParser flags("evaluate", "--model CKPT|SPEC [--weights CKPT] --data GLOB [--batch N] [--worst N] [--tta flip] [--json FILE]",
                    "Evaluates a model on labelled TFRecords: loss, accuracy and macro F1 (the flowers competition's\n"
                    "metric), then F1, precision and recall per class with the class names, and the classes with the\n"
                    "lowest F1 with what they were mistaken for. --model takes a checkpoint from `strata train --out`\n"
@@ -35,12 +36,16 @@ int RunEvaluate(const std::vector<std::string>& args) {
   flags.String("label-key", &label_key, "feature holding the int64 class (default: the checkpoint's, else label)");
   flags.Int("batch", &batch, "images per forward pass (default 64)");
   flags.Int("worst", &worst, "how many of the lowest-F1 classes to explain (default 10)");
+  flags.String("tta", &tta,
+               "flip: also report the accuracy with test-time augmentation, each image's prediction the mean of the "
+               "model's outputs for it and its mirror image (docs/fashion_mnist.md)");
   flags.Bool("summary", &summary, "print model.summary() and exit");
   flags.Bool("no-per-class", &no_per_class, "do not print the per-class table");
   flags.String("json", &json_out, "also write the metrics (and per-class scores) as JSON here");
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (model_arg.empty()) return Fail("evaluate", "--model is required", kExitUsage);
   if (batch < 1 || worst < 0) return Fail("evaluate", "--batch must be positive and --worst >= 0", kExitUsage);
+  if (Status s = train::CheckTta(tta); !s.ok()) return Fail("evaluate", s.message(), kExitUsage);
   auto loaded = LoadModelForInference(model_arg, weights);
   if (!loaded.ok()) return Fail("evaluate", loaded.status().ToString());
   keras::Model& model = *loaded->model;
@@ -83,6 +88,12 @@ int RunEvaluate(const std::vector<std::string>& args) {
   if (!st.ok()) return Fail("evaluate", st.ToString());
   if (n == 0) return Fail("evaluate", "no records in " + data_glob);
   const double seconds = clock.ElapsedSeconds();
+  double accuracy_tta = 0;
+  if (!tta.empty()) {
+    auto a = train::TtaAccuracy(model, *ds, -1, tta);
+    if (!a.ok()) return Fail("evaluate", a.status().ToString());
+    accuracy_tta = *a;
+  }
 
   // Per class: support (true), predicted, true positives; macro F1 over the classes that
   // occur in the labels or the predictions (scikit-learn's f1_score(average='macro')).
@@ -113,6 +124,7 @@ int RunEvaluate(const std::vector<std::string>& args) {
   std::printf("evaluated %lld images in %.1f s (%.0f images/s)\n", static_cast<long long>(n), seconds,
               static_cast<double>(n) / std::max(seconds, 1e-9));
   std::printf("loss: %.4f - accuracy: %.4f - f1_macro: %.4f\n", loss, accuracy, f1_macro);
+  if (!tta.empty()) std::printf("accuracy with --tta %s: %.4f\n", tta.c_str(), accuracy_tta);
   if (!no_per_class) {
     std::printf("\nper-class F1 (classes present in the labels or the predictions):\n");
     std::printf("  %3s  %-28s %6s %9s %6s %7s\n", "#", "class", "F1", "precision", "recall", "support");
@@ -150,6 +162,7 @@ int RunEvaluate(const std::vector<std::string>& args) {
                          {"precision", s.precision}, {"recall", s.recall}, {"support", s.support}});
     nlohmann::json j = {{"images", n}, {"loss", loss}, {"accuracy", accuracy}, {"f1_macro", f1_macro},
                         {"seconds", seconds}, {"classes", classes}};
+    if (!tta.empty()) j["accuracy_tta"] = {{"tta", tta}, {"accuracy", accuracy_tta}};
     if (Status s = WriteFileAtomic(json_out, j.dump(2) + "\n"); !s.ok()) return Fail("evaluate", s.ToString());
   }
   return kExitOk;

@@ -87,6 +87,9 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Double("ema", &f.ema,
                "Keras's use_ema: keep a moving average of the weights at this momentum (e.g. 0.99); the trained model is "
                "the average (default 0: off)");
+  flags.String("tta", &f.tta,
+               "flip: also report the test accuracy with test-time augmentation, each image's prediction the mean of "
+               "the model's outputs for it and its mirror image (default: none)");
   flags.Int("pad-crop", &f.pad_crop,
             "Fashion-MNIST augmentation: a random 28x28 window of the image padded by N zero pixels a side (default 0)");
   flags.Double("flip", &f.flip, "Fashion-MNIST augmentation: mirror each training image left-right with this probability (default 0.5)");
@@ -100,7 +103,10 @@ int RunTrain(const std::vector<std::string>& args) {
   flags.Double("monitor-interval", &f.monitor_interval, "seconds per monitor window: utilization and idle % (default 10)");
   flags.Int("monitor-port", &f.monitor_port, "serve the live monitor page on this port (0: any free port)");
   flags.String("monitor-bind", &f.monitor_bind, "address of the monitor page (default 127.0.0.1)");
-  flags.String("trace", &f.trace, "write a Chrome trace (replicas and pipeline stages) to this file");
+  flags.String("trace", &f.trace,
+               "write a Chrome trace (replicas and pipeline stages) to this file; under mpirun every worker writes one "
+               "(worker w: FILE with .worker<w> before the extension) with its all-reduce buckets, which "
+               "bench/merge_traces.py aligns into one");
   flags.String("report-json", &f.report_json, "write the post-run input-pipeline report as JSON here");
   flags.Bool("no-monitor", &no_monitor, "do not run the utilization / idle monitor");
   flags.Int("replicas", &f.replicas, "replicas (default: one per usable core)");

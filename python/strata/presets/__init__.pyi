@@ -32,6 +32,7 @@ class Recipe:
     weight_decay: float
     label_smoothing: float
     ema: float
+    tta: str
     metrics: List[str]
     precision: str
     seed: int
@@ -62,6 +63,7 @@ class TrainResult:
     val_loss: float
     val_accuracy: float
     val_f1_macro: float
+    val_accuracy_tta: float
     model_path: str
     replicas: int
     global_batch: int

@@ -11,7 +11,8 @@ Recipe = _t.Recipe
 class TrainResult:
     """What strata.train(...) returns: ``history`` (Keras's History.history: per-epoch "loss",
     "accuracy", "val_loss", ...), ``val_loss``/``val_accuracy``/``val_f1_macro`` on ``val`` after
-    training, ``model_path`` (load it with ``strata evaluate --model``), ``replicas``,
+    training (``val_accuracy_tta`` with ``tta="flip"``: each image's prediction the mean over it
+    and its mirror image; 0 without), ``model_path`` (load it with ``strata evaluate --model``), ``replicas``,
     ``global_batch``, ``steps_per_epoch``, ``train_seconds`` (validation left out), ``validation_seconds``, ``images_per_second``,
     ``seconds_at_epoch_end`` and ``chief`` (False on the other workers of an MPI job)."""
 

@@ -68,6 +68,13 @@ class Collective {
   virtual Status Progress() = 0;
   // Blocks until every started all-reduce has finished (bounded by the timeout).
   virtual Status WaitAll() = 0;
+  // After WaitAll, until the next StartAllReduceSum: when each all-reduce it waited for
+  // finished (NowNanos(), in start order), as the first Progress or WaitAll test that found it
+  // done saw it, so up to one testing interval late. Empty where the collective keeps no times.
+  virtual const std::vector<int64_t>& finished_ns() const {
+    static const std::vector<int64_t> kNone;
+    return kNone;
+  }
 };
 
 // True when this process was started by an MPI launcher (OpenMPI, MPICH/PMI, Slurm srun).

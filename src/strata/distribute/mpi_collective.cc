@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "strata/core/clock.h"
 #include "strata/core/dtype.h"
 #include "strata/distribute/collective.h"
 #include "strata/distribute/mpi_watchdog.h"
@@ -130,7 +131,11 @@ class MpiWorld final : public Collective {
   Status StartAllReduceSum(float* data, int64_t n) override {
     if (!can_overlap_) return Unimplemented("all-reduce overlap: MPI was initialised below MPI_THREAD_SERIALIZED");
     if (n > (int64_t{1} << 30)) return InvalidArgument("all-reduce overlap: a bucket of " + std::to_string(n) + " floats");
-    if (overlap_requests_.empty()) overlap_start_ = std::chrono::steady_clock::now();
+    if (overlap_requests_.empty()) {
+      overlap_start_ = std::chrono::steady_clock::now();
+      overlap_finished_ns_.clear();
+      overlap_unfinished_ = 0;
+    }
     overlap_done_ = false;  // finished ones are MPI_REQUEST_NULL now: Testall/Waitall skip them
     MPI_Request req;
     int rc;
@@ -150,21 +155,20 @@ class MpiWorld final : public Collective {
     }
     if (rc != MPI_SUCCESS) return Internal("MPI_Iallreduce (gradient bucket): " + MpiError(rc));
     overlap_requests_.push_back(req);  // capacity kept between steps: no allocation
+    overlap_finished_ns_.push_back(0);
+    ++overlap_unfinished_;
     overlap_bytes_ += n * 4;
     return Status::OK();
   }
 
   Status Progress() override {
     if (overlap_requests_.empty() || overlap_done_) return Status::OK();
-    int flag = 0;
-    int rc = MPI_Testall(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), &flag, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) return Internal("MPI_Testall (gradient buckets): " + MpiError(rc));
-    if (flag) {
-      overlap_done_ = true;
-      overlap_end_ = std::chrono::steady_clock::now();
-    }
+    int rc = StampFinished(/*wait=*/false);
+    if (rc != MPI_SUCCESS) return Internal("MPI_Testsome (gradient buckets): " + MpiError(rc));
     return Status::OK();
   }
+
+  const std::vector<int64_t>& finished_ns() const override { return overlap_finished_ns_; }
 
   Status WaitAll() override {
     if (overlap_requests_.empty()) return Status::OK();
@@ -172,9 +176,11 @@ class MpiWorld final : public Collective {
     int rc = MPI_SUCCESS;
     if (!overlap_done_) {
       watchdog_.Arm("the gradient all-reduce");
-      rc = AwaitAll(static_cast<int>(overlap_requests_.size()), overlap_requests_.data(), yield_core_);
+      while (rc == MPI_SUCCESS && !overlap_done_) {
+        rc = StampFinished(/*wait=*/!yield_core_);
+        if (yield_core_ && !overlap_done_) sched_yield();  // AwaitAll's reason
+      }
       watchdog_.Disarm();
-      overlap_end_ = std::chrono::steady_clock::now();
     }
     overlap_requests_.clear();
     if (rc != MPI_SUCCESS) {
@@ -205,6 +211,30 @@ class MpiWorld final : public Collective {
   }
 
  private:
+  // Tests (or, `wait`, waits for at least one of) the started buckets and stamps each one found
+  // finished with the time; sets overlap_done_ and overlap_end_ when none is left.
+  int StampFinished(bool wait) {
+    const int n = static_cast<int>(overlap_requests_.size());
+    if (finished_index_.size() < static_cast<size_t>(n)) finished_index_.resize(static_cast<size_t>(n));
+    int count = 0;
+    const int rc = wait ? MPI_Waitsome(n, overlap_requests_.data(), &count, finished_index_.data(), MPI_STATUSES_IGNORE)
+                        : MPI_Testsome(n, overlap_requests_.data(), &count, finished_index_.data(), MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return rc;
+    const int64_t now = NowNanos();
+    if (count != MPI_UNDEFINED)
+      for (int i = 0; i < count; ++i) {
+        int64_t& at = overlap_finished_ns_[static_cast<size_t>(finished_index_[static_cast<size_t>(i)])];
+        if (at == 0) --overlap_unfinished_;
+        at = now;
+      }
+    // MPI_UNDEFINED: every request was already MPI_REQUEST_NULL (finished before).
+    if (count == MPI_UNDEFINED || overlap_unfinished_ == 0) {
+      overlap_done_ = true;
+      overlap_end_ = std::chrono::steady_clock::now();
+    }
+    return MPI_SUCCESS;
+  }
+
   Status AllReduce(void* data, int64_t n, MPI_Datatype type, const char* op) {
     // Buckets (MPI counts are int, and smaller messages pipeline): every bucket's
     // MPI_Iallreduce is posted, then all are awaited.
@@ -252,6 +282,9 @@ class MpiWorld final : public Collective {
   std::vector<std::vector<bf16>> staging_;  // [bucket of the step]: what goes on the wire
   std::vector<StagedBucket> staged_buckets_;
   std::vector<MPI_Request> overlap_requests_;  // started, not yet waited for
+  std::vector<int64_t> overlap_finished_ns_;   // [started bucket]: when seen finished (0: not yet)
+  std::vector<int> finished_index_;            // MPI_Testsome's output, reused
+  int overlap_unfinished_ = 0;                 // started buckets not yet stamped
   std::chrono::steady_clock::time_point overlap_start_, overlap_end_;
   bool overlap_done_ = false;
   int64_t overlap_bytes_ = 0;

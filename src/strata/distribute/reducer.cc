@@ -1,5 +1,7 @@
 #include "strata/distribute/reducer.h"
 
+#include "strata/core/clock.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -88,7 +90,9 @@ class BucketedReducer final : public Reducer {
     arrived_ = std::make_unique<std::atomic<int>[]>(buckets_.size());
     reduced_ = std::make_unique<std::atomic<bool>[]>(buckets_.size());
     stats_.buckets.resize(buckets_.size());
-    for (size_t b = 0; b < buckets_.size(); ++b) stats_.buckets[b].bytes = (buckets_[b].end - buckets_[b].begin) * 4;
+    timing_.buckets.resize(buckets_.size());
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      timing_.buckets[b].bytes = stats_.buckets[b].bytes = (buckets_[b].end - buckets_[b].begin) * 4;
     ResetCounters();
   }
 
@@ -102,7 +106,10 @@ class BucketedReducer final : public Reducer {
   }
 
   Status AfterKernel(int r, int k) override {
-    if (r == 0 && k == -1) step_start_ = Clock::now();
+    if (r == 0 && k == -1) {
+      step_start_ = Clock::now();
+      timing_.start_ns = NowNanos();
+    }
     const int R = static_cast<int>(inputs_.size());
     for (int b = first_[static_cast<size_t>(k + 1)]; b < first_[static_cast<size_t>(k + 2)]; ++b) {
       if (arrived_[b].fetch_add(1, std::memory_order_acq_rel) + 1 != R) continue;
@@ -111,6 +118,7 @@ class BucketedReducer final : public Reducer {
         const Bucket& bk = buckets_[static_cast<size_t>(b)];
         Strategy::ReduceRange(inputs_, o_.grads[0], bk.begin, bk.end, ReduceOp::kMean);
       }
+      timing_.buckets[static_cast<size_t>(b)].ready_ns = NowNanos();  // this thread's entry alone: one last arrival
       reduced_[b].store(true, std::memory_order_release);
     }
     return r == 0 ? StartReadyBuckets(/*during_backward=*/true) : Status::OK();
@@ -120,11 +128,16 @@ class BucketedReducer final : public Reducer {
     strategy_.barrier();
     if (r == 0) {
       const double backward_end = Since(step_start_);
+      timing_.backward_end_ns = NowNanos();
       Status started = sync.failed ? Status::OK() : StartReadyBuckets(/*during_backward=*/false);
       if (started.ok() && !sync.failed && next_start_ != buckets_.size())
         started = Internal("gradient bucket " + std::to_string(next_start_) + " of " + std::to_string(buckets_.size()) +
                            " was not reduced by every replica");
       Status waited = strategy_.collective()->WaitAll();  // what was started is always finished
+      timing_.wait_end_ns = NowNanos();
+      const std::vector<int64_t>& finished = strategy_.collective()->finished_ns();
+      for (size_t b = 0; b < timing_.buckets.size(); ++b)
+        timing_.buckets[b].finish_ns = b < finished.size() ? finished[b] : 0;
       sync.cross_host = started.ok() ? waited : started;
       if (!sync.cross_host.ok()) sync.failed = true;
       if (!sync.failed) {
@@ -139,6 +152,7 @@ class BucketedReducer final : public Reducer {
   }
 
   ReducerStats stats() const override { return stats_; }
+  const StepTiming* last_step() const override { return stats_.steps > 0 ? &timing_ : nullptr; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -151,6 +165,7 @@ class BucketedReducer final : public Reducer {
       const Bucket& b = buckets_[next_start_];
       STRATA_RETURN_IF_ERROR(hosts->StartAllReduceSum(o_.grads[0] + b.begin, b.end - b.begin));
       stats_.buckets[next_start_].start_seconds += Since(step_start_);
+      timing_.buckets[next_start_].start_ns = NowNanos();
       (during_backward ? stats_.started_during_backward : stats_.started_after_backward) += 1;
       ++next_start_;
     }
@@ -175,6 +190,7 @@ class BucketedReducer final : public Reducer {
   size_t next_start_ = 0;                        // replica 0: buckets started this step
   Clock::time_point step_start_;                 // replica 0: its program's start, this step
   ReducerStats stats_;                           // written by replica 0 only
+  StepTiming timing_;                            // this step's (ready: the last replica to arrive; the rest: replica 0)
 };
 
 // The buckets of a block whose parts become final as `ready` says; empty when the ranges

@@ -68,6 +68,22 @@ struct ReducerStats {
   int64_t started_during_backward = 0, started_after_backward = 0;
 };
 
+// One step of the bucketed all-reduce on this worker, as its own clock saw it (NowNanos()):
+// what a communication timeline draws (the trace's all-reduce track, docs/monitor.md) and what
+// a simulator replays (bench/smpi/). Times are absolute; 0 where a moment did not happen.
+struct StepTiming {
+  int64_t start_ns = 0;         // replica 0's program began
+  int64_t backward_end_ns = 0;  // every local replica's backward pass had ended (the step's barrier)
+  int64_t wait_end_ns = 0;      // every bucket had finished: the reduction's end
+  struct Bucket {
+    int64_t bytes = 0;      // as f32 (a bf16 wire sends half)
+    int64_t ready_ns = 0;   // every local replica's gradient final and summed in-host
+    int64_t start_ns = 0;   // its all-reduce started (bucket order: after the buckets before it)
+    int64_t finish_ns = 0;  // seen finished by a test (Collective::finished_ns)
+  };
+  std::vector<Bucket> buckets;  // in start order
+};
+
 class Reducer {
  public:
   virtual ~Reducer() = default;
@@ -84,6 +100,9 @@ class Reducer {
 
   // Read between steps (fit's thread), never while a step runs.
   virtual ReducerStats stats() const { return {}; }
+  // The last step's timeline (the bucketed reducer's, after a step that reduced); null where
+  // nothing overlapped. Read between steps, as stats().
+  virtual const StepTiming* last_step() const { return nullptr; }
 };
 
 // The bucketed reducer where the strategy has a collective that can overlap, options.ready

@@ -12,6 +12,7 @@
 
 #include "strata/core/status.h"
 #include "strata/data/dataset.h"
+#include "strata/distribute/reducer.h"
 
 namespace strata::keras {
 
@@ -36,6 +37,9 @@ class StepObserver {
   // `examples` its shard of the batch.
   virtual void StepBegin(int replica) = 0;
   virtual void StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) = 0;
+  // After a step whose gradient all-reduce across workers overlapped the backward pass: this
+  // worker's timeline of it (fit's thread; valid during the call). The communication timeline.
+  virtual void AllReduceStep(const distribute::StepTiming& timing) {}
   // Validation runs between Pause and Resume: no training steps.
   virtual void Pause() = 0;
   virtual void Resume() = 0;

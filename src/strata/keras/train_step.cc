@@ -82,6 +82,8 @@ Status TrainStep::Run(const data::Element& b, float lr, int64_t step, StepObserv
     return s;
   });
   STRATA_RETURN_IF_ERROR(sync.cross_host.WithContext("worker " + std::to_string(strategy_.worker_index())));
+  if (observer && st.ok() && !sync.failed)
+    if (const distribute::StepTiming* timing = reducer_->last_step()) observer->AllReduceStep(*timing);
   return st;
 }
 

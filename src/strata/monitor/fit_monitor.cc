@@ -17,6 +17,9 @@ Status FitMonitor::OnTrainBegin(const keras::FitStart& start) {
   o.dtype = start.bf16 ? DType::kBF16 : DType::kF32;
   o.example_unit = "img";
   o.initial_step = start.initial_step;
+  o.worker = options_.worker;
+  o.clock_sync_ns = options_.clock_sync_ns;
+  o.clock_offset_ns = options_.clock_offset_ns;
   o.pipeline = [pipeline = start.pipeline] {
     std::vector<StageSample> out;
     for (const data::StageStatsSnapshot& s : pipeline())
@@ -41,6 +44,16 @@ Status FitMonitor::OnTrainBegin(const keras::FitStart& start) {
   STRATA_RETURN_IF_ERROR(mon->Start());
   monitor_ = std::move(mon);
   return Status::OK();
+}
+
+void FitMonitor::AllReduceStep(const distribute::StepTiming& timing) {
+  for (size_t b = 0; b < timing.buckets.size(); ++b) {
+    const distribute::StepTiming::Bucket& k = timing.buckets[b];
+    if (k.start_ns != 0 && k.finish_ns != 0)
+      monitor_->AllReduceBucket(static_cast<int>(b), k.bytes, k.ready_ns, k.start_ns, k.finish_ns);
+  }
+  if (timing.backward_end_ns != 0 && timing.wait_end_ns != 0)
+    monitor_->AllReduceWait(timing.backward_end_ns, timing.wait_end_ns);
 }
 
 Status FitMonitor::OnTrainEnd() {

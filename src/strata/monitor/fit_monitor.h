@@ -25,6 +25,10 @@ struct FitMonitorOptions {
   int http_port = -1;            // live page on 127.0.0.1:port (0: any free port; -1: none)
   std::string http_bind = "127.0.0.1";
   std::string report_json;       // the post-run input-pipeline report as JSON ("": none)
+  // A multi-worker job's trace (MonitorOptions): this worker, and its clock at a moment every
+  // worker shared; with a trace, each step's all-reduce timeline goes into it.
+  int worker = 0;
+  int64_t clock_sync_ns = 0, clock_offset_ns = 0;
 };
 
 class FitMonitor final : public keras::StepObserver {
@@ -38,6 +42,7 @@ class FitMonitor final : public keras::StepObserver {
   void StepEnd(int replica, double matrix_flops, int64_t examples, double executed_flops) override {
     monitor_->StepEnd(replica, matrix_flops, examples, executed_flops);
   }
+  void AllReduceStep(const distribute::StepTiming& timing) override;
   void Pause() override { monitor_->Pause(); }
   void Resume() override { monitor_->Resume(); }
   Status OnTrainEnd() override;

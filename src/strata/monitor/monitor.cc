@@ -123,6 +123,7 @@ Result<std::unique_ptr<Monitor>> Monitor::Create(MonitorOptions options) {
   m->info_.peak_gflops_per_core = peak;
   m->info_.example_unit = o.example_unit;
   m->info_.initial_step = o.initial_step;
+  m->info_.worker = o.worker;
   m->slots_ = std::make_unique<ReplicaSlot[]>(static_cast<size_t>(o.replicas));
   m->marks_.resize(static_cast<size_t>(o.replicas));
   return m;
@@ -138,6 +139,7 @@ Status Monitor::EnableTrace(const std::string& path) {
   const int cap = RoundUpPow2(options_.trace_ring_events);
   rings_.clear();
   for (int r = 0; r < options_.replicas; ++r) rings_.push_back(std::make_unique<TraceRing>(cap));
+  comm_ring_ = std::make_unique<TraceRing>(cap);
   return Status::OK();
 }
 
@@ -145,6 +147,11 @@ Status Monitor::Start() {
   if (started_) return InvalidArgument("monitor: Start() called twice");
   started_ = true;
   info_.start_wall_time = WallSeconds();
+  start_ns_ = NowNanos();
+  if (options_.clock_sync_ns != 0) {
+    info_.trace_start_ns = start_ns_ + options_.clock_offset_ns;
+    info_.clock_sync_ns = options_.clock_sync_ns + options_.clock_offset_ns;
+  }
   for (auto& rep : reporters_) {
     Status st = rep->OnStart(info_);
     if (!st.ok()) NoteError(st);
@@ -153,7 +160,6 @@ Status Monitor::Start() {
     Status st = trace_->Begin(info_);
     if (!st.ok()) NoteError(st);
   }
-  start_ns_ = NowNanos();
   window_start_ns_ = start_ns_;
   totals_.replicas = options_.replicas;
   totals_.peak_flops_per_replica_second = peak_gflops_ * 1e9;
@@ -161,6 +167,13 @@ Status Monitor::Start() {
   running_.store(true, std::memory_order_release);
   thread_ = std::thread([this] { Loop(); });
   return Status::OK();
+}
+
+std::vector<TraceRing*> Monitor::TraceRings() const {
+  std::vector<TraceRing*> all;
+  for (const auto& ring : rings_) all.push_back(ring.get());
+  if (comm_ring_) all.push_back(comm_ring_.get());
+  return all;
 }
 
 // ---- hooks ------------------------------------------------------------------------------
@@ -217,6 +230,16 @@ void Monitor::InputWaitEnd(int replica) noexcept {
   s.wait_begin_ns.store(0, std::memory_order_relaxed);
   s.EndWrite();
   if (!rings_.empty()) rings_[replica]->Push({TraceEvent::kInputWait, replica, begin, now, 0, 0});
+}
+
+void Monitor::AllReduceBucket(int index, int64_t bytes, int64_t ready_ns, int64_t start_ns, int64_t finish_ns) noexcept {
+  if (!running_.load(std::memory_order_relaxed) || !comm_ring_) return;
+  comm_ring_->Push({TraceEvent::kBucket, index, start_ns, finish_ns, 0, 0, ready_ns, bytes});
+}
+
+void Monitor::AllReduceWait(int64_t begin_ns, int64_t end_ns) noexcept {
+  if (!running_.load(std::memory_order_relaxed) || !comm_ring_) return;
+  comm_ring_->Push({TraceEvent::kAllReduceWait, 0, begin_ns, end_ns, 0, 0, 0, 0});
 }
 
 // ---- the monitor thread -------------------------------------------------------------------
@@ -404,7 +427,7 @@ void Monitor::CheckPeak(Window* w, const std::vector<double>& noise) {
 
 void Monitor::DrainTrace(int64_t now_ns) {
   if (!trace_) return;
-  for (auto& ring : rings_) {
+  for (TraceRing* ring : TraceRings()) {
     uint64_t tail = ring->tail.load(std::memory_order_relaxed);
     const uint64_t head = ring->head.load(std::memory_order_acquire);
     for (; tail != head; ++tail) {
@@ -534,7 +557,7 @@ Result<InputPipelineReport> Monitor::Stop() {
     }
     if (trace_) {
       int64_t dropped = 0;
-      for (auto& ring : rings_) dropped += ring->dropped.load(std::memory_order_relaxed);
+      for (TraceRing* ring : TraceRings()) dropped += ring->dropped.load(std::memory_order_relaxed);
       Status st = trace_->Finish(report, dropped);
       if (!st.ok()) NoteError(st);
     }

@@ -83,6 +83,13 @@ struct MonitorOptions {
   double trace_sample_seconds = 0.25;
   // Windows kept in memory for History() (the web page's charts); older ones are dropped.
   int history_windows = 720;
+  // A multi-worker job's trace: this worker's index, and its clock (NowNanos()) at a moment
+  // every worker shared (a barrier's exit), which the trace records beside its own start so
+  // that bench/merge_traces.py can put the workers' traces on one time line; clock_offset_ns
+  // is added to both as another host's clock would differ (a test's knob). 0: one worker.
+  int worker = 0;
+  int64_t clock_sync_ns = 0;
+  int64_t clock_offset_ns = 0;
 };
 
 class TraceWriter;  // trace_writer.h
@@ -134,6 +141,13 @@ class Monitor {
   void InputWaitBegin(int replica) noexcept;
   void InputWaitEnd(int replica) noexcept;
 
+  // ---- the communication timeline: from fit's thread between steps, only with a trace -----
+  // One gradient bucket's all-reduce on this worker (`index` in start order, its f32 bytes):
+  // when it was ready, started and seen finished (NowNanos()).
+  void AllReduceBucket(int index, int64_t bytes, int64_t ready_ns, int64_t start_ns, int64_t finish_ns) noexcept;
+  // The step's wait for the all-reduce, from the backward pass's end to the reduction's.
+  void AllReduceWait(int64_t begin_ns, int64_t end_ns) noexcept;
+
   // RAII form of InputWaitBegin/End.
   class InputWait {
    public:
@@ -167,12 +181,15 @@ class Monitor {
   // Builds the window [window_start_ns_, now_ns) and advances the window start.
   Window CloseWindow(int64_t now_ns, bool final);
   void DrainTrace(int64_t now_ns);
+  // The replicas' trace rings and the communication timeline's.
+  std::vector<internal::TraceRing*> TraceRings() const;
   void Publish(const Window& w);
   // Corrects the peak when a replica's executed rate in `w` beats it (noise: per replica).
   void CheckPeak(Window* w, const std::vector<double>& noise);
   void NoteError(const Status& st);
 
   MonitorOptions options_;
+  std::unique_ptr<internal::TraceRing> comm_ring_;  // fit's thread -> the monitor thread (with a trace)
   RunInfo info_;
   std::unique_ptr<internal::ReplicaSlot[]> slots_;
   std::vector<std::unique_ptr<internal::TraceRing>> rings_;

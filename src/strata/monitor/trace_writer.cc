@@ -10,6 +10,7 @@ using nlohmann::json;
 constexpr int kReplicaPid = 1;
 constexpr int kStagePid = 2;
 constexpr int kWindowPid = 3;
+constexpr int kAllReducePid = 4;
 
 double Micros(int64_t ns, int64_t start_ns) { return static_cast<double>(ns - start_ns) * 1e-3; }
 
@@ -59,11 +60,33 @@ Status TraceWriter::Begin(const RunInfo& info) {
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("process_name", kStagePid, -1, "input pipeline stages"))));
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("process_name", kWindowPid, -1, "monitor windows"))));
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("thread_name", kWindowPid, 0, "windows"))));
+  STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("process_name", kAllReducePid, -1, "gradient all-reduce"))));
+  STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("thread_name", kAllReducePid, 0, "buckets"))));
+  STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("thread_name", kAllReducePid, 1, "wait after the backward pass"))));
+  if (info.clock_sync_ns != 0)
+    STRATA_RETURN_IF_ERROR(Emit(Dump(json({{"ph", "M"}, {"name", "strata_clock"}, {"pid", kAllReducePid},
+                                           {"args", {{"worker", info.worker}, {"trace_start_ns", info.trace_start_ns},
+                                                     {"clock_sync_ns", info.clock_sync_ns}}}}))));
   return FlushBuffer();
 }
 
 Status TraceWriter::Add(const TraceEvent& e, int64_t start_ns) {
   if (finished_) return Status::OK();
+  if (e.kind == TraceEvent::kBucket) {
+    // Async begin/end: buckets in flight overlap, which one thread's complete events cannot.
+    const std::string name = "bucket " + std::to_string(e.replica);
+    json b = {{"ph", "b"}, {"name", name}, {"cat", "allreduce"}, {"id", e.replica}, {"pid", kAllReducePid}, {"tid", 0},
+              {"ts", Micros(e.begin_ns, start_ns)},
+              {"args", {{"bytes", e.bytes}, {"ready_ts", Micros(e.ready_ns, start_ns)},
+                        {"queued_us", static_cast<double>(e.begin_ns - e.ready_ns) * 1e-3}}}};
+    STRATA_RETURN_IF_ERROR(Emit(Dump(b)));
+    return Emit(Dump(json({{"ph", "e"}, {"name", name}, {"cat", "allreduce"}, {"id", e.replica}, {"pid", kAllReducePid},
+                           {"tid", 0}, {"ts", Micros(e.end_ns, start_ns)}})));
+  }
+  if (e.kind == TraceEvent::kAllReduceWait)
+    return Emit(Dump(json({{"ph", "X"}, {"name", "all-reduce wait"}, {"cat", "allreduce"}, {"pid", kAllReducePid},
+                           {"tid", 1}, {"ts", Micros(e.begin_ns, start_ns)},
+                           {"dur", static_cast<double>(e.end_ns - e.begin_ns) * 1e-3}})));
   json j = {{"ph", "X"},
             {"name", e.kind == TraceEvent::kStep ? "step" : "input wait"},
             {"cat", e.kind == TraceEvent::kStep ? "step" : "input"},

@@ -13,7 +13,12 @@
 //
 // Tracks: pid 1 has one thread per replica (steps and input waits as complete events),
 // pid 2 one counter track per pipeline stage (busy cores, buffer fill, elements/s),
-// pid 3 the monitor's windows. Timestamps are microseconds since Monitor::Start().
+// pid 3 the monitor's windows, pid 4 the gradient all-reduce of a multi-worker job (each
+// bucket an async slice from its start to its finish, args: bytes and when it was ready;
+// thread 1 the step's wait for it). Timestamps are microseconds since Monitor::Start(). A
+// multi-worker job's trace also holds {"ph":"M","name":"strata_clock","args":{"worker":W,
+// "trace_start_ns":..,"clock_sync_ns":..}}: the worker's clock at ts 0 and at a moment every
+// worker shared, which bench/merge_traces.py aligns the workers' traces by.
 // Events are streamed to the file as the monitor drains them (memory stays bounded); the
 // closing bracket is written by Finish(). A file cut short (a crash) still loads in Perfetto,
 // which accepts an unterminated traceEvents array.
@@ -32,14 +37,16 @@
 
 namespace strata::monitor {
 
-// One step or input wait of one replica, recorded by a hook, written by the monitor thread.
+// One step or input wait of one replica, or one gradient bucket's all-reduce or the step's wait
+// for it (`replica`: the bucket's index), recorded by a hook, written by the monitor thread.
 struct TraceEvent {
-  enum Kind : int32_t { kStep = 0, kInputWait = 1 };
+  enum Kind : int32_t { kStep = 0, kInputWait = 1, kBucket = 2, kAllReduceWait = 3 };
   Kind kind = kStep;
   int32_t replica = 0;
-  int64_t begin_ns = 0, end_ns = 0;  // NowNanos()
+  int64_t begin_ns = 0, end_ns = 0;  // NowNanos(); a bucket: started, seen finished
   double matrix_flops = 0;
   int64_t examples = 0;
+  int64_t ready_ns = 0, bytes = 0;   // a bucket's
 };
 
 class TraceWriter {

@@ -39,6 +39,10 @@ struct RunInfo {
   std::string example_unit = "examples";
   double start_wall_time = 0;  // Unix seconds
   int64_t initial_step = 0;
+  // The trace's clock anchors (MonitorOptions::worker, clock_sync_ns): this worker's clock at
+  // the monitor's start and at the moment the workers shared; 0 for one worker.
+  int worker = 0;
+  int64_t trace_start_ns = 0, clock_sync_ns = 0;
 };
 
 struct ReplicaWindow {

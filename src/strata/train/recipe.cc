@@ -19,6 +19,7 @@
 #include "strata/keras/applications/applications.h"
 #include "strata/keras/callbacks.h"
 #include "strata/train/model_source.h"
+#include "strata/train/tta.h"
 
 namespace strata::train {
 namespace {
@@ -148,6 +149,7 @@ Status Check(const Recipe& r) {
   if (!(r.flip >= 0 && r.flip <= 1)) return InvalidArgument("--flip must be a probability in [0, 1]");
   if (!(r.label_smoothing >= 0 && r.label_smoothing < 1)) return InvalidArgument("--label-smoothing must be in [0, 1)");
   if (!(r.ema >= 0 && r.ema < 1)) return InvalidArgument("--ema must be a momentum in [0, 1) (0: off)");
+  STRATA_RETURN_IF_ERROR(CheckTta(r.tta));
   if (r.freeze_backbone_epochs < 0) return InvalidArgument("--freeze-backbone-epochs must be 0 or more");
   if (r.freeze_backbone_epochs > 0 && r.freeze_until.empty())
     return InvalidArgument("--freeze-backbone-epochs needs --freeze-until LAYER (the backbone's last layer)");

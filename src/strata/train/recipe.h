@@ -65,6 +65,9 @@ struct Recipe {
   double weight_decay = 5e-4;     // SGD: L2 on the gradient; Adam: decoupled, as Keras 3
   double label_smoothing = 0.1;   // the cross-entropy's: targets (1 - e) one-hot + e / classes
   double ema = 0;                 // Keras's use_ema at this ema_momentum: the model ends as the weights' average (0: off)
+  // The final evaluation's test-time augmentation (tta.h): "" none, "flip" the mean of the
+  // outputs for each image and its mirror image, reported beside the plain accuracy.
+  std::string tta;
   std::vector<std::string> metrics = {"accuracy"};
   std::string precision = "f32";  // f32 or bf16 (mixed_bfloat16); the presets: bf16 where NativeBf16()
   int64_t seed = 42;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "strata/record/record_reader.h"
 #include "strata/train/cross_host_report.h"
 #include "strata/train/model_source.h"
+#include "strata/train/tta.h"
 
 namespace strata::train {
 namespace {
@@ -337,7 +339,15 @@ Result<FitContext> Trainer::State::PrepareFit() {
   if (!r.tensorboard.empty() && chief())
     fit.callbacks.push_back(
         std::make_shared<keras::TensorBoard>(r.tensorboard, keras::TensorBoard::Options{.update_freq = 100}));
-  // The monitor hears of fit's steps as its observer (the chief only).
+  // The monitor hears of fit's steps as its observer (the chief only), and with a trace every
+  // worker writes its own (the communication timeline: each worker's all-reduce buckets),
+  // anchored at a moment the workers shared so that bench/merge_traces.py can align them.
+  int64_t sync_ns = 0, offset_ns = 0;
+  if (r.monitor && !r.trace.empty() && workers > 1) {
+    STRATA_RETURN_IF_ERROR(strategy->collective()->Barrier());
+    sync_ns = NowNanos();
+    if (const char* v = std::getenv("STRATA_TRACE_CLOCK_OFFSET_NS")) offset_ns = std::strtoll(v, nullptr, 10);
+  }
   if (r.monitor && chief()) {
     fit.monitor = std::make_unique<monitor::FitMonitor>(monitor::FitMonitorOptions{
         .interval_seconds = r.monitor_interval,
@@ -345,8 +355,19 @@ Result<FitContext> Trainer::State::PrepareFit() {
         .trace_path = r.trace,
         .http_port = static_cast<int>(r.monitor_port),
         .http_bind = r.monitor_bind,
-        .report_json = r.report_json});
+        .report_json = r.report_json,
+        .worker = worker,
+        .clock_sync_ns = sync_ns,
+        .clock_offset_ns = offset_ns});
     if (!r.tensorboard.empty()) fs::create_directories(r.tensorboard + "/train");
+  } else if (r.monitor && !r.trace.empty()) {
+    fit.monitor = std::make_unique<monitor::FitMonitor>(monitor::FitMonitorOptions{
+        .interval_seconds = r.monitor_interval,
+        .console = false,
+        .trace_path = WorkerTracePath(r.trace, worker),
+        .worker = worker,
+        .clock_sync_ns = sync_ns,
+        .clock_offset_ns = offset_ns});
   }
   fit.verbose = !talk ? 0 : r.verbose >= 0 ? r.verbose : ::isatty(::fileno(stdout)) ? 1 : 2;
   return fit;
@@ -412,6 +433,9 @@ Status Trainer::State::Evaluate(TrainReport* report) {
   report->val_accuracy = keras::LogValue(logs, "accuracy");
   report->val_loss = keras::LogValue(logs, "loss");
   report->val_f1_macro = keras::LogValue(logs, "f1_macro");
+  if (!r.tta.empty()) {
+    STRATA_ASSIGN_OR_RETURN(report->val_accuracy_tta, TtaAccuracy(*model, *val, r.validation_steps, r.tta));
+  }
   return Status::OK();
 }
 
@@ -448,6 +472,7 @@ Status Trainer::State::Report(const FitContext& fit, const nlohmann::json& worke
   const char* split = r.val_split.c_str();
   Say(Format("%s loss: %.4f", split, report->val_loss));
   Say(Format("%s accuracy: %.4f", split, report->val_accuracy));
+  if (!r.tta.empty()) Say(Format("%s accuracy with --tta %s: %.4f", split, r.tta.c_str(), report->val_accuracy_tta));
   if (std::find(r.metrics.begin(), r.metrics.end(), "f1_macro") != r.metrics.end())
     Say(Format("%s macro F1: %.4f", split, report->val_f1_macro));
   return Status::OK();
@@ -507,9 +532,16 @@ Result<TrainReport> Run(const Recipe& recipe, std::shared_ptr<Reporter> reporter
   return trainer->Run();
 }
 
+std::string WorkerTracePath(const std::string& trace, int worker) {
+  if (worker == 0) return trace;
+  const fs::path p(trace);
+  return (p.parent_path() / (p.stem().string() + ".worker" + std::to_string(worker) + p.extension().string())).string();
+}
+
 std::string ReportJson(const Recipe& r, const TrainReport& report) {
   nlohmann::json j = {{"test_accuracy", report.val_accuracy}, {"test_loss", report.val_loss},
                       {"preset", r.preset}, {"val_f1_macro", report.val_f1_macro},
+                      {"test_accuracy_tta", report.val_accuracy_tta},
                       {"wall_seconds", report.wall_seconds}, {"train_seconds", report.train_seconds},
                       {"validation_seconds", report.validation_seconds},
                       {"images_per_second", report.images_per_second}, {"replicas", report.replicas},
@@ -520,7 +552,7 @@ std::string ReportJson(const Recipe& r, const TrainReport& report) {
   j["recipe"] = {{"model", r.model}, {"epochs", r.epochs}, {"batch_per_replica", r.batch_per_replica},
                  {"optimizer", r.optimizer}, {"lr", r.lr}, {"lr_scaling", r.lr_scaling}, {"schedule", r.schedule},
                  {"warmup_epochs", r.warmup_epochs}, {"weight_decay", r.weight_decay},
-                 {"label_smoothing", r.label_smoothing}, {"ema", r.ema}, {"pad_crop", r.pad_crop}, {"flip", r.flip},
+                 {"label_smoothing", r.label_smoothing}, {"ema", r.ema}, {"tta", r.tta}, {"pad_crop", r.pad_crop}, {"flip", r.flip},
                  {"precision", r.precision}, {"seed", r.seed}};
   if (!report.cross_host_json.empty()) j["cross_host"] = nlohmann::json::parse(report.cross_host_json);
   return j.dump(2) + "\n";

@@ -31,6 +31,7 @@ struct TrainReport {
   keras::History history;  // both phases of a fine-tune, one after the other
   // On `val` after training (0 without it).
   double val_loss = 0, val_accuracy = 0, val_f1_macro = 0;
+  double val_accuracy_tta = 0;  // with the recipe's test-time augmentation (tta.h); 0 without one
   std::string model_path;  // where the trained model was saved
   int replicas = 0;        // in sync, over every worker
   int64_t global_batch = 0, steps_per_epoch = 0;
@@ -69,6 +70,10 @@ class Trainer {
 
 // Trainer::Create(recipe, reporter) then Run().
 Result<TrainReport> Run(const Recipe& recipe, std::shared_ptr<Reporter> reporter = nullptr);
+
+// Where worker `worker` of a multi-worker job writes its Chrome trace: the chief (0) `trace`
+// itself, worker w > 0 `trace` with ".worker<w>" before its extension (t.json -> t.worker1.json).
+std::string WorkerTracePath(const std::string& trace, int worker);
 
 // The report as `strata train --summary-json` writes it.
 std::string ReportJson(const Recipe& recipe, const TrainReport& report);

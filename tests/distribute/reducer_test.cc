@@ -194,7 +194,11 @@ TEST(Reducer, BucketedOverlapStartsBucketsAsTheyFinishAndGivesThePlainBits) {
     EXPECT_LE(k.start_ns, k.finish_ns) << i;
     EXPECT_LE(k.finish_ns, t->wait_end_ns) << i;
     if (i > 0) EXPECT_LE(t->buckets[i - 1].start_ns, k.start_ns) << "started in bucket order";
+    // The stats' sums over the (one) step: the same moments, in seconds from the step's start.
+    EXPECT_NEAR(st.buckets[i].ready_seconds, static_cast<double>(k.ready_ns - t->start_ns) * 1e-9, 1e-9) << i;
+    EXPECT_NEAR(st.buckets[i].finish_seconds, static_cast<double>(k.finish_ns - t->start_ns) * 1e-9, 1e-9) << i;
   }
+  EXPECT_NEAR(st.wait_end_seconds, static_cast<double>(t->wait_end_ns - t->start_ns) * 1e-9, 1e-9);
 }
 
 TEST(Reducer, ThePlainReducerHasNoTimeline) {

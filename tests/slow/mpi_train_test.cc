@@ -183,7 +183,8 @@ TEST(MpiTrain, EachWorkerTracesItsBucketsAndTheMergeAlignsTheWorkers) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string cmd = Strata() + " train --epochs 1 --steps-per-epoch 4 --deterministic --batch-per-replica 16 "
-                                     "--validation-steps 1 --replicas 1 --trace " + dir + "/t.json --out " + dir + "/m.ckpt";
+                                     "--validation-steps 1 --replicas 1 --trace " + dir + "/t.json --out " + dir + "/m.ckpt" +
+                          " --summary-json " + dir + "/s.json";
   auto run = RunCommand(MpiEnv() + "STRATA_ALLREDUCE_BUCKET_BYTES=65536 " + kMpirunFlags + "-np 1 " + cmd +
                             " : -np 1 env STRATA_TRACE_CLOCK_OFFSET_NS=1000000000000 " + cmd,
                         true);
@@ -245,6 +246,19 @@ TEST(MpiTrain, EachWorkerTracesItsBucketsAndTheMergeAlignsTheWorkers) {
               gaps.size(), gaps[gaps.size() / 2], gaps.back());
   EXPECT_LT(gaps.back(), 0.5e6);
   EXPECT_LT(gaps[gaps.size() / 2], 5e4);
+  // The summary gathers every worker's own schedule: its buckets' mean ready <= start <= finish,
+  // the same bytes on both, inside its step's reduction.
+  const nlohmann::json per_worker = nlohmann::json::parse(Slurp(dir + "/s.json"))["cross_host"]["per_worker"];
+  ASSERT_EQ(per_worker.size(), 2u);
+  for (const auto& w : per_worker) {
+    ASSERT_TRUE(w.contains("buckets") && !w["buckets"].empty()) << w.dump();
+    EXPECT_EQ(w["buckets"].size(), per_worker[0]["buckets"].size());
+    for (const auto& b : w["buckets"]) {
+      EXPECT_LE(b["ready_ms"].get<double>(), b["start_ms"].get<double>() + 1e-6) << b.dump();
+      EXPECT_LE(b["start_ms"].get<double>(), b["finish_ms"].get<double>() + 1e-6) << b.dump();
+      EXPECT_LE(b["finish_ms"].get<double>(), w["reduction_end_ms"].get<double>() + 1e-6) << b.dump();
+    }
+  }
   fs::remove_all(dir);
 }
 

@@ -144,6 +144,11 @@ class BucketedReducer final : public Reducer {
         DivideByWorkers(strategy_, o_.grads[0], o_.n);
         stats_.steps += 1;
         stats_.backward_end_seconds += backward_end;
+        stats_.wait_end_seconds += Seconds(timing_.wait_end_ns);
+        for (size_t b = 0; b < buckets_.size(); ++b) {
+          stats_.buckets[b].ready_seconds += Seconds(timing_.buckets[b].ready_ns);
+          stats_.buckets[b].finish_seconds += Seconds(timing_.buckets[b].finish_ns);
+        }
       }
       ResetCounters();
     }
@@ -157,6 +162,8 @@ class BucketedReducer final : public Reducer {
  private:
   using Clock = std::chrono::steady_clock;
   double Since(Clock::time_point t) const { return std::chrono::duration<double>(Clock::now() - t).count(); }
+  // A moment of this step's timeline in seconds from the step's start (0 where it is unknown).
+  double Seconds(int64_t ns) const { return ns == 0 ? 0 : static_cast<double>(ns - timing_.start_ns) * 1e-9; }
 
   // Replica 0: starts the all-reduce of every in-host-reduced bucket not yet started, in order.
   Status StartReadyBuckets(bool during_backward) {

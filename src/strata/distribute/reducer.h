@@ -58,10 +58,12 @@ struct ReducerOptions {
 struct ReducerStats {
   int64_t steps = 0;
   double backward_end_seconds = 0;  // summed over steps: when replica 0's backward pass ended
-  // Bucket i of the step (start order): its f32 bytes and its start time, summed over steps.
+  double wait_end_seconds = 0;      // summed over steps: when the reduction ended
+  // Bucket i of the step (start order): its f32 bytes, and when it was ready (every local
+  // replica's gradient final and summed in-host), started and seen finished, summed over steps.
   struct Bucket {
     int64_t bytes = 0;
-    double start_seconds = 0;
+    double ready_seconds = 0, start_seconds = 0, finish_seconds = 0;
   };
   std::vector<Bucket> buckets;
   // Buckets started from the kernel hook while the backward pass ran, and after it ended.

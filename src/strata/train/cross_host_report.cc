@@ -38,17 +38,23 @@ nlohmann::json PerStep(const distribute::CollectiveStats& a, const distribute::C
                       {"all_reduce_wait_ms_per_step", (b.all_reduce_wait_seconds - a.all_reduce_wait_seconds) * 1e3 / steps},
                       {"step_ms", step_ms}};
   // The bucket schedule against the backward pass (docs/scaling.md's model reads it): when each
-  // bucket started and when the backward pass ended, from the start of the step's program,
-  // averaged over the steps; how many buckets started while the pass still ran.
+  // bucket was ready, started and finished and when the backward pass and the reduction ended,
+  // from the start of the step's program, averaged over the steps; how many buckets started
+  // while the pass still ran.
   const int64_t reduced = rb.steps - ra.steps;
   if (reduced > 0) {
     const double n = static_cast<double>(reduced);
     nlohmann::json buckets = nlohmann::json::array();
     for (size_t i = 0; i < rb.buckets.size(); ++i) {
-      const double before = i < ra.buckets.size() ? ra.buckets[i].start_seconds : 0;
-      buckets.push_back({{"bytes", rb.buckets[i].bytes}, {"start_ms", (rb.buckets[i].start_seconds - before) * 1e3 / n}});
+      const distribute::ReducerStats::Bucket before = i < ra.buckets.size() ? ra.buckets[i] : distribute::ReducerStats::Bucket{};
+      const distribute::ReducerStats::Bucket& after = rb.buckets[i];
+      buckets.push_back({{"bytes", after.bytes},
+                         {"ready_ms", (after.ready_seconds - before.ready_seconds) * 1e3 / n},
+                         {"start_ms", (after.start_seconds - before.start_seconds) * 1e3 / n},
+                         {"finish_ms", (after.finish_seconds - before.finish_seconds) * 1e3 / n}});
     }
     j["backward_end_ms"] = (rb.backward_end_seconds - ra.backward_end_seconds) * 1e3 / n;
+    j["reduction_end_ms"] = (rb.wait_end_seconds - ra.wait_end_seconds) * 1e3 / n;
     j["buckets"] = buckets;
     j["buckets_started_during_backward"] = rb.started_during_backward - ra.started_during_backward;
     j["buckets_started_after_backward"] = rb.started_after_backward - ra.started_after_backward;
@@ -71,9 +77,13 @@ Result<nlohmann::json> GatherWorkerTimes(distribute::Collective& collective, con
   // its own epochs after the first, per step and per second of them (cores_used: 1 is a core
   // busy all the time). Where hosts share cores (namespaced hosts on one machine) it shows how
   // much of a core each got.
+  // Its own bucket schedule too (ready, started, finished): each worker's timeline, not the
+  // chief's alone, is what the scaling model is fed (docs/scaling.md).
   nlohmann::json mine = {{"all_reduce_wait_ms_per_step", window["all_reduce_wait_ms_per_step"]},
                          {"backward_end_ms", window.value("backward_end_ms", 0.0)},
+                         {"reduction_end_ms", window.value("reduction_end_ms", 0.0)},
                          {"cpu_seconds", ProcessCpuSeconds()}};
+  if (window.contains("buckets")) mine["buckets"] = window["buckets"];
   const int64_t steady = counters.steps_at_last_epoch_end - counters.steps_at_first_epoch_end;
   const double cpu = counters.cpu_seconds_at_last_epoch_end - counters.cpu_seconds_at_first_epoch_end;
   const double wall = counters.seconds_at_last_epoch_end - counters.seconds_at_first_epoch_end;

@@ -1,11 +1,11 @@
 #include "strata/distribute/reducer.h"
 
-#include "strata/core/clock.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
+
+#include "strata/core/clock.h"
 
 namespace strata::distribute {
 

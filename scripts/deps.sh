@@ -63,6 +63,7 @@ if [ "${1:-}" = "--bench" ]; then
     "python3-torchvision  bench/applications_vs_torch.sh: torchvision 0.14's resnet50, mobilenet_v2, efficientnet_b0, densenet121"
     "libtorch-dev         bench/libtorch_step.cc: LibTorch 1.13, the C++ peer of the training step"
     "libopenblas0-pthread PyTorch's peers at their best: OpenBLAS under torch instead of the reference BLAS"
+    "libsimgrid-dev       bench/smpi/: SimGrid 3.32's SMPI (smpicxx, smpirun) runs Strata's all-reduce on simulated clusters"
   )
 fi
 

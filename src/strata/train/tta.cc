@@ -5,7 +5,6 @@
 
 #include "strata/image/flip.h"
 
-
 namespace strata::train {
 namespace {
 

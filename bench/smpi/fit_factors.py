@@ -5,7 +5,7 @@
                  [--check SIM.csv]
 
 SimGrid's SMPI model sends s bytes in lat_factor(s) x L + s / (bw_factor(s) x B), L the route's
-latency (--links x --lat: 2 links host to host on platform.py's flat switch), B the link's rate;
+latency (--links x --lat: 2 links host to host on cluster_xml.py's flat switch), B the link's rate;
 each factor is piecewise constant from a breakpoint up. In each piece this fits a + b s to the
 measured one-way times (least squares on relative errors), so lat_factor = a / L and
 bw_factor = 1 / (b B), and prints them as --lat-factor and --bw-factor for simulate_scaling.py.

@@ -6,7 +6,7 @@
   simulate_scaling.py --closed-form 4194304 [--hosts 2 4 16 64 256 1024] [--triad 17.9e9]
 
 Compiles allreduce_sim.cc with smpicxx (when the binary is older than the source), writes a
-platform for each host count, link rate and topology (platform.py), runs the simulation under
+platform for each host count, link rate and topology (cluster_xml.py), runs the simulation under
 `nice -n 10`, one at a time, and appends one JSON line per run (the program's line plus the
 platform, the network settings and the wall time of the simulation) to --out, and a row to
 --csv. --closed-form runs one all-reduce of that many bytes with no compute instead and prints
@@ -32,7 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import platform as platform_xml  # noqa: E402  (bench/smpi/platform.py, not the standard module)
+import cluster_xml as platform_xml  # noqa: E402  (bench/smpi/cluster_xml.py)
 
 # What every run needs: replayed compute (smpi_execute at the platform's 1 Gflop/s), nothing
 # injected into MPI calls (the progress engine calls MPI_Waitany and friends often), messages

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """SimGrid 3.32 platform XML and hostfile for N hosts (bench/smpi/README.md).
 
-  platform.py flat|fat-tree HOSTS OUT_DIR [--gbps 10] [--lat 5us] [--hosts-per-leaf 16] [--oversubscription 1]
+  cluster_xml.py flat|fat-tree HOSTS OUT_DIR [--gbps 10] [--lat 5us] [--hosts-per-leaf 16] [--oversubscription 1]
 
 flat:     every host has a link of its own to one non-blocking switch (a SimGrid cluster
           without backbone: the hosts' links SPLITDUPLEX, full-duplex Ethernet; the switch limits

@@ -42,6 +42,7 @@ TEST_PACKAGES=(
   "nodejs               s3:// e2e test: runs s3rver (npm, pinned in tests/e2e/remote/s3rver/package-lock.json); the npm TFRecord reader oracle"
   "openssl              https:// e2e test: makes its CA and the nginx server certificate"
   "python3-keras-applications  applications structure test: Keras's own model source, traced layer by layer"
+  "python3-torchvision  the applications' oracle tests (tests/python/test_applications_{torchvision,convnext,efficientnet_v2,mobilenet_v3,vit}.py): torchvision 0.14's models, weights copied in by name; also bench/applications_vs_torch.sh"
   "python3-torch        applications oracle test: an independent PyTorch forward of the same weights; tests/python/test_optimizers.py: PyTorch's Adam, AdamW, RMSprop check the Keras-rule oracle"
   "python3-h5py         Keras weights tests: write files in Keras's layouts and read Strata's back"
   "python3-onnx         ONNX export test: onnx.checker.check_model accepts every exported file"
@@ -60,7 +61,6 @@ fi
 # `scripts/deps.sh --bench` (make bench) adds the benchmarks' peers, which the tests do not need.
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(
-    "python3-torchvision  bench/applications_vs_torch.sh: torchvision 0.14's resnet50, mobilenet_v2, efficientnet_b0, densenet121"
     "libtorch-dev         bench/libtorch_step.cc: LibTorch 1.13, the C++ peer of the training step"
     "libopenblas0-pthread PyTorch's peers at their best: OpenBLAS under torch instead of the reference BLAS"
     "libsimgrid-dev       bench/smpi/: SimGrid 3.32's SMPI (smpicxx, smpirun) runs Strata's all-reduce on simulated clusters"

@@ -147,11 +147,6 @@ Status Monitor::Start() {
   if (started_) return InvalidArgument("monitor: Start() called twice");
   started_ = true;
   info_.start_wall_time = WallSeconds();
-  start_ns_ = NowNanos();
-  if (options_.clock_sync_ns != 0) {
-    info_.trace_start_ns = start_ns_ + options_.clock_offset_ns;
-    info_.clock_sync_ns = options_.clock_sync_ns + options_.clock_offset_ns;
-  }
   for (auto& rep : reporters_) {
     Status st = rep->OnStart(info_);
     if (!st.ok()) NoteError(st);
@@ -159,6 +154,15 @@ Status Monitor::Start() {
   if (trace_) {
     Status st = trace_->Begin(info_);
     if (!st.ok()) NoteError(st);
+  }
+  start_ns_ = NowNanos();
+  if (options_.clock_sync_ns != 0) {
+    info_.trace_start_ns = start_ns_ + options_.clock_offset_ns;
+    info_.clock_sync_ns = options_.clock_sync_ns + options_.clock_offset_ns;
+    if (trace_) {
+      Status st = trace_->AddClock(info_);
+      if (!st.ok()) NoteError(st);
+    }
   }
   window_start_ns_ = start_ns_;
   totals_.replicas = options_.replicas;

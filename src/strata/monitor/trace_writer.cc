@@ -63,10 +63,14 @@ Status TraceWriter::Begin(const RunInfo& info) {
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("process_name", kAllReducePid, -1, "gradient all-reduce"))));
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("thread_name", kAllReducePid, 0, "buckets"))));
   STRATA_RETURN_IF_ERROR(Emit(Dump(Meta("thread_name", kAllReducePid, 1, "wait after the backward pass"))));
-  if (info.clock_sync_ns != 0)
-    STRATA_RETURN_IF_ERROR(Emit(Dump(json({{"ph", "M"}, {"name", "strata_clock"}, {"pid", kAllReducePid},
-                                           {"args", {{"worker", info.worker}, {"trace_start_ns", info.trace_start_ns},
-                                                     {"clock_sync_ns", info.clock_sync_ns}}}}))));
+  return FlushBuffer();
+}
+
+Status TraceWriter::AddClock(const RunInfo& info) {
+  if (finished_) return Status::OK();
+  STRATA_RETURN_IF_ERROR(Emit(Dump(json({{"ph", "M"}, {"name", "strata_clock"}, {"pid", kAllReducePid},
+                                         {"args", {{"worker", info.worker}, {"trace_start_ns", info.trace_start_ns},
+                                                   {"clock_sync_ns", info.clock_sync_ns}}}}))));
   return FlushBuffer();
 }
 

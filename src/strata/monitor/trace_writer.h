@@ -56,6 +56,8 @@ class TraceWriter {
 
   // The header and the track names.
   Status Begin(const RunInfo& info);
+  // A multi-worker job's clock anchors (the strata_clock event), once ts 0 is known.
+  Status AddClock(const RunInfo& info);
   Status Add(const TraceEvent& e, int64_t start_ns);
   // Counter samples for every stage at `now_ns` (rates against the previous sample).
   Status AddStageCounters(const std::vector<StageSample>& stages, int64_t now_ns, int64_t start_ns);

@@ -136,7 +136,6 @@ class MpiWorld final : public Collective {
       overlap_finished_ns_.clear();
       overlap_unfinished_ = 0;
     }
-    overlap_done_ = false;  // finished ones are MPI_REQUEST_NULL now: Testall/Waitall skip them
     MPI_Request req;
     int rc;
     if (bf16_wire_) {
@@ -162,7 +161,7 @@ class MpiWorld final : public Collective {
   }
 
   Status Progress() override {
-    if (overlap_requests_.empty() || overlap_done_) return Status::OK();
+    if (overlap_requests_.empty() || overlap_unfinished_ == 0) return Status::OK();
     int rc = StampFinished(/*wait=*/false);
     if (rc != MPI_SUCCESS) return Internal("MPI_Testsome (gradient buckets): " + MpiError(rc));
     return Status::OK();
@@ -174,11 +173,11 @@ class MpiWorld final : public Collective {
     if (overlap_requests_.empty()) return Status::OK();
     const auto wait_start = std::chrono::steady_clock::now();
     int rc = MPI_SUCCESS;
-    if (!overlap_done_) {
+    if (overlap_unfinished_ != 0) {
       watchdog_.Arm("the gradient all-reduce");
-      while (rc == MPI_SUCCESS && !overlap_done_) {
+      while (rc == MPI_SUCCESS && overlap_unfinished_ != 0) {
         rc = StampFinished(/*wait=*/!yield_core_);
-        if (yield_core_ && !overlap_done_) sched_yield();  // AwaitAll's reason
+        if (yield_core_ && overlap_unfinished_ != 0) sched_yield();  // AwaitAll's reason
       }
       watchdog_.Disarm();
     }
@@ -212,7 +211,8 @@ class MpiWorld final : public Collective {
 
  private:
   // Tests (or, `wait`, waits for at least one of) the started buckets and stamps each one found
-  // finished with the time; sets overlap_done_ and overlap_end_ when none is left.
+  // finished with the time (finished ones are MPI_REQUEST_NULL from then on, which the next
+  // test skips); sets overlap_end_ when none is left.
   int StampFinished(bool wait) {
     const int n = static_cast<int>(overlap_requests_.size());
     if (finished_index_.size() < static_cast<size_t>(n)) finished_index_.resize(static_cast<size_t>(n));
@@ -227,11 +227,8 @@ class MpiWorld final : public Collective {
         if (at == 0) --overlap_unfinished_;
         at = now;
       }
-    // MPI_UNDEFINED: every request was already MPI_REQUEST_NULL (finished before).
-    if (count == MPI_UNDEFINED || overlap_unfinished_ == 0) {
-      overlap_done_ = true;
-      overlap_end_ = std::chrono::steady_clock::now();
-    }
+    if (count == MPI_UNDEFINED) overlap_unfinished_ = 0;  // every request was MPI_REQUEST_NULL already
+    if (overlap_unfinished_ == 0) overlap_end_ = std::chrono::steady_clock::now();
     return MPI_SUCCESS;
   }
 
@@ -286,7 +283,6 @@ class MpiWorld final : public Collective {
   std::vector<int> finished_index_;            // MPI_Testsome's output, reused
   int overlap_unfinished_ = 0;                 // started buckets not yet stamped
   std::chrono::steady_clock::time_point overlap_start_, overlap_end_;
-  bool overlap_done_ = false;
   int64_t overlap_bytes_ = 0;
   mutable std::mutex stats_mu_;
   CollectiveStats stats_;

@@ -1,7 +1,6 @@
 #include "strata/distribute/reducer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -106,10 +105,7 @@ class BucketedReducer final : public Reducer {
   }
 
   Status AfterKernel(int r, int k) override {
-    if (r == 0 && k == -1) {
-      step_start_ = Clock::now();
-      timing_.start_ns = NowNanos();
-    }
+    if (r == 0 && k == -1) timing_.start_ns = NowNanos();
     const int R = static_cast<int>(inputs_.size());
     for (int b = first_[static_cast<size_t>(k + 1)]; b < first_[static_cast<size_t>(k + 2)]; ++b) {
       if (arrived_[b].fetch_add(1, std::memory_order_acq_rel) + 1 != R) continue;
@@ -127,7 +123,6 @@ class BucketedReducer final : public Reducer {
   Status Reduce(int r, StepSync& sync) override {
     strategy_.barrier();
     if (r == 0) {
-      const double backward_end = Since(step_start_);
       timing_.backward_end_ns = NowNanos();
       Status started = sync.failed ? Status::OK() : StartReadyBuckets(/*during_backward=*/false);
       if (started.ok() && !sync.failed && next_start_ != buckets_.size())
@@ -143,10 +138,11 @@ class BucketedReducer final : public Reducer {
       if (!sync.failed) {
         DivideByWorkers(strategy_, o_.grads[0], o_.n);
         stats_.steps += 1;
-        stats_.backward_end_seconds += backward_end;
+        stats_.backward_end_seconds += Seconds(timing_.backward_end_ns);
         stats_.wait_end_seconds += Seconds(timing_.wait_end_ns);
         for (size_t b = 0; b < buckets_.size(); ++b) {
           stats_.buckets[b].ready_seconds += Seconds(timing_.buckets[b].ready_ns);
+          stats_.buckets[b].start_seconds += Seconds(timing_.buckets[b].start_ns);
           stats_.buckets[b].finish_seconds += Seconds(timing_.buckets[b].finish_ns);
         }
       }
@@ -160,8 +156,6 @@ class BucketedReducer final : public Reducer {
   const StepTiming* last_step() const override { return stats_.steps > 0 ? &timing_ : nullptr; }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  double Since(Clock::time_point t) const { return std::chrono::duration<double>(Clock::now() - t).count(); }
   // A moment of this step's timeline in seconds from the step's start (0 where it is unknown).
   double Seconds(int64_t ns) const { return ns == 0 ? 0 : static_cast<double>(ns - timing_.start_ns) * 1e-9; }
 
@@ -171,7 +165,6 @@ class BucketedReducer final : public Reducer {
     while (next_start_ < buckets_.size() && reduced_[next_start_].load(std::memory_order_acquire)) {
       const Bucket& b = buckets_[next_start_];
       STRATA_RETURN_IF_ERROR(hosts->StartAllReduceSum(o_.grads[0] + b.begin, b.end - b.begin));
-      stats_.buckets[next_start_].start_seconds += Since(step_start_);
       timing_.buckets[next_start_].start_ns = NowNanos();
       (during_backward ? stats_.started_during_backward : stats_.started_after_backward) += 1;
       ++next_start_;
@@ -195,7 +188,6 @@ class BucketedReducer final : public Reducer {
   std::unique_ptr<std::atomic<int>[]> arrived_;  // [buckets]: replicas past the bucket's kernel, this step
   std::unique_ptr<std::atomic<bool>[]> reduced_; // [buckets]: averaged in-host, may start
   size_t next_start_ = 0;                        // replica 0: buckets started this step
-  Clock::time_point step_start_;                 // replica 0: its program's start, this step
   ReducerStats stats_;                           // written by replica 0 only
   StepTiming timing_;                            // this step's (ready: the last replica to arrive; the rest: replica 0)
 };

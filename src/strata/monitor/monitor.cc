@@ -138,8 +138,8 @@ Status Monitor::EnableTrace(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(trace_, TraceWriter::Open(path));
   const int cap = RoundUpPow2(options_.trace_ring_events);
   rings_.clear();
-  for (int r = 0; r < options_.replicas; ++r) rings_.push_back(std::make_unique<TraceRing>(cap));
-  comm_ring_ = std::make_unique<TraceRing>(cap);
+  // One per replica, then the communication timeline's (fit's thread).
+  for (int r = 0; r <= options_.replicas; ++r) rings_.push_back(std::make_unique<TraceRing>(cap));
   return Status::OK();
 }
 
@@ -171,13 +171,6 @@ Status Monitor::Start() {
   running_.store(true, std::memory_order_release);
   thread_ = std::thread([this] { Loop(); });
   return Status::OK();
-}
-
-std::vector<TraceRing*> Monitor::TraceRings() const {
-  std::vector<TraceRing*> all;
-  for (const auto& ring : rings_) all.push_back(ring.get());
-  if (comm_ring_) all.push_back(comm_ring_.get());
-  return all;
 }
 
 // ---- hooks ------------------------------------------------------------------------------
@@ -237,13 +230,13 @@ void Monitor::InputWaitEnd(int replica) noexcept {
 }
 
 void Monitor::AllReduceBucket(int index, int64_t bytes, int64_t ready_ns, int64_t start_ns, int64_t finish_ns) noexcept {
-  if (!running_.load(std::memory_order_relaxed) || !comm_ring_) return;
-  comm_ring_->Push({TraceEvent::kBucket, index, start_ns, finish_ns, 0, 0, ready_ns, bytes});
+  if (!running_.load(std::memory_order_relaxed) || rings_.empty()) return;
+  rings_.back()->Push({TraceEvent::kBucket, index, start_ns, finish_ns, 0, 0, ready_ns, bytes});
 }
 
 void Monitor::AllReduceWait(int64_t begin_ns, int64_t end_ns) noexcept {
-  if (!running_.load(std::memory_order_relaxed) || !comm_ring_) return;
-  comm_ring_->Push({TraceEvent::kAllReduceWait, 0, begin_ns, end_ns, 0, 0, 0, 0});
+  if (!running_.load(std::memory_order_relaxed) || rings_.empty()) return;
+  rings_.back()->Push({TraceEvent::kAllReduceWait, 0, begin_ns, end_ns, 0, 0, 0, 0});
 }
 
 // ---- the monitor thread -------------------------------------------------------------------
@@ -431,7 +424,7 @@ void Monitor::CheckPeak(Window* w, const std::vector<double>& noise) {
 
 void Monitor::DrainTrace(int64_t now_ns) {
   if (!trace_) return;
-  for (TraceRing* ring : TraceRings()) {
+  for (auto& ring : rings_) {
     uint64_t tail = ring->tail.load(std::memory_order_relaxed);
     const uint64_t head = ring->head.load(std::memory_order_acquire);
     for (; tail != head; ++tail) {
@@ -561,7 +554,7 @@ Result<InputPipelineReport> Monitor::Stop() {
     }
     if (trace_) {
       int64_t dropped = 0;
-      for (TraceRing* ring : TraceRings()) dropped += ring->dropped.load(std::memory_order_relaxed);
+      for (auto& ring : rings_) dropped += ring->dropped.load(std::memory_order_relaxed);
       Status st = trace_->Finish(report, dropped);
       if (!st.ok()) NoteError(st);
     }

@@ -181,17 +181,15 @@ class Monitor {
   // Builds the window [window_start_ns_, now_ns) and advances the window start.
   Window CloseWindow(int64_t now_ns, bool final);
   void DrainTrace(int64_t now_ns);
-  // The replicas' trace rings and the communication timeline's.
-  std::vector<internal::TraceRing*> TraceRings() const;
   void Publish(const Window& w);
   // Corrects the peak when a replica's executed rate in `w` beats it (noise: per replica).
   void CheckPeak(Window* w, const std::vector<double>& noise);
   void NoteError(const Status& st);
 
   MonitorOptions options_;
-  std::unique_ptr<internal::TraceRing> comm_ring_;  // fit's thread -> the monitor thread (with a trace)
   RunInfo info_;
   std::unique_ptr<internal::ReplicaSlot[]> slots_;
+  // With a trace: [replicas] the replicas' rings, then the communication timeline's (fit's thread).
   std::vector<std::unique_ptr<internal::TraceRing>> rings_;
   std::vector<std::unique_ptr<Reporter>> reporters_;
   std::unique_ptr<TraceWriter> trace_;
